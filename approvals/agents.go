@@ -1,0 +1,47 @@
+package approvals
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Agent is a caller of the hook, known by the sha256 of its bearer token.
+type Agent struct {
+	Name        string
+	TokenSHA256 [32]byte
+}
+
+// ParseAgent builds an Agent from its configured name and sha256 hex.
+func ParseAgent(name, tokenSHA256Hex string) (Agent, error) {
+	raw, err := hex.DecodeString(strings.TrimSpace(tokenSHA256Hex))
+	if err != nil || len(raw) != sha256.Size {
+		return Agent{}, fmt.Errorf("agent %q: token_sha256 must be 64 hex characters (the sha256 of the token)", name)
+	}
+	a := Agent{Name: name}
+	copy(a.TokenSHA256[:], raw)
+	return a, nil
+}
+
+// Agents authenticates bearer tokens.
+type Agents []Agent
+
+// Authenticate returns the agent whose token is in the Authorization header.
+// Every configured hash is compared in constant time, and all are compared,
+// so timing reveals neither the token nor which agent matched.
+func (as Agents) Authenticate(authorization string) (string, bool) {
+	token, ok := strings.CutPrefix(authorization, "Bearer ")
+	if !ok || token == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(token))
+	name, found := "", 0
+	for _, a := range as {
+		if subtle.ConstantTimeCompare(sum[:], a.TokenSHA256[:]) == 1 {
+			name, found = a.Name, 1
+		}
+	}
+	return name, found == 1
+}

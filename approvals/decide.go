@@ -1,0 +1,158 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/countersign/countersign/store"
+)
+
+// Decision asks to record a verdict on one round of a request, as the decider
+// saw it.
+type Decision struct {
+	RequestID   string
+	Round       int
+	PayloadHash string // the hash on the card the decider clicked
+	Verdict     store.Verdict
+	DecidedBy   string // a Slack user id
+	Via         string // "slack", "inbox"
+}
+
+// Outcome is the decision that stands for the round. Created is true only for
+// the call that recorded it.
+type Outcome struct {
+	Request  store.Request
+	Decision store.Decision
+	Created  bool
+}
+
+// Decide records the first verdict for a request round. Every later call for
+// the same round, whatever its verdict, gets the existing decision back with
+// Created false and changes nothing. It fails with ErrNotAllowed or
+// ErrSelfApproval (both audited), ErrStaleCard, a *NotPendingError, or
+// ErrNotFound.
+func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
+	if d.Verdict != store.VerdictApprove && d.Verdict != store.VerdictReject {
+		return Outcome{}, fmt.Errorf("unknown verdict %q", d.Verdict)
+	}
+	req, err := store.RequestByID(ctx, s.DB.Pool, d.RequestID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	tool, known := s.Tools[req.Tool]
+	if d.Verdict == store.VerdictApprove && req.RequestedFor != "" && d.DecidedBy == req.RequestedFor {
+		s.refuse(ctx, req, d, "self_approval")
+		return Outcome{}, ErrSelfApproval
+	}
+	if !known {
+		s.refuse(ctx, req, d, "tool_not_configured")
+		return Outcome{}, ErrNotAllowed
+	}
+	allowed, err := s.mayDecide(ctx, tool, d.DecidedBy)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !allowed {
+		s.refuse(ctx, req, d, "not_an_approver")
+		return Outcome{}, ErrNotAllowed
+	}
+
+	var out Outcome
+	err = s.DB.InTx(ctx, func(tx pgx.Tx) error {
+		decidedReq, decision, decided, err := store.DecideTx(ctx, tx, store.DecideParams{
+			RequestID:   d.RequestID,
+			Round:       d.Round,
+			PayloadHash: d.PayloadHash,
+			Verdict:     d.Verdict,
+			DecidedBy:   d.DecidedBy,
+			Via:         d.Via,
+			MaxAttempts: maxAttempts(tool),
+			Now:         s.now(),
+		})
+		out = Outcome{Request: decidedReq, Decision: decision, Created: decided}
+		return err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if out.Created {
+		s.Logger.Info("request decided", slog.String("key", out.Request.Key),
+			slog.String("verdict", string(d.Verdict)), slog.String("by", d.DecidedBy), slog.Int("round", d.Round))
+		return out, nil
+	}
+	return s.explainUndecided(ctx, d)
+}
+
+// explainUndecided says why the conditional write did not happen: the round
+// was decided already, the card is stale, or the request left pending.
+func (s *Service) explainUndecided(ctx context.Context, d Decision) (Outcome, error) {
+	req, err := store.RequestByID(ctx, s.DB.Pool, d.RequestID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if d.Round != req.Round || d.PayloadHash != req.PayloadHash {
+		return Outcome{}, ErrStaleCard
+	}
+	existing, err := store.DecisionFor(ctx, s.DB.Pool, req.ID, req.Round)
+	switch {
+	case err == nil:
+		return Outcome{Request: req, Decision: existing}, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return Outcome{}, err
+	}
+	status := req.Status
+	if status == store.RequestPending {
+		// Past its expiry but not yet swept.
+		status = store.RequestExpired
+	}
+	return Outcome{}, &NotPendingError{Status: status}
+}
+
+// mayDecide reports whether user is one of the tool's approvers, directly or
+// through a user group.
+func (s *Service) mayDecide(ctx context.Context, tool Tool, user string) (bool, error) {
+	if user == "" {
+		return false, nil
+	}
+	if slices.Contains(tool.approverUsers(), user) {
+		return true, nil
+	}
+	if s.Groups == nil {
+		return false, nil
+	}
+	for _, group := range tool.approverGroups() {
+		members, err := s.Groups.GroupMembers(ctx, group)
+		if err != nil {
+			return false, fmt.Errorf("resolving user group %s: %w", group, err)
+		}
+		if slices.Contains(members, user) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// refuse audits a decision attempt that was not allowed. The refusal changes
+// no state, so a failure to audit it is logged rather than returned.
+func (s *Service) refuse(ctx context.Context, req store.Request, d Decision, reason string) {
+	err := store.AppendEventTx(ctx, s.DB.Pool, store.Event{
+		RequestID: req.ID, Actor: d.DecidedBy, Kind: "decision_refused",
+		Data: map[string]any{"reason": reason, "verdict": d.Verdict, "round": d.Round, "via": d.Via},
+	})
+	s.Logger.Warn("decision refused", slog.String("key", req.Key), slog.String("by", d.DecidedBy), slog.String("reason", reason))
+	if err != nil {
+		s.Logger.Error("auditing refused decision", slog.String("key", req.Key), slog.String("error", err.Error()))
+	}
+}
+
+func maxAttempts(t Tool) int {
+	if t.MaxAttempts > 0 {
+		return t.MaxAttempts
+	}
+	return DefaultMaxAttempts
+}

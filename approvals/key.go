@@ -1,0 +1,98 @@
+package approvals
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/gowebpki/jcs"
+)
+
+// KeyPrefix versions the key scheme; a new scheme gets a new prefix.
+const KeyPrefix = "wa_"
+
+// Basis is what a derived key is computed from. Free text (summary, reason),
+// timestamps and anything a model may phrase differently never enter it.
+type Basis struct {
+	RunID  string
+	Step   json.RawMessage // an integer or a string, exactly as sent
+	Tool   string
+	Effect json.RawMessage // a JSON object
+}
+
+// Canonical returns the RFC 8785 (JCS) bytes of
+// {"run": …, "step": …, "tool": …, "effect": …}.
+func (b Basis) Canonical() ([]byte, error) {
+	raw, err := json.Marshal(struct {
+		Run    string          `json:"run"`
+		Step   json.RawMessage `json:"step"`
+		Tool   string          `json:"tool"`
+		Effect json.RawMessage `json:"effect"`
+	}{b.RunID, b.Step, b.Tool, b.Effect})
+	if err != nil {
+		return nil, fmt.Errorf("encoding key basis: %w", err)
+	}
+	canonical, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, fmt.Errorf("canonicalizing key basis: %w", err)
+	}
+	return canonical, nil
+}
+
+// Key derives the intent key: "wa_" + hex(sha256(JCS(basis))).
+func Key(b Basis) (string, error) {
+	canonical, err := b.Canonical()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canonical)
+	return KeyPrefix + hex.EncodeToString(sum[:]), nil
+}
+
+// BasisHash is the fingerprint stored with every key, derived or sent by the
+// client, to tell a replay from a reuse of the key for another write.
+func BasisHash(b Basis) (string, error) {
+	canonical, err := b.Canonical()
+	if err != nil {
+		return "", err
+	}
+	return hashOf(canonical), nil
+}
+
+// Canonicalize returns the RFC 8785 form of a JSON value: the snapshot bytes
+// stored, shown to reviewers and sent to the provider.
+func Canonicalize(raw []byte) ([]byte, error) {
+	return jcs.Transform(raw)
+}
+
+// PayloadHash is the hash of a snapshot as recorded on approvals and checked
+// by the executor before it sends.
+func PayloadHash(snapshot []byte) string { return hashOf(snapshot) }
+
+func hashOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ShortKey is the form shown to humans: the first 12 characters and the last 4.
+func ShortKey(key string) string {
+	if len(key) <= 16 {
+		return key
+	}
+	return key[:12] + "…" + key[len(key)-4:]
+}
+
+// ValidClientKey reports whether a client-sent key is 8 to 255 printable
+// ASCII characters.
+func ValidClientKey(key string) bool {
+	if len(key) < 8 || len(key) > 255 {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,126 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/countersign/countersign/store"
+)
+
+// Service is intake and review over the store.
+type Service struct {
+	DB     *store.DB
+	Tools  map[string]Tool
+	Groups GroupResolver // nil: approvers may only be listed by user id
+	Logger *slog.Logger
+	// Now pins the clock in tests; nil means the database clock.
+	Now func() time.Time
+}
+
+func (s *Service) now() *time.Time {
+	if s.Now == nil {
+		return nil
+	}
+	t := s.Now()
+	return &t
+}
+
+// Submit stores an intent under its key, or returns the request the key
+// already names. created is false for a replay. A key that names a request
+// with other effect fields is ErrKeyReused, and nothing is stored.
+func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req store.Request, created bool, err error) {
+	tool, ok := s.Tools[in.Tool]
+	if !ok {
+		return store.Request{}, false, fmt.Errorf("%w: %q", ErrUnknownTool, in.Tool)
+	}
+	basis := in.Basis()
+	basisHash, err := BasisHash(basis)
+	if err != nil {
+		return store.Request{}, false, invalid("effect", "the effect cannot be canonicalized: %v", err)
+	}
+	key := in.IdempotencyKey
+	if key == "" {
+		if key, err = Key(basis); err != nil {
+			return store.Request{}, false, invalid("effect", "the effect cannot be canonicalized: %v", err)
+		}
+	}
+
+	// A replay is a read: look first, so replays never write.
+	existing, err := store.RequestByKey(ctx, s.DB.Pool, key)
+	switch {
+	case err == nil:
+		return replay(existing, basisHash)
+	case !errors.Is(err, store.ErrNotFound):
+		return store.Request{}, false, err
+	}
+
+	snapshot, err := Canonicalize(in.Effect)
+	if err != nil {
+		return store.Request{}, false, invalid("effect", "the effect cannot be canonicalized: %v", err)
+	}
+	ttl := tool.RequestTTL
+	if ttl <= 0 {
+		ttl = DefaultRequestTTL
+	}
+	req, inserted, err := store.InsertRequest(ctx, s.DB.Pool, store.NewRequest{
+		Key:          key,
+		BasisHash:    basisHash,
+		RunID:        in.RunID,
+		Step:         in.Step,
+		Tool:         in.Tool,
+		Snapshot:     snapshot,
+		PayloadHash:  PayloadHash(snapshot),
+		Summary:      in.Summary,
+		Reason:       in.Reason,
+		RequestedBy:  agent,
+		RequestedFor: in.RequestedFor,
+		TTL:          ttl,
+		Now:          s.now(),
+	})
+	if err != nil {
+		return store.Request{}, false, err
+	}
+	if inserted {
+		s.Logger.Info("request created", slog.String("key", req.Key), slog.String("tool", req.Tool), slog.String("agent", agent))
+		return req, true, nil
+	}
+	// Another replica inserted the key between our read and our write.
+	existing, err = store.RequestByKey(ctx, s.DB.Pool, key)
+	if err != nil {
+		return store.Request{}, false, err
+	}
+	return replay(existing, basisHash)
+}
+
+func replay(existing store.Request, basisHash string) (store.Request, bool, error) {
+	if existing.BasisHash != basisHash {
+		return store.Request{}, false, ErrKeyReused
+	}
+	return existing, false, nil
+}
+
+// Get returns the request named by its id or full key.
+func (s *Service) Get(ctx context.Context, ref string) (store.Request, error) {
+	return store.RequestByRef(ctx, s.DB.Pool, ref)
+}
+
+// Cancel withdraws a pending request. A request that is no longer pending is
+// a *NotPendingError carrying its status.
+func (s *Service) Cancel(ctx context.Context, ref, actor string) (store.Request, error) {
+	req, err := store.RequestByRef(ctx, s.DB.Pool, ref)
+	if err != nil {
+		return store.Request{}, err
+	}
+	req, cancelled, err := store.CancelRequest(ctx, s.DB.Pool, req.ID, actor, s.now())
+	if err != nil {
+		return store.Request{}, err
+	}
+	if !cancelled {
+		return req, &NotPendingError{Status: req.Status}
+	}
+	s.Logger.Info("request cancelled", slog.String("key", req.Key), slog.String("actor", actor))
+	return req, nil
+}

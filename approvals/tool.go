@@ -1,0 +1,35 @@
+package approvals
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Tool is what review needs to know of a configured tool.
+type Tool struct {
+	Name        string
+	Channel     string        // Slack channel for its cards
+	Approvers   []string      // Slack user ids (U…, W…) and user-group ids (S…)
+	RequestTTL  time.Duration // how long a request waits for a decision
+	MaxAttempts int           // the cap copied onto each execution
+	Reversible  bool
+}
+
+// Default review settings for a tool that leaves them out.
+const (
+	DefaultRequestTTL  = 72 * time.Hour
+	DefaultMaxAttempts = 5
+)
+
+// approverUsers and approverGroups split a tool's approvers by Slack id kind.
+func (t Tool) approverUsers() []string {
+	return slices.DeleteFunc(slices.Clone(t.Approvers), isGroupID)
+}
+
+func (t Tool) approverGroups() []string {
+	return slices.DeleteFunc(slices.Clone(t.Approvers), func(id string) bool { return !isGroupID(id) })
+}
+
+// isGroupID reports whether a Slack id names a user group (they start with S).
+func isGroupID(id string) bool { return strings.HasPrefix(id, "S") }

@@ -1,0 +1,112 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/countersign/countersign/store"
+)
+
+// View is a request as the HTTP hook represents it (DESIGN §3).
+type View struct {
+	ID          string              `json:"id"`
+	Key         string              `json:"key"`
+	KeyShort    string              `json:"key_short"`
+	Status      store.RequestStatus `json:"status"`
+	Round       int                 `json:"round"`
+	RunID       string              `json:"run_id"`
+	Step        json.RawMessage     `json:"step"`
+	Tool        string              `json:"tool"`
+	Effect      json.RawMessage     `json:"effect"`
+	Summary     string              `json:"summary"`
+	Reason      string              `json:"reason"`
+	RequestedBy string              `json:"requested_by"`
+	RequestFor  string              `json:"requested_for,omitempty"`
+	PayloadHash string              `json:"payload_hash"`
+	CreatedAt   time.Time           `json:"created_at"`
+	ExpiresAt   time.Time           `json:"expires_at"`
+	Decision    *DecisionView       `json:"decision"`
+	Execution   *ExecutionView      `json:"execution"`
+}
+
+// DecisionView is the standing decision of the request's latest decided round.
+type DecisionView struct {
+	Verdict store.Verdict `json:"verdict"`
+	By      string        `json:"by"`
+	At      time.Time     `json:"at"`
+	Via     string        `json:"via"`
+	Round   int           `json:"round"`
+}
+
+// ExecutionView is the request's latest execution.
+type ExecutionView struct {
+	State       store.ExecState `json:"state"`
+	Attempts    int             `json:"attempts"`
+	Code        string          `json:"code,omitempty"`
+	ProviderRef string          `json:"provider_ref,omitempty"`
+	Response    *ResponseView   `json:"response,omitempty"`
+}
+
+// ResponseView is the provider's last answer.
+type ResponseView struct {
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// View reads the request's decision and execution and returns its representation.
+func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
+	v := View{
+		ID: req.ID, Key: req.Key, KeyShort: ShortKey(req.Key), Status: req.Status, Round: req.Round,
+		RunID: req.RunID, Step: req.Step, Tool: req.Tool, Effect: req.Snapshot,
+		Summary: req.Summary, Reason: req.Reason, RequestedBy: req.RequestedBy, RequestFor: req.RequestedFor,
+		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
+	}
+	if req.Status == store.RequestPending && req.Round == 1 {
+		return v, nil // nothing decided or executed yet
+	}
+	d, err := store.LatestDecision(ctx, s.DB.Pool, req.ID)
+	switch {
+	case err == nil:
+		v.Decision = &DecisionView{Verdict: d.Verdict, By: d.DecidedBy, At: d.DecidedAt.UTC(), Via: d.Via, Round: d.Round}
+	case !errors.Is(err, store.ErrNotFound):
+		return View{}, err
+	}
+	e, err := store.LatestExecution(ctx, s.DB.Pool, req.ID)
+	switch {
+	case err == nil:
+		v.Execution = executionView(e)
+	case !errors.Is(err, store.ErrNotFound):
+		return View{}, err
+	}
+	return v, nil
+}
+
+func executionView(e store.Execution) *ExecutionView {
+	ev := &ExecutionView{State: e.State, Attempts: e.Attempts}
+	if e.LastCode != nil {
+		ev.Code = *e.LastCode
+	}
+	if e.ProviderRef != nil {
+		ev.ProviderRef = *e.ProviderRef
+	}
+	if e.ResponseStatus != nil {
+		body := json.RawMessage(e.ResponseBody)
+		if !json.Valid(body) {
+			body, _ = json.Marshal(string(e.ResponseBody))
+		}
+		ev.Response = &ResponseView{Status: *e.ResponseStatus, Body: body}
+	}
+	return ev
+}
+
+// fingerprint is what a long-poll watches: any change in it ends the wait.
+func (v View) fingerprint() string {
+	fp := string(v.Status) + "/" + strconv.Itoa(v.Round)
+	if v.Execution != nil {
+		fp += "/" + string(v.Execution.State) + "/" + strconv.Itoa(v.Execution.Attempts)
+	}
+	return fp
+}

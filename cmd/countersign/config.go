@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/approvals"
+)
+
+// Config is everything serve needs, from the environment and the YAML file.
+type Config struct {
+	DatabaseURL        string
+	Listen             string
+	ConfigPath         string
+	SlackBotToken      string
+	SlackSigningSecret string
+	SlackAppToken      string
+	SlackAPIURL        string
+	DispatchSecret     string
+
+	File FileConfig
+
+	// missingVars lists ${VAR} references with no value in the environment.
+	missingVars []string
+}
+
+// FileConfig is the YAML file named by COUNTERSIGN_CONFIG.
+type FileConfig struct {
+	Slack struct {
+		Channel string `yaml:"channel"`
+	} `yaml:"slack"`
+	Executor ExecutorConfig        `yaml:"executor"`
+	Agents   []AgentConfig         `yaml:"agents"`
+	Tools    map[string]ToolConfig `yaml:"tools"`
+}
+
+// ExecutorConfig holds the cron schedules of the background sweeps.
+type ExecutorConfig struct {
+	DispatchSchedule  string `yaml:"dispatch_schedule"`
+	ReconcileSchedule string `yaml:"reconcile_schedule"`
+	ExpirySchedule    string `yaml:"expiry_schedule"`
+	CardSchedule      string `yaml:"card_schedule"`
+}
+
+// AgentConfig names an agent and the sha256 hex of its bearer token.
+type AgentConfig struct {
+	Name        string `yaml:"name"`
+	TokenSHA256 string `yaml:"token_sha256"`
+}
+
+// ToolConfig is one tool an agent may ask to use.
+type ToolConfig struct {
+	Channel      string          `yaml:"channel"`
+	Approvers    []string        `yaml:"approvers"`
+	Dispatch     DispatchConfig  `yaml:"dispatch"`
+	KeyAware     bool            `yaml:"key_aware"`
+	Verify       *EndpointConfig `yaml:"verify"`
+	Precondition *EndpointConfig `yaml:"precondition"`
+	MaxAttempts  int             `yaml:"max_attempts"`
+	ClaimTimeout time.Duration   `yaml:"claim_timeout"`
+	ApprovalTTL  time.Duration   `yaml:"approval_ttl"`
+	RequestTTL   time.Duration   `yaml:"request_ttl"`
+	Reversible   bool            `yaml:"reversible"`
+}
+
+// DispatchConfig is where and how the executor sends an approved write.
+type DispatchConfig struct {
+	Method  string            `yaml:"method"`
+	URL     string            `yaml:"url"`
+	Timeout time.Duration     `yaml:"timeout"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+// EndpointConfig is a URL the executor reads; {key} is replaced by the key.
+type EndpointConfig struct {
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+// Defaults applied where the file is silent.
+const (
+	defaultListen            = ":8080"
+	defaultDispatchSchedule  = "@every 1s"
+	defaultReconcileSchedule = "@every 15s"
+	defaultExpirySchedule    = "@every 30s"
+	defaultCardSchedule      = "@every 1m"
+	defaultDispatchTimeout   = 10 * time.Second
+	defaultClaimTimeout      = 2 * time.Minute
+	defaultApprovalTTL       = 24 * time.Hour
+)
+
+// LoadConfig reads the environment and, if COUNTERSIGN_CONFIG names one, the
+// YAML file. Unknown YAML keys are errors; ${VAR} in string values expands
+// from the environment.
+func LoadConfig(getenv func(string) string) (*Config, error) {
+	cfg := &Config{
+		DatabaseURL:        getenv("COUNTERSIGN_DATABASE_URL"),
+		Listen:             getenv("COUNTERSIGN_LISTEN"),
+		ConfigPath:         getenv("COUNTERSIGN_CONFIG"),
+		SlackBotToken:      getenv("SLACK_BOT_TOKEN"),
+		SlackSigningSecret: getenv("SLACK_SIGNING_SECRET"),
+		SlackAppToken:      getenv("SLACK_APP_TOKEN"),
+		SlackAPIURL:        getenv("COUNTERSIGN_SLACK_API_URL"),
+		DispatchSecret:     getenv("COUNTERSIGN_DISPATCH_SECRET"),
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = defaultListen
+	}
+	if cfg.ConfigPath != "" {
+		raw, err := os.ReadFile(cfg.ConfigPath)
+		if err != nil {
+			return nil, fmt.Errorf("reading COUNTERSIGN_CONFIG: %w", err)
+		}
+		if err := cfg.parseFile(raw, getenv); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.ConfigPath, err)
+		}
+	}
+	cfg.applyDefaults()
+	return cfg, nil
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// parseFile expands ${VAR} inside scalar values only (never in the raw text,
+// so a value cannot inject YAML structure) and decodes strictly.
+func (c *Config) parseFile(raw []byte, getenv func(string) string) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return err
+	}
+	var expand func(n *yaml.Node)
+	expand = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode {
+			n.Value = envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
+				name := envRef.FindStringSubmatch(ref)[1]
+				v := getenv(name)
+				if v == "" {
+					c.missingVars = append(c.missingVars, name)
+				}
+				return v
+			})
+		}
+		for _, child := range n.Content {
+			expand(child)
+		}
+	}
+	expand(&doc)
+	expanded, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(expanded))
+	dec.KnownFields(true)
+	// An empty file decodes to the defaults.
+	if err := dec.Decode(&c.File); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+func (c *Config) applyDefaults() {
+	e := &c.File.Executor
+	e.DispatchSchedule = orDefault(e.DispatchSchedule, defaultDispatchSchedule)
+	e.ReconcileSchedule = orDefault(e.ReconcileSchedule, defaultReconcileSchedule)
+	e.ExpirySchedule = orDefault(e.ExpirySchedule, defaultExpirySchedule)
+	e.CardSchedule = orDefault(e.CardSchedule, defaultCardSchedule)
+	for name, t := range c.File.Tools {
+		t.Dispatch.Method = strings.ToUpper(orDefault(t.Dispatch.Method, "POST"))
+		if t.Dispatch.Timeout == 0 {
+			t.Dispatch.Timeout = defaultDispatchTimeout
+		}
+		if t.MaxAttempts == 0 {
+			t.MaxAttempts = approvals.DefaultMaxAttempts
+		}
+		if t.ClaimTimeout == 0 {
+			t.ClaimTimeout = defaultClaimTimeout
+		}
+		if t.ApprovalTTL == 0 {
+			t.ApprovalTTL = defaultApprovalTTL
+		}
+		if t.RequestTTL == 0 {
+			t.RequestTTL = approvals.DefaultRequestTTL
+		}
+		if t.Channel == "" {
+			t.Channel = c.File.Slack.Channel
+		}
+		c.File.Tools[name] = t
+	}
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Validate reports every problem at once, in sentences an operator can act on.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	for _, name := range c.missingVars {
+		add("the config refers to ${%s}, but %s is not set in the environment", name, name)
+	}
+	if c.DatabaseURL == "" {
+		add("COUNTERSIGN_DATABASE_URL is not set: point it at PostgreSQL, for example postgres://postgres@127.0.0.1:5432/countersign")
+	}
+	if c.DispatchSecret == "" {
+		add("COUNTERSIGN_DISPATCH_SECRET is not set: providers use it to check that a call came through countersign")
+	}
+	if c.SlackAppToken != "" && c.SlackBotToken == "" {
+		add("SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN is not: Socket Mode needs both")
+	}
+	if c.SlackBotToken != "" && c.SlackSigningSecret == "" && c.SlackAppToken == "" {
+		add("SLACK_BOT_TOKEN is set but SLACK_SIGNING_SECRET is not: interactions cannot be verified")
+	}
+	if c.SlackAPIURL != "" {
+		if u, err := url.Parse(c.SlackAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			add("COUNTERSIGN_SLACK_API_URL must be an http or https URL")
+		}
+	}
+	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	for field, spec := range map[string]string{
+		"dispatch_schedule":  c.File.Executor.DispatchSchedule,
+		"reconcile_schedule": c.File.Executor.ReconcileSchedule,
+		"expiry_schedule":    c.File.Executor.ExpirySchedule,
+		"card_schedule":      c.File.Executor.CardSchedule,
+	} {
+		if _, err := parser.Parse(spec); err != nil {
+			add("executor.%s %q is not a cron schedule (use a 5-field spec or @every 10s): %v", field, spec, err)
+		}
+	}
+
+	if len(c.File.Agents) == 0 {
+		add("agents: no agent is configured, so nothing can post to the hook; add one with a name and token_sha256")
+	}
+	seen := map[string]bool{}
+	for i, a := range c.File.Agents {
+		if a.Name == "" {
+			add("agents[%d]: name is required", i)
+		}
+		if seen[a.Name] {
+			add("agents[%d]: the name %q is used twice", i, a.Name)
+		}
+		seen[a.Name] = true
+		if _, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err != nil {
+			add("agents[%d]: %v", i, err)
+		}
+	}
+
+	if len(c.File.Tools) == 0 {
+		add("tools: no tool is configured, so every intent would be refused as unknown_tool")
+	}
+	for name, t := range c.File.Tools {
+		if len(t.Approvers) == 0 {
+			add("tools.%s: approvers is empty, so nobody could approve it", name)
+		}
+		for _, id := range t.Approvers {
+			if !(strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") || strings.HasPrefix(id, "S")) {
+				add("tools.%s: approver %q is not a Slack user id (U…, W…) or user-group id (S…)", name, id)
+			}
+		}
+		if c.SlackBotToken != "" && t.Channel == "" {
+			add("tools.%s: no channel for its cards; set tools.%s.channel or slack.channel", name, name)
+		}
+		if !validHTTPURL(t.Dispatch.URL) {
+			add("tools.%s: dispatch.url must be an http or https URL", name)
+		}
+		switch t.Dispatch.Method {
+		case "POST", "PUT", "PATCH", "DELETE":
+		default:
+			add("tools.%s: dispatch.method %q must be POST, PUT, PATCH or DELETE", name, t.Dispatch.Method)
+		}
+		if t.Verify != nil && !validHTTPURL(strings.ReplaceAll(t.Verify.URL, "{key}", "k")) {
+			add("tools.%s: verify.url must be an http or https URL", name)
+		}
+		if t.Precondition != nil && !validHTTPURL(strings.ReplaceAll(t.Precondition.URL, "{key}", "k")) {
+			add("tools.%s: precondition.url must be an http or https URL", name)
+		}
+		if t.MaxAttempts < 1 {
+			add("tools.%s: max_attempts must be at least 1", name)
+		}
+		if t.Dispatch.Timeout < 0 || t.ClaimTimeout < 0 || t.ApprovalTTL < 0 || t.RequestTTL < 0 {
+			add("tools.%s: durations must be positive", name)
+		}
+		if t.ClaimTimeout <= t.Dispatch.Timeout {
+			add("tools.%s: claim_timeout (%s) must be longer than dispatch.timeout (%s), or live sends would be declared unknown", name, t.ClaimTimeout, t.Dispatch.Timeout)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// ReviewTools is what the approvals package needs of each tool.
+func (c *Config) ReviewTools() map[string]approvals.Tool {
+	tools := make(map[string]approvals.Tool, len(c.File.Tools))
+	for name, t := range c.File.Tools {
+		tools[name] = approvals.Tool{
+			Name: name, Channel: t.Channel, Approvers: t.Approvers,
+			RequestTTL: t.RequestTTL, MaxAttempts: t.MaxAttempts, Reversible: t.Reversible,
+		}
+	}
+	return tools
+}
+
+// AgentList returns the configured agents; Validate has checked them.
+func (c *Config) AgentList() approvals.Agents {
+	var agents approvals.Agents
+	for _, a := range c.File.Agents {
+		if agent, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err == nil {
+			agents = append(agents, agent)
+		}
+	}
+	return agents
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/robfig/cron/v3"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/store"
+)
+
+// app is what serve's components share.
+type app struct {
+	cfg      *Config
+	logger   *slog.Logger
+	db       *store.DB
+	listener *store.Listener
+	registry *prometheus.Registry
+	mux      *http.ServeMux
+	cron     *cron.Cron
+	review   *approvals.Service
+}
+
+func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := LoadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("the configuration has problems:\n%w", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if n, err := db.Migrate(ctx, logger.With("component", "migrate")); err != nil {
+		return err
+	} else if n > 0 {
+		logger.Info("applied migrations", slog.Int("count", n))
+	}
+
+	a := &app{
+		cfg:      cfg,
+		logger:   logger,
+		db:       db,
+		listener: store.NewListener(db, logger.With("component", "listener")),
+		registry: prometheus.NewRegistry(),
+		mux:      http.NewServeMux(),
+	}
+	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.cron = cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{logger}), cron.Recover(cronLogger{logger})),
+		cron.WithLogger(cronLogger{logger}))
+	go a.listener.Run(ctx)
+
+	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Logger: logger.With("component", "approvals")}
+	hook := approvals.NewHandler(a.review, cfg.AgentList(), a.listener, logger.With("component", "hook"), approvals.NewMetrics(a.registry))
+	a.mux.Handle("/v1/", hook)
+	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	a.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		pingCtx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := db.Ping(pingCtx); err != nil {
+			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	a.mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+
+	if _, err := a.cron.AddFunc(cfg.File.Executor.ExpirySchedule, func() {
+		if _, err := a.review.ExpireOnce(ctx); err != nil {
+			logger.Error("expiry sweep failed", slog.String("error", err.Error()))
+		}
+	}); err != nil {
+		return fmt.Errorf("scheduling expiry: %w", err)
+	}
+	if cfg.SlackBotToken == "" {
+		logger.Warn("SLACK_BOT_TOKEN is not set: cards wait in the outbox until Slack is configured")
+	}
+
+	a.cron.Start()
+	defer func() { <-a.cron.Stop().Done() }()
+	return a.listenAndServe(ctx)
+}
+
+func (a *app) listenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", a.cfg.Listen, err)
+	}
+	server := &http.Server{
+		Handler:           a.mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      approvals.MaxWait + 15*time.Second, // long-polls answer within MaxWait
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	a.logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("version", versionString()))
+	errc := make(chan error, 1)
+	go func() { errc <- server.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	a.logger.Info("stopped")
+	return nil
+}
+
+// cronLogger adapts slog to robfig/cron's logger.
+type cronLogger struct{ l *slog.Logger }
+
+func (c cronLogger) Info(msg string, kv ...any) { c.l.Debug("cron: "+msg, kv...) }
+func (c cronLogger) Error(err error, msg string, kv ...any) {
+	c.l.Error("cron: "+msg, append(kv, "error", err.Error())...)
+}

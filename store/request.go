@@ -1,0 +1,242 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RequestStatus is where a request stands in review; values equal the SQL values.
+type RequestStatus string
+
+// Request statuses.
+const (
+	RequestPending   RequestStatus = "pending"
+	RequestApproved  RequestStatus = "approved"
+	RequestRejected  RequestStatus = "rejected"
+	RequestExpired   RequestStatus = "expired"
+	RequestCancelled RequestStatus = "cancelled"
+)
+
+// Terminal reports whether no further review can happen in this round.
+func (s RequestStatus) Terminal() bool { return s != RequestPending }
+
+// Request is an agent's intended write as stored. Snapshot holds the exact
+// canonical bytes of the effect that reviewers see and the executor sends.
+type Request struct {
+	ID           string          `db:"id"`
+	Key          string          `db:"key"`
+	BasisHash    string          `db:"basis_hash"`
+	RunID        string          `db:"run_id"`
+	Step         json.RawMessage `db:"step"`
+	Tool         string          `db:"tool"`
+	Snapshot     []byte          `db:"snapshot"`
+	PayloadHash  string          `db:"payload_hash"`
+	Summary      string          `db:"summary"`
+	Reason       string          `db:"reason"`
+	RequestedBy  string          `db:"requested_by"`
+	RequestedFor string          `db:"requested_for"`
+	Status       RequestStatus   `db:"status"`
+	Round        int             `db:"round"`
+	ExpiresAt    time.Time       `db:"expires_at"`
+	CardChannel  string          `db:"card_channel"`
+	CardTS       string          `db:"card_ts"`
+	CreatedAt    time.Time       `db:"created_at"`
+	UpdatedAt    time.Time       `db:"updated_at"`
+}
+
+const requestColumns = `id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
+	summary, reason, requested_by, requested_for, status, round, expires_at,
+	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at`
+
+// NewRequest is what intake stores for a new key.
+type NewRequest struct {
+	Key          string
+	BasisHash    string
+	RunID        string
+	Step         json.RawMessage
+	Tool         string
+	Snapshot     []byte
+	PayloadHash  string
+	Summary      string
+	Reason       string
+	RequestedBy  string
+	RequestedFor string
+	TTL          time.Duration
+	Now          *time.Time
+}
+
+// InsertRequest stores a new request with its "requested" audit event and the
+// outbox row that posts its card, in one statement. inserted is false (and the
+// request empty) when the key already exists.
+func InsertRequest(ctx context.Context, db DBTX, p NewRequest) (req Request, inserted bool, err error) {
+	rows, err := db.Query(ctx, `
+WITH r AS (
+	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect, snapshot, payload_hash,
+		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, convert_from($6, 'UTF8')::jsonb, $6, $7, $8, $9, $10, $11,
+		coalesce($13::timestamptz, now()) + $12::bigint * interval '1 microsecond',
+		coalesce($13::timestamptz, now()), coalesce($13::timestamptz, now()))
+	ON CONFLICT (key) DO NOTHING
+	RETURNING *
+), e AS (
+	INSERT INTO events (request_id, at, actor, kind, data)
+	SELECT id, created_at, 'agent:' || requested_by, 'requested', jsonb_build_object('key', key, 'round', round) FROM r
+), o AS (
+	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
+	SELECT 'post_card', id, round, created_at FROM r
+)
+SELECT `+requestColumns+` FROM r`,
+		p.Key, p.BasisHash, p.RunID, []byte(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
+		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, p.TTL.Microseconds(), p.Now)
+	if err != nil {
+		return Request{}, false, fmt.Errorf("inserting request: %w", err)
+	}
+	reqs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Request])
+	if err != nil {
+		return Request{}, false, fmt.Errorf("inserting request: %w", translate(err))
+	}
+	if len(reqs) == 0 {
+		return Request{}, false, nil
+	}
+	return reqs[0], true, nil
+}
+
+// RequestByKey returns the request stored under key.
+func RequestByKey(ctx context.Context, db DBTX, key string) (Request, error) {
+	return queryRequest(ctx, db, `SELECT `+requestColumns+` FROM requests WHERE key = $1`, key)
+}
+
+// RequestByID returns the request with the given id.
+func RequestByID(ctx context.Context, db DBTX, id string) (Request, error) {
+	if !isUUID(id) {
+		return Request{}, ErrNotFound
+	}
+	return queryRequest(ctx, db, `SELECT `+requestColumns+` FROM requests WHERE id = $1`, id)
+}
+
+// RequestByRef returns the request named by its id or its full key.
+func RequestByRef(ctx context.Context, db DBTX, ref string) (Request, error) {
+	if isUUID(ref) {
+		return RequestByID(ctx, db, ref)
+	}
+	return RequestByKey(ctx, db, ref)
+}
+
+// RequestForUpdateTx locks and returns a request inside the caller's transaction.
+func RequestForUpdateTx(ctx context.Context, tx pgx.Tx, id string) (Request, error) {
+	if !isUUID(id) {
+		return Request{}, ErrNotFound
+	}
+	return queryRequest(ctx, tx, `SELECT `+requestColumns+` FROM requests WHERE id = $1 FOR UPDATE`, id)
+}
+
+func queryRequest(ctx context.Context, db DBTX, sql string, args ...any) (Request, error) {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return Request{}, fmt.Errorf("reading request: %w", err)
+	}
+	req, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Request])
+	if err != nil {
+		return Request{}, translate(err)
+	}
+	return req, nil
+}
+
+// CancelRequest moves a pending request to cancelled with its audit event and
+// card update. cancelled is false when the request was no longer pending.
+func CancelRequest(ctx context.Context, db DBTX, id, actor string, now *time.Time) (req Request, cancelled bool, err error) {
+	if !isUUID(id) {
+		return Request{}, false, ErrNotFound
+	}
+	rows, err := db.Query(ctx, `
+WITH r AS (
+	UPDATE requests SET status = 'cancelled', updated_at = coalesce($3::timestamptz, now())
+	WHERE id = $1 AND status = 'pending'
+	RETURNING *
+), e AS (
+	INSERT INTO events (request_id, at, actor, kind, data)
+	SELECT id, updated_at, $2, 'cancelled', jsonb_build_object('round', round) FROM r
+), o AS (
+	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
+	SELECT 'update_card', id, round, updated_at FROM r
+)
+SELECT `+requestColumns+` FROM r`, id, actor, now)
+	if err != nil {
+		return Request{}, false, fmt.Errorf("cancelling request: %w", err)
+	}
+	reqs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Request])
+	if err != nil {
+		return Request{}, false, fmt.Errorf("cancelling request: %w", translate(err))
+	}
+	if len(reqs) == 1 {
+		return reqs[0], true, nil
+	}
+	req, err = RequestByID(ctx, db, id)
+	return req, false, err
+}
+
+// ExpireDue moves up to limit pending requests past their expiry to expired,
+// each with its audit event and card update, and returns them.
+func ExpireDue(ctx context.Context, db DBTX, now *time.Time, limit int) ([]Request, error) {
+	rows, err := db.Query(ctx, `
+WITH due AS (
+	SELECT id FROM requests
+	WHERE status = 'pending' AND expires_at <= coalesce($1::timestamptz, now())
+	ORDER BY expires_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), r AS (
+	UPDATE requests SET status = 'expired', updated_at = coalesce($1::timestamptz, now())
+	FROM due WHERE requests.id = due.id AND requests.status = 'pending'
+	RETURNING requests.*
+), e AS (
+	INSERT INTO events (request_id, at, actor, kind, data)
+	SELECT id, updated_at, 'system', 'expired', jsonb_build_object('round', round) FROM r
+), o AS (
+	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
+	SELECT 'update_card', id, round, updated_at FROM r
+)
+SELECT `+requestColumns+` FROM r`, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("expiring requests: %w", err)
+	}
+	reqs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Request])
+	if err != nil {
+		return nil, fmt.Errorf("expiring requests: %w", translate(err))
+	}
+	return reqs, nil
+}
+
+// SetCard records where a request's card was posted.
+func SetCard(ctx context.Context, db DBTX, id, channel, ts string) error {
+	_, err := db.Exec(ctx, `UPDATE requests SET card_channel = $2, card_ts = $3 WHERE id = $1`, id, channel, ts)
+	if err != nil {
+		return fmt.Errorf("recording card: %w", err)
+	}
+	return nil
+}
+
+// isUUID reports whether s has the textual shape of a UUID, so a key is never
+// sent to PostgreSQL as one.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

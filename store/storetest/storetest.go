@@ -1,0 +1,227 @@
+// Package storetest gives tests real PostgreSQL databases: a fresh database
+// cloned from a migrated template for tests that commit, and a transaction
+// rolled back at the end for tests that do not.
+//
+// The server comes from COUNTERSIGN_TEST_DATABASE_URL (default: the local
+// server as postgres). A server that cannot be reached fails the test; it never
+// skips.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/countersign/countersign/migrations"
+	"github.com/countersign/countersign/store"
+)
+
+// DefaultURL is the test server used when COUNTERSIGN_TEST_DATABASE_URL is unset.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// AdminURL returns the URL of the database tests connect to for CREATE DATABASE.
+func AdminURL() string {
+	if u := os.Getenv("COUNTERSIGN_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+var (
+	templateOnce sync.Once
+	templateName string
+	templateErr  error
+)
+
+// NewURL creates a fresh migrated database for this test, dropped when the
+// test ends, and returns its URL.
+func NewURL(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx) })
+	if templateErr != nil {
+		t.Fatalf("preparing template database (is PostgreSQL running at %s?): %v", redact(AdminURL()), templateErr)
+	}
+	name := "cs_test_" + randomHex(6)
+	admin := connectAdmin(t)
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", name, templateName)); err != nil {
+		t.Fatalf("cloning template: %v", err)
+	}
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(ctx, AdminURL())
+		if err != nil {
+			t.Errorf("dropping %s: %v", name, err)
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("dropping %s: %v", name, err)
+		}
+	})
+	return withDatabase(AdminURL(), name)
+}
+
+// NewDB opens a pool on a fresh migrated database for this test.
+func NewDB(t testing.TB) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), NewURL(t))
+	if err != nil {
+		t.Fatalf("opening test database: %v", err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *store.DB
+	sharedErr  error
+)
+
+// Tx returns a transaction on a database shared by the test binary, rolled
+// back when the test ends: for tests that neither commit nor rely on locks
+// across connections.
+func Tx(t testing.TB) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	sharedOnce.Do(func() {
+		templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx) })
+		if templateErr != nil {
+			sharedErr = templateErr
+			return
+		}
+		name := "cs_shared_" + randomHex(6)
+		admin, err := pgx.Connect(ctx, AdminURL())
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", name, templateName)); err != nil {
+			sharedErr = err
+			return
+		}
+		shared, sharedErr = store.Open(ctx, withDatabase(AdminURL(), name))
+	})
+	if sharedErr != nil {
+		t.Fatalf("preparing shared test database: %v", sharedErr)
+	}
+	tx, err := shared.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatalf("beginning test transaction: %v", err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}
+
+func connectAdmin(t testing.TB) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), AdminURL())
+	if err != nil {
+		t.Fatalf("connecting to test PostgreSQL at %s: %v", redact(AdminURL()), err)
+	}
+	return conn
+}
+
+// ensureTemplate creates, once per schema version, a migrated database to
+// clone from. Test binaries run in parallel, so creation is serialised by an
+// advisory lock and built under a temporary name, renamed when complete.
+func ensureTemplate(ctx context.Context) (string, error) {
+	sum, err := migrationsHash()
+	if err != nil {
+		return "", err
+	}
+	name := "cs_template_" + sum
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(7260001)"); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock(7260001)")
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_building"
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", err
+	}
+	db, err := store.Open(ctx, withDatabase(AdminURL(), building))
+	if err != nil {
+		return "", err
+	}
+	_, err = db.Migrate(ctx, nil)
+	db.Close()
+	if err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func migrationsHash() (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.FS, path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+func withDatabase(rawURL, name string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparseable url)"
+	}
+	return u.Redacted()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
