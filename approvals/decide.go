@@ -53,7 +53,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		s.refuse(ctx, req, d, "tool_not_configured")
 		return Outcome{}, ErrNotAllowed
 	}
-	allowed, err := s.mayDecide(ctx, tool, d.DecidedBy)
+	allowed, err := s.MayDecide(ctx, req.Tool, d.DecidedBy)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -113,10 +113,12 @@ func (s *Service) explainUndecided(ctx context.Context, d Decision) (Outcome, er
 	return Outcome{}, &NotPendingError{Status: status}
 }
 
-// mayDecide reports whether user is one of the tool's approvers, directly or
-// through a user group.
-func (s *Service) mayDecide(ctx context.Context, tool Tool, user string) (bool, error) {
-	if user == "" {
+// MayDecide reports whether user is one of the tool's approvers, directly or
+// through a user group. The Slack surface uses it for every human action on a
+// request, not only verdicts.
+func (s *Service) MayDecide(ctx context.Context, toolName, user string) (bool, error) {
+	tool, known := s.Tools[toolName]
+	if !known || user == "" {
 		return false, nil
 	}
 	if slices.Contains(tool.approverUsers(), user) {
