@@ -49,7 +49,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	}
 
 	// A replay is a read: look first, so replays never write.
-	existing, err := store.ReplayRequest(ctx, s.DB.Pool, key)
+	existing, err := store.ReplayRequest(ctx, s.DB.Pool, key, basisHash)
 	switch {
 	case err == nil:
 		return replay(existing, basisHash)
@@ -88,7 +88,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		return req, true, nil
 	}
 	// Another replica inserted the key between our read and our write.
-	existing, err = store.ReplayRequest(ctx, s.DB.Pool, key)
+	existing, err = store.ReplayRequest(ctx, s.DB.Pool, key, basisHash)
 	if err != nil {
 		return store.Request{}, false, err
 	}

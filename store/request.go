@@ -111,21 +111,21 @@ func RequestByKey(ctx context.Context, db DBTX, key string) (Request, error) {
 }
 
 // ReplayRequest returns the request stored under key, as RequestByKey does,
-// and re-drives its card when it is pending, was never posted and no post is
-// queued (invariant 2). It is one statement that writes nothing in the common
+// and re-drives its card when the replay matches its basis, it is pending, its
+// card was never posted and no post is queued (invariant 2). It is one statement that writes nothing in the common
 // case, so replays stay reads.
-func ReplayRequest(ctx context.Context, db DBTX, key string) (Request, error) {
+func ReplayRequest(ctx context.Context, db DBTX, key, basisHash string) (Request, error) {
 	return queryRequest(ctx, db, `
 WITH r AS (
 	SELECT * FROM requests WHERE key = $1
 ), redrive AS (
 	INSERT INTO outbox (kind, request_id, round)
 	SELECT 'post_card', r.id, r.round FROM r
-	WHERE r.status = 'pending' AND r.card_ts IS NULL
+	WHERE r.basis_hash = $2 AND r.status = 'pending' AND r.card_ts IS NULL
 		AND NOT EXISTS (SELECT 1 FROM outbox o
 			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending')
 )
-SELECT `+requestColumns+` FROM r`, key)
+SELECT `+requestColumns+` FROM r`, key, basisHash)
 }
 
 // RequestByID returns the request with the given id.
