@@ -243,3 +243,5 @@ func hasAny(texts []string, sub string) bool {
 	}
 	return false
 }
+
+var timeZero time.Time

@@ -122,9 +122,9 @@ WITH stale AS (
 	LIMIT $1
 )
 INSERT INTO outbox (kind, request_id, round, data)
-SELECT 'update_card', request_id, round, '{"reason":"converge"}' FROM stale
+SELECT 'update_card', request_id, round, '{"reason":"converge"}'::jsonb FROM stale
 UNION ALL
-SELECT 'post_card', request_id, round, '{"reason":"converge"}' FROM unposted`, limit)
+SELECT 'post_card', request_id, round, '{"reason":"converge"}'::jsonb FROM unposted`, limit)
 	if err != nil {
 		return 0, fmt.Errorf("queueing stale cards: %w", err)
 	}
