@@ -245,3 +245,5 @@ func hasAny(texts []string, sub string) bool {
 }
 
 var timeZero time.Time
+
+func bottestLanded() bottest.Failure { return bottest.Failure{Status: 502, Land: true} }
