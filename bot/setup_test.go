@@ -247,3 +247,5 @@ func hasAny(texts []string, sub string) bool {
 var timeZero time.Time
 
 func bottestLanded() bottest.Failure { return bottest.Failure{Status: 502, Land: true} }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -54,8 +54,11 @@ CREATE INDEX requests_effect_strings ON requests USING gin (countersign_effect_s
 
 -- /countersign unknown lists writes waiting on a human.
 CREATE INDEX IF NOT EXISTS executions_needs_review ON executions (updated_at) WHERE state = 'needs_review';
+-- A lookup reads every execution of one request.
+CREATE INDEX IF NOT EXISTS executions_request ON executions (request_id, id);
 
 -- +goose Down
+DROP INDEX IF EXISTS executions_request;
 DROP INDEX IF EXISTS executions_needs_review;
 DROP INDEX requests_effect_strings;
 DROP FUNCTION countersign_effect_strings;
