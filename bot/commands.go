@@ -48,7 +48,9 @@ func (b *Bot) Commands() http.Handler {
 			writeError(w, http.StatusBadRequest, "malformed", "the body is not a form")
 			return
 		}
-		msg := b.command(r.Context(), slack.SlashCommand{
+		ctx, cancel := context.WithTimeout(r.Context(), ackBudget)
+		defer cancel()
+		msg := b.command(ctx, slack.SlashCommand{
 			Command: form.Get("command"), Text: form.Get("text"), UserID: form.Get("user_id"), ChannelID: form.Get("channel_id"),
 		})
 		w.Header().Set("Content-Type", "application/json")

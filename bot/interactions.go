@@ -26,6 +26,10 @@ type click struct {
 	Resolve  resolveValue  // for the needs-review actions
 }
 
+// ackBudget bounds the work before Slack gets its answer: Slack gives up
+// after 3 seconds.
+const ackBudget = 2500 * time.Millisecond
+
 // errIgnored is an interaction countersign has nothing to do with.
 var errIgnored = errors.New("not a countersign button")
 
@@ -98,7 +102,9 @@ func (b *Bot) Interactions() http.Handler {
 			writeError(w, http.StatusBadRequest, "malformed", "the body is not a form")
 			return
 		}
-		b.interact(r.Context(), []byte(form.Get("payload")))
+		ctx, cancel := context.WithTimeout(r.Context(), ackBudget)
+		defer cancel()
+		b.interact(ctx, []byte(form.Get("payload")))
 		w.WriteHeader(http.StatusOK)
 	})
 }

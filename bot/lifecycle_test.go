@@ -230,3 +230,32 @@ func TestSupersedeGetsANewCard(t *testing.T) {
 		t.Fatal("the new card's approval was not recorded")
 	}
 }
+
+// A card whose post failed for good is posted again by the sweep once the
+// failure is old, and only once.
+func TestConvergencePostsAMissingCard(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.fake.FailNext("chat.postMessage", bottest.Failure{SlackError: "not_in_channel"})
+	req := b.submit(intent{})
+	b.deliver()
+	if b.request(req.ID).CardTS != "" {
+		t.Fatal("a refused post was recorded")
+	}
+	if n, _ := b.bot.ConvergeOnce(b.ctx); n != 0 {
+		t.Fatalf("the sweep re-posted at once (%d)", n)
+	}
+	// Ten minutes later the bot has been invited to the channel.
+	b.exec(`UPDATE outbox SET created_at = now() - interval '11 minutes'`)
+	b.exec(`UPDATE requests SET updated_at = now() - interval '11 minutes'`)
+	if n, err := b.bot.ConvergeOnce(b.ctx); n != 1 || err != nil {
+		t.Fatalf("the sweep queued %d (%v), want 1", n, err)
+	}
+	b.deliver()
+	if got := b.request(req.ID).CardTS; got == "" || len(b.fake.Messages(billingChan)) != 1 {
+		t.Fatalf("card ts %q, %d cards", got, len(b.fake.Messages(billingChan)))
+	}
+	if n, _ := b.bot.ConvergeOnce(b.ctx); n != 0 {
+		t.Fatalf("a posted card was queued again (%d)", n)
+	}
+}

@@ -51,7 +51,9 @@ func (b *Bot) socketEvent(ctx context.Context, client acker, evt socketmode.Even
 		if evt.Request == nil {
 			return
 		}
-		b.interact(ctx, evt.Request.Payload)
+		actx, cancel := context.WithTimeout(ctx, ackBudget)
+		b.interact(actx, evt.Request.Payload)
+		cancel()
 		if err := client.Ack(*evt.Request); err != nil {
 			b.logger.Warn("socket mode ack", slog.String("error", err.Error()))
 		}
@@ -64,7 +66,10 @@ func (b *Bot) socketEvent(ctx context.Context, client acker, evt socketmode.Even
 			_ = client.Ack(*evt.Request)
 			return
 		}
-		if err := client.Ack(*evt.Request, b.command(ctx, cmd)); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, ackBudget)
+		answer := b.command(cctx, cmd)
+		cancel()
+		if err := client.Ack(*evt.Request, answer); err != nil {
 			b.logger.Warn("socket mode ack", slog.String("error", err.Error()))
 		}
 	case socketmode.EventTypeEventsAPI:
