@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // Call is one request the fake received.
@@ -63,12 +65,19 @@ type Slack struct {
 	limited   map[string]time.Time // method → 429 until
 	lastTS    int64
 	afterPost func(Message)
+
+	socketOut  chan []byte      // envelopes to push over Socket Mode
+	socketAcks []map[string]any // what the client sent back
 }
 
 // New starts a fake Slack, closed when the test ends.
 func New(t testing.TB) *Slack {
-	s := &Slack{groups: map[string][]string{}, failures: map[string][]Failure{}, limited: map[string]time.Time{}}
-	s.server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &Slack{groups: map[string][]string{}, failures: map[string][]Failure{}, limited: map[string]time.Time{},
+		socketOut: make(chan []byte, 64)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/socket", s.serveSocket)
+	mux.HandleFunc("/", s.serve)
+	s.server = httptest.NewServer(mux)
 	t.Cleanup(s.server.Close)
 	return s
 }
@@ -302,10 +311,70 @@ func (s *Slack) do(method string, form url.Values) (map[string]any, func(Message
 			return notOK("no_such_subteam"), nil, nil
 		}
 		return ok(map[string]any{"users": members}), nil, nil
+	case "apps.connections.open":
+		return ok(map[string]any{"url": "ws" + strings.TrimPrefix(s.server.URL, "http") + "/socket"}), nil, nil
 	case "auth.test":
 		return ok(map[string]any{"user_id": "UBOT", "team_id": "T1"}), nil, nil
 	}
 	return notOK("unknown_method"), nil, nil
+}
+
+// SendSocket pushes a Socket Mode envelope to the connected client.
+func (s *Slack) SendSocket(envelope any) {
+	b, _ := json.Marshal(envelope)
+	s.socketOut <- b
+}
+
+// SocketAck returns the client's answer to an envelope, if it has sent one.
+func (s *Slack) SocketAck(envelopeID string) (map[string]any, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.socketAcks {
+		if a["envelope_id"] == envelopeID {
+			return a, true
+		}
+	}
+	return nil, false
+}
+
+// serveSocket is the Socket Mode WebSocket: hello, then the pushed envelopes;
+// whatever the client sends is kept as an ack.
+func (s *Slack) serveSocket(w http.ResponseWriter, r *http.Request) {
+	// The client sends Origin: https://api.slack.com, as it would to Slack.
+	upgrader := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if err := conn.WriteJSON(map[string]any{"type": "hello", "num_connections": 1}); err != nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var ack map[string]any
+			if err := conn.ReadJSON(&ack); err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.socketAcks = append(s.socketAcks, ack)
+			s.mu.Unlock()
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		case <-r.Context().Done():
+			return
+		case msg := <-s.socketOut:
+			if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+				return
+			}
+		}
+	}
 }
 
 // history answers conversations.history newest first, with metadata only
