@@ -51,19 +51,20 @@ func (l *Listener) Run(ctx context.Context) {
 }
 
 func (l *Listener) listen(ctx context.Context) error {
-	conn, err := l.db.Pool.Acquire(ctx)
+	pooled, err := l.db.Pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	// The connection carries LISTEN state; never hand it back to the pool.
-	defer conn.Hijack().Close(context.Background())
+	conn := pooled.Hijack()
+	defer conn.Close(context.Background())
 	for _, ch := range []string{ChannelChange, ChannelReady} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
 		}
 	}
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
+		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
