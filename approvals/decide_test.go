@@ -52,9 +52,9 @@ func TestDecideConcurrentApprovalsGiveOneDecisionAndOneExecution(t *testing.T) {
 		t.Errorf("%d calls report Created, want 1", created)
 	}
 	for table, want := range map[string]int{
-		`SELECT count(*) FROM decisions`:                          1,
-		`SELECT count(*) FROM executions`:                         1,
-		`SELECT count(*) FROM events WHERE kind = 'decided'`:      1,
+		`SELECT count(*) FROM decisions`:                         1,
+		`SELECT count(*) FROM executions`:                        1,
+		`SELECT count(*) FROM events WHERE kind = 'decided'`:     1,
 		`SELECT count(*) FROM outbox WHERE kind = 'update_card'`: 1,
 	} {
 		if got := b.count(t, table); got != want {

@@ -31,10 +31,11 @@ type fixedGroups map[string][]string
 func (g fixedGroups) GroupMembers(_ context.Context, id string) ([]string, error) { return g[id], nil }
 
 type bundle struct {
-	db     *store.DB
-	svc    *Service
-	server *httptest.Server
-	ctx    context.Context
+	db       *store.DB
+	listener *store.Listener
+	svc      *Service
+	server   *httptest.Server
+	ctx      context.Context
 }
 
 // setup returns a service on a fresh database, serving the hook.
@@ -55,6 +56,11 @@ func setup(t *testing.T) *bundle {
 	t.Cleanup(cancel)
 	listener := store.NewListener(db, logger)
 	go listener.Run(ctx)
+	select {
+	case <-listener.Listening():
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener did not start")
+	}
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
 	if err != nil {
@@ -63,7 +69,7 @@ func setup(t *testing.T) *bundle {
 	h := NewHandler(svc, Agents{agent}, listener, logger, NewMetrics(prometheus.NewRegistry()))
 	server := httptest.NewServer(h)
 	t.Cleanup(server.Close)
-	return &bundle{db: db, svc: svc, server: server, ctx: ctx}
+	return &bundle{db: db, listener: listener, svc: svc, server: server, ctx: ctx}
 }
 
 // intentOpts overrides parts of the default intent; nil fields keep the default.
@@ -124,3 +130,6 @@ func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 func approve(req store.Request, by string) Decision {
 	return Decision{RequestID: req.ID, Round: req.Round, PayloadHash: req.PayloadHash, Verdict: store.VerdictApprove, DecidedBy: by, Via: "slack"}
 }
+
+// hasWaiter reports whether a long-poll is subscribed to the request.
+func (b *bundle) hasWaiter(requestID string) bool { return b.listener.Waiting(requestID) > 0 }
