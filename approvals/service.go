@@ -57,9 +57,11 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		return store.Request{}, false, err
 	}
 
-	snapshot, err := Canonicalize(in.Effect)
-	if err != nil {
-		return store.Request{}, false, invalid("effect", "the effect cannot be canonicalized: %v", err)
+	snapshot := in.Snapshot
+	if snapshot == nil {
+		if snapshot, err = Canonicalize(in.Effect); err != nil {
+			return store.Request{}, false, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)
+		}
 	}
 	ttl := tool.RequestTTL
 	if ttl <= 0 {
