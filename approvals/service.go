@@ -36,16 +36,13 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	if !ok {
 		return store.Request{}, false, fmt.Errorf("%w: %q", ErrUnknownTool, in.Tool)
 	}
-	basis := in.Basis()
-	basisHash, err := BasisHash(basis)
+	derivedKey, basisHash, err := Derive(in.Basis())
 	if err != nil {
-		return store.Request{}, false, invalid("effect", "the effect cannot be canonicalized: %v", err)
+		return store.Request{}, false, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)
 	}
 	key := in.IdempotencyKey
 	if key == "" {
-		if key, err = Key(basis); err != nil {
-			return store.Request{}, false, invalid("effect", "the effect cannot be canonicalized: %v", err)
-		}
+		key = derivedKey
 	}
 
 	snapshot := in.Snapshot
