@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,5 +307,50 @@ func TestHookRepresentationHasContractFields(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339, ts); err != nil {
 			t.Errorf("%s = %s is not RFC 3339", name, ts)
 		}
+	}
+}
+
+func TestHookConcurrentIdenticalPostsGiveOneRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 64
+	results := make([]response, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i] = b.post(t, vectorBody)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	id := results[0].view(t).ID
+	for i, r := range results {
+		switch r.status {
+		case http.StatusCreated:
+			created++
+		case http.StatusOK:
+			if r.header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("post %d: 200 without Idempotent-Replayed", i)
+			}
+		default:
+			t.Fatalf("post %d = %d %s", i, r.status, r.body)
+		}
+		if got := r.view(t).ID; got != id {
+			t.Errorf("post %d got id %s, post 0 got %s", i, got, id)
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d posts answered 201, want 1", created)
+	}
+	if got := b.count(t, `SELECT count(*) FROM requests`); got != 1 {
+		t.Errorf("requests = %d, want 1", got)
+	}
+	if got := b.count(t, `SELECT count(*) FROM outbox`); got != 1 {
+		t.Errorf("outbox rows = %d, want 1", got)
 	}
 }
