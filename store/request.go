@@ -70,10 +70,15 @@ type NewRequest struct {
 }
 
 // InsertRequest stores a new request with its "requested" audit event and the
-// outbox row that posts its card, in one statement. inserted is false (and the
-// request empty) when the key already exists.
+// outbox row that posts its card, or returns the request the key already
+// names (inserted false). It is one statement: a new key costs one round trip
+// and one commit; an existing key writes nothing (ON CONFLICT DO NOTHING takes
+// no transaction id), except to re-drive a card that was never posted when
+// the replay matches the stored basis, the request is pending and no post is
+// queued (invariant 2).
 func InsertRequest(ctx context.Context, db DBTX, p NewRequest) (req Request, inserted bool, err error) {
-	rows, err := db.Query(ctx, `
+	for range 2 {
+		rows, err := db.Query(ctx, `
 WITH r AS (
 	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect, snapshot, payload_hash,
 		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
@@ -88,44 +93,44 @@ WITH r AS (
 ), o AS (
 	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
 	SELECT 'post_card', id, round, created_at FROM r
+), existing AS (
+	SELECT * FROM requests WHERE key = $1 AND NOT EXISTS (SELECT 1 FROM r)
+), redrive AS (
+	INSERT INTO outbox (kind, request_id, round)
+	SELECT 'post_card', x.id, x.round FROM existing x
+	WHERE x.basis_hash = $2 AND x.status = 'pending' AND x.card_ts IS NULL
+		AND NOT EXISTS (SELECT 1 FROM outbox q
+			WHERE q.request_id = x.id AND q.round = x.round AND q.kind = 'post_card' AND q.state = 'pending')
 )
-SELECT `+requestColumns+` FROM r`,
-		p.Key, p.BasisHash, p.RunID, []byte(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
-		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, p.TTL.Microseconds(), p.Now)
-	if err != nil {
-		return Request{}, false, fmt.Errorf("inserting request: %w", err)
+SELECT `+requestColumns+`, true AS inserted FROM r
+UNION ALL
+SELECT `+requestColumns+`, false AS inserted FROM existing`,
+			p.Key, p.BasisHash, p.RunID, []byte(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
+			p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, p.TTL.Microseconds(), p.Now)
+		if err != nil {
+			return Request{}, false, fmt.Errorf("inserting request: %w", err)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowToStructByName[insertedRequest])
+		if err != nil {
+			return Request{}, false, fmt.Errorf("inserting request: %w", translate(err))
+		}
+		if len(found) == 1 {
+			return found[0].Request, found[0].Inserted, nil
+		}
+		// The key was committed by another transaction after this
+		// statement's snapshot was taken: the next statement sees it.
 	}
-	reqs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Request])
-	if err != nil {
-		return Request{}, false, fmt.Errorf("inserting request: %w", translate(err))
-	}
-	if len(reqs) == 0 {
-		return Request{}, false, nil
-	}
-	return reqs[0], true, nil
+	return Request{}, false, fmt.Errorf("inserting request: key %s neither inserted nor found", p.Key)
+}
+
+type insertedRequest struct {
+	Request
+	Inserted bool `db:"inserted"`
 }
 
 // RequestByKey returns the request stored under key.
 func RequestByKey(ctx context.Context, db DBTX, key string) (Request, error) {
 	return queryRequest(ctx, db, `SELECT `+requestColumns+` FROM requests WHERE key = $1`, key)
-}
-
-// ReplayRequest returns the request stored under key, as RequestByKey does,
-// and re-drives its card when the replay matches its basis, it is pending, its
-// card was never posted and no post is queued (invariant 2). It is one statement that writes nothing in the common
-// case, so replays stay reads.
-func ReplayRequest(ctx context.Context, db DBTX, key, basisHash string) (Request, error) {
-	return queryRequest(ctx, db, `
-WITH r AS (
-	SELECT * FROM requests WHERE key = $1
-), redrive AS (
-	INSERT INTO outbox (kind, request_id, round)
-	SELECT 'post_card', r.id, r.round FROM r
-	WHERE r.basis_hash = $2 AND r.status = 'pending' AND r.card_ts IS NULL
-		AND NOT EXISTS (SELECT 1 FROM outbox o
-			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending')
-)
-SELECT `+requestColumns+` FROM r`, key, basisHash)
 }
 
 // RequestByID returns the request with the given id.
