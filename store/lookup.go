@@ -8,12 +8,12 @@ import (
 )
 
 // RequestsByKeyPrefix returns up to limit requests whose key starts with
-// prefix, in key order. The range is on the key's text_pattern_ops index,
-// so a prefix never becomes a LIKE pattern.
+// prefix, in key order. It is a range scan on the key's unique index (byte
+// order, C collation), so a prefix never becomes a LIKE pattern.
 func RequestsByKeyPrefix(ctx context.Context, db DBTX, prefix string, limit int) ([]Request, error) {
 	// Keys are printable ASCII, so every key with the prefix sorts before prefix+DEL.
 	return queryRequests(ctx, db, `SELECT `+requestColumns+` FROM requests
-WHERE key ~>=~ $1 AND key ~<~ $2 ORDER BY key LIMIT $3`, prefix, prefix+"\x7f", limit)
+WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3`, prefix, prefix+"\x7f", limit)
 }
 
 // RequestsByEffectString returns up to limit requests, newest first, whose
