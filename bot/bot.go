@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
@@ -55,6 +56,7 @@ type Bot struct {
 	next   map[string]time.Time // channel → earliest next post
 	paused map[string]time.Time // channel → end of a 429 pause
 
+	clicks    singleflight.Group // identical clicks in flight
 	answers   sync.WaitGroup
 	answerSem chan struct{}
 }

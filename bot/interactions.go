@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -139,10 +141,25 @@ func (b *Bot) decide(ctx context.Context, c click) (outcome, answer string) {
 	if c.ActionID == ActionReject {
 		verdict = store.VerdictReject
 	}
-	out, err := b.review.Decide(ctx, approvals.Decision{
+	d := approvals.Decision{
 		RequestID: c.Decision.RequestID, Round: c.Decision.Round, PayloadHash: c.Decision.PayloadHash,
 		Verdict: verdict, DecidedBy: c.User, Via: "slack",
+	}
+	// Identical deliveries of one click in flight on this replica (Slack's
+	// retries, double clicks) share one call; the database still decides
+	// between replicas and between different clicks.
+	leader := false
+	key := strings.Join([]string{d.RequestID, strconv.Itoa(d.Round), d.PayloadHash, d.DecidedBy, string(d.Verdict)}, "|")
+	v, err, _ := b.clicks.Do(key, func() (any, error) {
+		leader = true
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackBudget)
+		defer cancel()
+		return b.review.Decide(ctx, d)
 	})
+	out, _ := v.(approvals.Outcome)
+	if !leader {
+		out.Created = false // the leader's click recorded it; this one finds it
+	}
 	var notPending *approvals.NotPendingError
 	switch {
 	case err == nil && out.Created:

@@ -237,3 +237,58 @@ func (f *fakeResolver) Resolve(_ ctxT, requestID string, executionID int64, acti
 }
 
 type ctxT = context.Context
+
+// Different approvers clicking at once (nothing to share in-process): the
+// database lets exactly one decision stand per request and everyone else is
+// told who won.
+func TestConcurrentClicksByDifferentApprovers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.fake.SetGroup("S0FINANCE", "UCAT")
+	const n = 100
+	reqs := make([]store.Request, n)
+	for i := range n {
+		reqs[i] = b.submit(intent{n: i})
+	}
+	clickers := []struct{ user, action string }{{"UANA", "approve"}, {"UBEN", "reject"}, {"UCAT", "approve"}, {"UBEN", "approve"}}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for _, r := range reqs {
+		for _, c := range clickers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if status := b.click(c.user, billingChan, c.action, decisionValue(r)); status != http.StatusOK {
+					t.Errorf("click status %d", status)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if got := b.count(`SELECT count(*) FROM decisions`); got != n {
+		t.Fatalf("%d decisions, want %d", got, n)
+	}
+	if got := b.count(`SELECT count(*) FROM outbox WHERE kind = 'update_card'`); got != n {
+		t.Fatalf("%d card updates, want %d", got, n)
+	}
+	if got := b.count(`SELECT count(*) FROM executions`); got != b.count(`SELECT count(*) FROM decisions WHERE verdict = 'approve'`) {
+		t.Fatalf("%d executions for the approvals", got)
+	}
+	b.bot.Wait()
+	var won, told int
+	for _, c := range b.fake.Calls("chat.postEphemeral") {
+		switch text := c.Form.Get("text"); {
+		case strings.HasPrefix(text, "You approved"), strings.HasPrefix(text, "You rejected"):
+			won++
+		case strings.HasPrefix(text, "Already "):
+			told++
+		default:
+			t.Errorf("unexpected answer %q", text)
+		}
+	}
+	if won != n || told != 3*n {
+		t.Fatalf("%d winners and %d told, want %d and %d", won, told, n, 3*n)
+	}
+}
