@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -215,9 +216,11 @@ FROM decisions d JOIN requests r ON r.id = d.request_id`,
 		`CREATE INDEX requests_effect_strings ON requests USING gin (countersign_effect_strings(effect))`,
 		`VACUUM ANALYZE requests`, `VACUUM ANALYZE decisions`, `VACUUM ANALYZE executions`,
 	} {
+		t0 := time.Now()
 		if _, err := bb.db.Pool.Exec(ctx, sql); err != nil {
 			b.Fatalf("seeding: %v\n%s", err, sql)
 		}
+		b.Logf("%6s  %.60s", time.Since(t0).Round(time.Second), strings.Join(strings.Fields(sql), " "))
 	}
 	b.Logf("seeded %d requests in %s", rows, time.Since(start).Round(time.Second))
 }

@@ -112,7 +112,8 @@ func renderCard(v cardView) (string, []slack.Block) {
 	if strings.TrimSpace(summary) == "" {
 		summary = req.Tool
 	}
-	fallback := fmt.Sprintf("Approval request %s: %s", short, summary)
+	// The notification text is mrkdwn too: escaped, so an agent cannot @channel.
+	fallback := fmt.Sprintf("Approval request %s: %s", short, escape(cut(summary, 300)))
 
 	var blocks []slack.Block
 	blocks = append(blocks, slack.NewHeaderBlock(plain(cut(summary, maxHeader))))

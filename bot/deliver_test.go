@@ -278,3 +278,21 @@ func decisionValue(r store.Request) string {
 	v, _ := json.Marshal(map[string]any{"r": r.ID, "n": r.Round, "h": r.PayloadHash})
 	return string(v)
 }
+
+// Agent-written text cannot mention anyone or link anywhere on the card or
+// in its notification.
+func TestAgentTextIsInert(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	req := b.submit(intent{invoice: "<!channel> <https://evil.example|click>"})
+	b.deliver()
+	m := b.card(req.ID, 1)
+	for _, text := range []string{m.Text, blockText(m)} {
+		if strings.Contains(text, "<!channel>") || strings.Contains(text, "<https://evil") {
+			t.Fatalf("agent text is live:\n%s", text)
+		}
+	}
+	if !strings.Contains(m.Text, "&lt;!channel&gt;") {
+		t.Fatalf("notification text: %q", m.Text)
+	}
+}

@@ -13,6 +13,9 @@ import (
 // removing someone from a group takes effect within a minute.
 const DefaultGroupTTL = time.Minute
 
+// lookupTimeout bounds one usergroups.users.list call; a click waits on it.
+const lookupTimeout = 2 * time.Second
+
 // Groups resolves Slack user groups with usergroups.users.list behind a
 // short-TTL cache; it implements approvals.GroupResolver. Concurrent misses
 // for one group make one call.
@@ -47,6 +50,10 @@ func (g *Groups) GroupMembers(ctx context.Context, groupID string) ([]string, er
 		return e.members, nil
 	}
 	v, err, _ := g.flight.Do(groupID, func() (any, error) {
+		// Shared by every caller waiting on this group: one caller's
+		// cancellation must not fail the others.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+		defer cancel()
 		members, err := g.slack.GetUserGroupMembersContext(ctx, groupID)
 		if err != nil {
 			return nil, err
