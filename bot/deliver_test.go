@@ -280,14 +280,14 @@ func decisionValue(r store.Request) string {
 }
 
 // Agent-written text cannot mention anyone or link anywhere on the card or
-// in its notification.
+// in its notification (plain_text, such as the header, is never parsed).
 func TestAgentTextIsInert(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	req := b.submit(intent{invoice: "<!channel> <https://evil.example|click>"})
 	b.deliver()
 	m := b.card(req.ID, 1)
-	for _, text := range []string{m.Text, blockText(m)} {
+	for _, text := range append(mrkdwnTexts(m), m.Text) {
 		if strings.Contains(text, "<!channel>") || strings.Contains(text, "<https://evil") {
 			t.Fatalf("agent text is live:\n%s", text)
 		}
@@ -295,4 +295,31 @@ func TestAgentTextIsInert(t *testing.T) {
 	if !strings.Contains(m.Text, "&lt;!channel&gt;") {
 		t.Fatalf("notification text: %q", m.Text)
 	}
+}
+
+// mrkdwnTexts is every mrkdwn text object in a card's blocks.
+func mrkdwnTexts(m bottest.Message) []string {
+	var v any
+	_ = json.Unmarshal(m.Blocks, &v)
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == "mrkdwn" {
+				if s, ok := v["text"].(string); ok {
+					out = append(out, s)
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	return out
 }
