@@ -62,14 +62,16 @@ func TestKilledWorkerLeavesOneCard(t *testing.T) {
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorkerDB+"="+b.db.Pool.Config().ConnString(), envWorkerSlack+"="+b.fake.URL())
+	started := make(chan *os.Process, 1)
 	killed := make(chan struct{})
 	b.fake.AfterPost(func(bottest.Message) {
-		_ = cmd.Process.Kill()
+		_ = (<-started).Kill() // before Slack answers: the ts never reaches the worker
 		close(killed)
 	})
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	started <- cmd.Process
 	select {
 	case <-killed:
 	case <-time.After(30 * time.Second):
