@@ -20,7 +20,7 @@ import (
 const (
 	backoffBase      = 2 * time.Second
 	backoffMax       = 5 * time.Minute
-	maxTransientTry  = 40 // about three hours at the cap; then failed, and the sweep takes over
+	maxTransientTry  = 40 // a few hours, mostly at the cap; then failed, and the sweep takes over
 	postponeNoCard   = 2 * time.Second
 	historyPageLimit = 200
 	historyPages     = 3
@@ -263,13 +263,7 @@ func (b *Bot) postMayHaveLanded(ctx context.Context, row store.OutboxRow) (bool,
 	if row.Attempts > 1 && row.LastError != reasonRateLimited {
 		return true, nil
 	}
-	var others bool
-	err := b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox
-	WHERE request_id = $1 AND round = $2 AND kind = 'post_card' AND id <> $3)`, row.RequestID, row.Round, row.ID).Scan(&others)
-	if err != nil {
-		return false, fmt.Errorf("reading outbox: %w", err)
-	}
-	return others, nil
+	return store.OtherPostRows(ctx, b.db.Pool, row)
 }
 
 // findCard looks for this round's card in the channel's recent history by its

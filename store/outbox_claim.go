@@ -104,17 +104,14 @@ func PostPending(ctx context.Context, db DBTX, requestID string, round int) (boo
 	return pending, nil
 }
 
-// OutboxFor returns a request's deliveries, oldest first.
-func OutboxFor(ctx context.Context, db DBTX, requestID string) ([]OutboxRow, error) {
-	rows, err := db.Query(ctx, `SELECT id, kind, request_id::text AS request_id, round, data, attempts,
-	coalesce(last_error, '') AS last_error, created_at
-	FROM outbox WHERE request_id = $1 ORDER BY id`, requestID)
+// OtherPostRows reports whether the round of row's request has post rows
+// besides row, in any state: an earlier one may have posted the card.
+func OtherPostRows(ctx context.Context, db DBTX, row OutboxRow) (bool, error) {
+	var others bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox
+	WHERE request_id = $1 AND round = $2 AND kind = 'post_card' AND id <> $3)`, row.RequestID, row.Round, row.ID).Scan(&others)
 	if err != nil {
-		return nil, fmt.Errorf("reading outbox: %w", err)
+		return false, fmt.Errorf("reading outbox: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OutboxRow])
-	if err != nil {
-		return nil, fmt.Errorf("reading outbox: %w", translate(err))
-	}
-	return out, nil
+	return others, nil
 }
