@@ -310,9 +310,10 @@ func slackDate(t time.Time) string {
 	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
+// clock shows a time in UTC, with its date unless it is today.
 func clock(t time.Time) string {
 	u := t.UTC()
-	if time.Since(u) < 20*time.Hour {
+	if u.Format(time.DateOnly) == time.Now().UTC().Format(time.DateOnly) {
 		return u.Format("15:04 UTC")
 	}
 	return u.Format("2006-01-02 15:04 UTC")

@@ -73,3 +73,12 @@ func TestAmbiguousPrefixListsFive(t *testing.T) {
 		t.Fatalf("answer:\n%s", got)
 	}
 }
+
+func TestLookupShowsTheExpiryDate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	req := b.submit(intent{})
+	if got, want := b.command("USUP", req.Key), "expires "+req.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"); !strings.Contains(got, want) {
+		t.Fatalf("answer lacks %q:\n%s", want, got)
+	}
+}
