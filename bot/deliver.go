@@ -145,6 +145,12 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 		b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
 		log.Error("slack delivery failed for good", slog.String("channel", channel), slog.String("error", err.Error()))
 		b.record(ctx, log, func(ctx context.Context) error { return store.MarkOutboxFailed(ctx, b.db.Pool, row.ID, err.Error()) })
+		if row.Kind == store.OutboxUpdateCard && se.Err == "message_not_found" {
+			// Someone deleted the card: stop the sweep from updating it for ever.
+			b.record(ctx, log, func(ctx context.Context) error {
+				return store.MarkCardRendered(ctx, b.db.Pool, row.RequestID, row.Round, "message_not_found", true)
+			})
+		}
 	default:
 		if row.Attempts >= maxTransientTry {
 			b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()

@@ -37,7 +37,8 @@
 //     jittered exponential backoff (2 s doubling to 5 min) for 40 attempts;
 //     every other ok:false code fails the row at once, with the code on the
 //     row and in the log. A failed post or update is tried again by the sweep
-//     after ten minutes.
+//     after ten minutes, except an update of a card someone deleted
+//     (message_not_found), which is given up on.
 //   - Posts (and thread replies) to one channel are spaced by one second per
 //     replica; updates are not spaced and rely on 429 handling.
 //   - Thread replies are at least once too: a crash between the reply and its

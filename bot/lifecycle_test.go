@@ -165,8 +165,8 @@ func TestConvergence(t *testing.T) {
 	other := b.submit(intent{n: 1})
 	b.deliver()
 	b.click("UANA", billingChan, "approve", decisionValue(req))
-	// The update fails for good (Slack down past every retry, say).
-	b.fake.FailNext("chat.update", bottest.Failure{SlackError: "message_not_found"})
+	// The update fails for good (the token was deactivated for a while, say).
+	b.fake.FailNext("chat.update", bottest.Failure{SlackError: "account_inactive"})
 	b.deliver()
 	// The executor moves on without an update landing either.
 	b.exec(`UPDATE executions SET state = 'succeeded', attempts = 1, provider_ref = 'cr_9' WHERE request_id = $1`, req.ID)
@@ -183,7 +183,18 @@ func TestConvergence(t *testing.T) {
 	if n, _ := b.bot.ConvergeOnce(b.ctx); n != 0 {
 		t.Fatalf("a converged card was queued again (%d)", n)
 	}
-	_ = other
+
+	// A card someone deleted is given up on, not updated for ever.
+	b.fake.FailNext("chat.update", bottest.Failure{SlackError: "message_not_found"})
+	b.click("UANA", billingChan, "reject", decisionValue(other))
+	b.deliver()
+	b.exec(`UPDATE outbox SET created_at = now() - interval '1 hour' WHERE state = 'failed'`)
+	if c, _ := store.CardFor(b.ctx, b.db.Pool, other.ID, 1); !c.Settled {
+		t.Fatal("a deleted card is still swept")
+	}
+	if n, _ := b.bot.ConvergeOnce(b.ctx); n != 0 {
+		t.Fatalf("a deleted card was queued again (%d)", n)
+	}
 }
 
 // A superseded round keeps its card, marked superseded, and the new round
