@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/store"
 )
@@ -322,4 +324,57 @@ func mrkdwnTexts(m bottest.Message) []string {
 	}
 	walk(v)
 	return out
+}
+
+// Two workers (two replicas) draining one outbox post each card once.
+func TestTwoWorkersPostEachCardOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	other := bot.New(bot.Config{Slack: b.slackClient(), DB: b.db, Review: b.review, PostInterval: -1})
+	const n = 60
+	for i := range n {
+		b.submit(intent{n: i})
+	}
+	var wg sync.WaitGroup
+	for _, w := range []*bot.Bot{b.bot, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b.pendingOutbox() > 0 {
+				if _, err := w.DeliverOnce(b.ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := b.fake.Count("chat.postMessage"); got != n {
+		t.Fatalf("%d posts for %d cards", got, n)
+	}
+	if got := b.count(`SELECT count(*) FROM cards`); got != n {
+		t.Fatalf("%d cards recorded, want %d", got, n)
+	}
+}
+
+// When another worker recorded a card for the round first, the later post is
+// taken back, so one card stays live.
+func TestDuplicatePostIsTakenBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	req := b.submit(intent{})
+	b.fake.AfterPost(func(m bottest.Message) {
+		// Another replica's card for the round is recorded while this post is in flight.
+		b.exec(`INSERT INTO cards (request_id, round, channel, ts) VALUES ($1, 1, $2, '1.000001')`, req.ID, billingChan)
+	})
+	b.deliver()
+	if n := b.fake.Count("chat.delete"); n != 1 {
+		t.Fatalf("chat.delete calls = %d, want 1", n)
+	}
+	if msgs := b.fake.Messages(billingChan); len(msgs) != 0 {
+		t.Fatalf("%d cards left from this worker, want 0 (the other replica's stands)", len(msgs))
+	}
+	if c, _ := store.CardFor(b.ctx, b.db.Pool, req.ID, 1); c.TS != "1.000001" {
+		t.Fatalf("the card that stands is %q", c.TS)
+	}
 }

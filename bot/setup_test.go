@@ -62,7 +62,7 @@ func setup(t testing.TB, opts *options) *bundle {
 		db = storetest.NewDB(t)
 	}
 	fake := bottest.New(t)
-	client := slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
+	client := newClient(fake)
 	logger := slog.New(slog.DiscardHandler)
 	review := &approvals.Service{DB: db, Logger: logger, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
@@ -249,3 +249,10 @@ var timeZero time.Time
 func bottestLanded() bottest.Failure { return bottest.Failure{Status: 502, Land: true} }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+func newClient(fake *bottest.Slack) *slack.Client {
+	return slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
+}
+
+// slackClient is a second client on the bundle's fake Slack.
+func (b *bundle) slackClient() *slack.Client { return newClient(b.fake) }
