@@ -15,6 +15,8 @@ type Service struct {
 	Tools  map[string]Tool
 	Groups GroupResolver // nil: approvers may only be listed by user id
 	Logger *slog.Logger
+	// Batcher, when set, group-commits new requests; nil inserts each alone.
+	Batcher *store.IntakeBatcher
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
 }
@@ -55,7 +57,13 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	if ttl <= 0 {
 		ttl = DefaultRequestTTL
 	}
-	req, inserted, err := store.InsertRequest(ctx, s.DB.Pool, store.NewRequest{
+	insert := func(ctx context.Context, p store.NewRequest) (store.Request, bool, error) {
+		return store.InsertRequest(ctx, s.DB.Pool, p)
+	}
+	if s.Batcher != nil {
+		insert = s.Batcher.Insert
+	}
+	req, inserted, err := insert(ctx, store.NewRequest{
 		Key:          key,
 		BasisHash:    basisHash,
 		RunID:        in.RunID,

@@ -54,6 +54,8 @@ func setup(t *testing.T) *bundle {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	svc.Batcher = store.NewIntakeBatcher(db, 2, 16)
+	go svc.Batcher.Run(ctx)
 	listener := store.NewListener(db, logger)
 	go listener.Run(ctx)
 	select {

@@ -19,6 +19,12 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
+// Intake group commit: concurrent transactions, and intents per commit.
+const (
+	intakeFlushers = 4
+	intakeMaxBatch = 64
+)
+
 // app is what serve's components share.
 type app struct {
 	cfg      *Config
@@ -65,7 +71,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		cron.WithLogger(cronLogger{logger}))
 	go a.listener.Run(ctx)
 
-	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Logger: logger.With("component", "approvals")}
+	batcher := store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
+	go batcher.Run(ctx)
+	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: batcher, Logger: logger.With("component", "approvals")}
 	hook := approvals.NewHandler(a.review, cfg.AgentList(), a.listener, logger.With("component", "hook"), approvals.NewMetrics(a.registry))
 	a.mux.Handle("/v1/", hook)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
