@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -30,8 +31,7 @@ func (s *Service) now() *time.Time {
 }
 
 // Submit stores an intent under its key, or returns the request the key
-// already names, in one statement. created is false for a replay, which
-// writes nothing. A key that names a request
+// already names. created is false for a replay, which writes nothing. A key that names a request
 // with other effect fields is ErrKeyReused, and nothing is stored.
 func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req store.Request, created bool, err error) {
 	tool, ok := s.Tools[in.Tool]
@@ -45,6 +45,20 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	key := in.IdempotencyKey
 	if key == "" {
 		key = derivedKey
+	}
+
+	// A replay is one read; only a new key goes to the (group-committed) insert.
+	existing, postQueued, err := store.ReplayRequest(ctx, s.DB.Pool, key)
+	switch {
+	case err == nil:
+		if existing.BasisHash == basisHash && existing.Status == store.RequestPending && existing.CardTS == "" && !postQueued {
+			if err := store.RedriveCard(ctx, s.DB.Pool, existing.ID); err != nil {
+				return store.Request{}, false, err
+			}
+		}
+		return replay(existing, basisHash)
+	case !errors.Is(err, store.ErrNotFound):
+		return store.Request{}, false, err
 	}
 
 	snapshot := in.Snapshot

@@ -108,4 +108,3 @@ func TestIntakeBatcherConcurrentInserts(t *testing.T) {
 		t.Errorf("Insert after Run ended = %v, want ErrBatcherStopped", err)
 	}
 }
-

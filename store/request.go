@@ -91,10 +91,8 @@ type InsertResult struct {
 // InsertRequests stores new requests, each with its audit event and card
 // post, and returns one result per request in order; keys must be distinct.
 // It is one statement and one commit for all of them; a key that exists
-// already writes nothing (ON CONFLICT DO NOTHING takes no transaction id),
-// except to re-drive a card that was never posted when the replay matches the
-// stored basis, the request is pending and no post is queued (invariant 2).
-// now, when set, is the creation time of every request.
+// already is returned and writes nothing (ON CONFLICT DO NOTHING takes no
+// transaction id). now, when set, is the creation time of every request.
 func InsertRequests(ctx context.Context, db DBTX, ps []NewRequest, now *time.Time) ([]InsertResult, error) {
 	byKey := make(map[string]InsertResult, len(ps))
 	missing := ps
@@ -152,12 +150,6 @@ WITH input AS (
 	SELECT 'post_card', id, round, created_at FROM r
 ), existing AS (
 	SELECT * FROM requests WHERE key = ANY($1) AND key NOT IN (SELECT key FROM r)
-), redrive AS (
-	INSERT INTO outbox (kind, request_id, round)
-	SELECT 'post_card', x.id, x.round FROM existing x JOIN input i ON i.key = x.key
-	WHERE x.basis_hash = i.basis_hash AND x.status = 'pending' AND x.card_ts IS NULL
-		AND NOT EXISTS (SELECT 1 FROM outbox q
-			WHERE q.request_id = x.id AND q.round = x.round AND q.kind = 'post_card' AND q.state = 'pending')
 )
 SELECT `+requestColumns+`, true AS inserted FROM r
 UNION ALL
@@ -172,6 +164,44 @@ SELECT `+requestColumns+`, false AS inserted FROM existing`,
 	}
 	for _, f := range found {
 		into[f.Key] = f
+	}
+	return nil
+}
+
+// ReplayRequest returns the request stored under key, and whether a card post
+// for its current round is queued. It only reads: replays never write, except
+// through RedriveCard.
+func ReplayRequest(ctx context.Context, db DBTX, key string) (req Request, postQueued bool, err error) {
+	rows, err := db.Query(ctx, `SELECT `+requestColumns+`, EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending') AS post_queued
+FROM requests WHERE key = $1`, key)
+	if err != nil {
+		return Request{}, false, fmt.Errorf("reading request: %w", err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[replayedRequest])
+	if err != nil {
+		return Request{}, false, translate(err)
+	}
+	return r.Request, r.PostQueued, nil
+}
+
+type replayedRequest struct {
+	Request
+	PostQueued bool `db:"post_queued"`
+}
+
+// RedriveCard queues a card post for the request's round when it is pending,
+// its card was never posted and no post is queued (invariant 2: a replay
+// re-notifies Slack only to re-drive a card that was never posted).
+func RedriveCard(ctx context.Context, db DBTX, requestID string) error {
+	_, err := db.Exec(ctx, `
+INSERT INTO outbox (kind, request_id, round)
+SELECT 'post_card', r.id, r.round FROM requests r
+WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
+	AND NOT EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending')`, requestID)
+	if err != nil {
+		return fmt.Errorf("re-driving card: %w", err)
 	}
 	return nil
 }
