@@ -46,7 +46,13 @@ func main() {
 	addr, pid, stop := startServer(bin, dbURL)
 	defer stop()
 
-	pool, err := pgxpool.New(ctx, dbURL)
+	// The raw baseline gets one connection per client, as pgbench -c would.
+	poolCfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	poolCfg.MaxConns = 64
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		log.Fatal(err)
 	}
