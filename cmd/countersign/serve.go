@@ -19,9 +19,11 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-// Intake group commit: concurrent transactions, and intents per commit.
+// Intake group commit: one flushing transaction at a time gathers everything
+// that arrived while the previous one committed (measured better than 2 or 4
+// concurrent flushers at 8 and 32 clients), up to 64 intents per commit.
 const (
-	intakeFlushers = 4
+	intakeFlushers = 1
 	intakeMaxBatch = 64
 )
 
