@@ -91,6 +91,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		logger.Warn("SLACK_BOT_TOKEN is not set: cards wait in the outbox until Slack is configured")
 	}
 
+	if _, err := a.startExecutor(ctx); err != nil {
+		return err
+	}
 	a.cron.Start()
 	defer func() { <-a.cron.Stop().Done() }()
 	return a.listenAndServe(ctx)
