@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ func setup(t *testing.T, opts *options) *bundle {
 		Worker: "worker-a", BatchSize: 50, Concurrency: 16,
 		Backoff:      func(int) time.Duration { return 0 },
 		VerifyWindow: -1,
-		Logger:       slog.New(slog.DiscardHandler),
+		Logger:       testLogger(t),
 	}
 	if opts.config != nil {
 		opts.config(&cfg)
@@ -199,4 +200,16 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval, not a wait for an event
 	}
+}
+
+// testLogger writes the executor's warnings and errors to the test log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -45,8 +45,8 @@ RETURNING e.request_id::text, d.round, e.updated_at`,
 		return 0, false, fmt.Errorf("superseding execution: %w", err)
 	}
 	err = tx.QueryRow(ctx, `
-UPDATE requests SET status = 'pending', round = round + 1, updated_at = $3,
-	expires_at = greatest(expires_at, $3 + $4::bigint * interval '1 microsecond')
+UPDATE requests SET status = 'pending', round = round + 1, updated_at = $3::timestamptz,
+	expires_at = greatest(expires_at, $3::timestamptz + $4::bigint * interval '1 microsecond')
 WHERE id = $1 AND status = 'approved' AND round = $2
 RETURNING round`, requestID, oldRound, at, p.RequestTTL.Microseconds()).Scan(&newRound)
 	if err != nil {

@@ -56,14 +56,17 @@ func (l *Listener) listen(ctx context.Context) error {
 		return err
 	}
 	// The connection carries LISTEN state; never hand it back to the pool.
-	defer conn.Hijack().Close(context.Background())
+	// (Hijack is called here, not in the defer, whose receiver would be
+	// evaluated at once and leave conn unusable.)
+	pgConn := conn.Hijack()
+	defer pgConn.Close(context.Background())
 	for _, ch := range []string{ChannelChange, ChannelReady} {
-		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+		if _, err := pgConn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
 		}
 	}
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
+		n, err := pgConn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
