@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
