@@ -68,6 +68,8 @@ type Provider struct {
 	def          Behavior
 	perKey       map[string]Behavior
 	precondition int
+	preHang      bool
+	preChecks    int
 	release      chan struct{}
 
 	badSignatures atomic.Int64
@@ -124,6 +126,21 @@ func (p *Provider) SetPrecondition(status int) {
 	p.mu.Lock()
 	p.precondition = status
 	p.mu.Unlock()
+}
+
+// HangPrecondition makes GET /precondition hold until Release or the client
+// gives up.
+func (p *Provider) HangPrecondition(hang bool) {
+	p.mu.Lock()
+	p.preHang = hang
+	p.mu.Unlock()
+}
+
+// PreconditionChecks returns how many precondition checks arrived.
+func (p *Provider) PreconditionChecks() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.preChecks
 }
 
 // Release lets every hanging request go, and makes later hangs return at once.
@@ -185,8 +202,13 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/precondition":
 			p.mu.Lock()
-			status := p.precondition
+			status, hangs, release := p.precondition, p.preHang, p.release
+			p.preChecks++
 			p.mu.Unlock()
+			if hangs {
+				hang(r, release)
+				return
+			}
 			w.WriteHeader(status)
 			return
 		default:
