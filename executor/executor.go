@@ -22,9 +22,10 @@ type Config struct {
 	Secret []byte
 	// Worker names this process in claimed_by; default host-pid-random.
 	Worker string
-	// BatchSize bounds one claim statement (default 100).
+	// BatchSize bounds one claim statement (default 200). A batch's outcomes
+	// are recorded together, in one statement, after its last send.
 	BatchSize int
-	// Concurrency bounds the sends in flight per DispatchOnce (default 64).
+	// Concurrency bounds the sends in flight per DispatchOnce (default 100).
 	Concurrency int
 	// Lanes is how many DispatchOnce loops Run keeps going (default 2), so one
 	// batch's sends overlap the next batch's claim.
@@ -103,10 +104,10 @@ func New(cfg Config) *Executor {
 		e.worker = defaultWorker()
 	}
 	if e.batch <= 0 {
-		e.batch = 100
+		e.batch = 200
 	}
 	if e.conc <= 0 {
-		e.conc = 64
+		e.conc = 100
 	}
 	if e.lanes <= 0 {
 		e.lanes = 2
