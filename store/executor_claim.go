@@ -48,14 +48,17 @@ WITH due AS (
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED
 ), c AS (
+	-- ANY(ARRAY(…)) and the scalar subqueries keep every lookup on a primary
+	-- key: a join here makes the planner scan the whole table per claim.
 	UPDATE executions e SET state = 'claimed', claimed_by = $4, attempts = e.attempts + 1,
-		claim_expires_at = coalesce($1::timestamptz, now()) + t.us * interval '1 microsecond',
+		claim_expires_at = coalesce($1::timestamptz, now()) + (
+			SELECT t.us FROM unnest($3::text[], $5::bigint[]) AS t(name, us) WHERE t.name = e.tool
+		) * interval '1 microsecond',
 		updated_at = coalesce($1::timestamptz, now())
-	FROM due, unnest($3::text[], $5::bigint[]) AS t(name, us)
-	WHERE e.id = due.id AND t.name = e.tool AND e.state = 'ready'
+	WHERE e.id = ANY(ARRAY(SELECT id FROM due)) AND e.state = 'ready'
 	RETURNING e.*
 ), r AS (
-	SELECT c.*, d.round AS decision_round FROM c JOIN decisions d ON d.id = c.decision_id
+	SELECT c.*, (SELECT d.round FROM decisions d WHERE d.id = c.decision_id) AS decision_round FROM c
 ), ev AS (
 	INSERT INTO events (request_id, at, actor, kind, data)
 	SELECT request_id, updated_at, 'executor:' || claimed_by, 'claimed',

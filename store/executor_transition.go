@@ -111,7 +111,7 @@ WITH i AS (
 		AND ($15 = '' OR e.claimed_by = $15)
 	RETURNING e.id, e.request_id, e.decision_id, e.updated_at, i.kind, i.data, i.reply
 ), r AS (
-	SELECT u.*, d.round FROM u JOIN decisions d ON d.id = u.decision_id
+	SELECT u.*, (SELECT d.round FROM decisions d WHERE d.id = u.decision_id) AS round FROM u
 ), ev AS (
 	INSERT INTO events (request_id, at, actor, kind, data)
 	SELECT request_id, updated_at, $16, kind, data::jsonb FROM r

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -46,6 +47,7 @@ func main() {
 	batch := flag.Int("batch", 500, "executor claim batch size")
 	conc := flag.Int("concurrency", 100, "sends in flight per dispatch pass")
 	lanes := flag.Int("lanes", 2, "dispatch loops")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the burn-down to this file")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -120,6 +122,15 @@ func main() {
 
 	// Burn-down: everything is approved before the executor starts, as the
 	// River baseline inserts everything before its client starts.
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+	}
 	start := time.Now()
 	go ex.Run(runCtx, kick, time.Second)
 	kick <- struct{}{}
@@ -127,6 +138,7 @@ func main() {
 		time.Sleep(time.Millisecond)
 	}
 	elapsed := time.Since(start)
+	pprof.StopCPUProfile()
 
 	// Trickle: approve one request at a time through the review service and
 	// wait for its dispatch.
