@@ -51,6 +51,7 @@ const (
 	CodeApprovalExpired   = "approval_expired"   // decision older than approval_ttl
 	CodePrecondition      = "precondition_failed"
 	CodeClaimTimeout      = "claim_timeout"
+	CodeClaimTooShort     = "claim_too_short" // released unsent: the claim would end mid-send
 	CodeNotDone           = "verified_not_done"
 	CodeUnverifiable      = "unverifiable"
 )

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,10 +21,13 @@ import (
 // maxResponseBytes bounds what is kept of a provider's answer.
 const maxResponseBytes = 1 << 20
 
-// DispatchOnce claims up to one batch of due executions, performs them with
-// bounded concurrency and records every outcome in one statement. It returns
-// how many it claimed. The claim commits before any send and no transaction
-// is open while a send is in flight.
+// DispatchOnce claims up to one batch of due executions, performs them
+// concurrently and records their outcomes, and returns how many it claimed
+// once every outcome is recorded. The claim commits before any send, and no
+// transaction is open while a send is in flight. Outcomes are recorded as
+// they arrive, in as few statements as the database's pace allows: while one
+// batch of outcomes is being written the next accumulates, so a slow send
+// delays only its own record.
 func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 	claims, err := store.ClaimExecutions(ctx, e.db.Pool, store.ClaimParams{
 		Worker: e.worker, Limit: e.batch, ClaimTimeouts: e.timeouts, Now: e.now(),
@@ -33,44 +37,62 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 	}
 	claimedAt := time.Now()
 
-	transitions := make([]store.Transition, len(claims))
-	superseded := make([]bool, len(claims))
+	results := make(chan store.Transition, len(claims))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, e.conc)
 	for i := range claims {
-		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			transitions[i], superseded[i] = e.perform(ctx, claims[i], claimedAt)
+			defer wg.Done()
+			if t, recorded := e.perform(ctx, claims[i], claimedAt); !recorded {
+				results <- t
+			}
 		}()
 	}
-	wg.Wait()
+	go func() { wg.Wait(); close(results) }()
 
-	batch := transitions[:0:0]
-	for i, t := range transitions {
-		if !superseded[i] {
-			batch = append(batch, t)
-		}
-	}
 	// Record with a context of its own: an outcome learnt at the provider is
 	// worth writing even while shutting down.
-	recCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	recCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	applied, err := store.TransitionExecutions(recCtx, e.db.Pool, store.TransitionParams{
+	var errs []error
+	for t := range results {
+		batch := []store.Transition{t}
+	more:
+		for {
+			select {
+			case t, ok := <-results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, t)
+			default:
+				break more
+			}
+		}
+		if err := e.record(recCtx, batch); err != nil {
+			// Those claims expire and the reconciler asks the provider.
+			errs = append(errs, err)
+		}
+	}
+	return len(claims), errors.Join(errs...)
+}
+
+// record writes a batch of outcomes of this worker's claims.
+func (e *Executor) record(ctx context.Context, batch []store.Transition) error {
+	applied, err := store.TransitionExecutions(ctx, e.db.Pool, store.TransitionParams{
 		From: store.ExecClaimed, Worker: e.worker, Actor: "executor:" + e.worker, Now: e.now(),
 	}, batch)
 	if err != nil {
-		// The claims expire and the reconciler asks the provider.
-		return len(claims), err
+		return err
 	}
 	e.observe(batch, applied)
-	return len(claims), nil
+	return nil
 }
 
-// perform runs one claimed execution up to its outcome. superseded is true
-// when revalidation retired it instead (already recorded).
-func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Time) (t store.Transition, superseded bool) {
+// perform runs one claimed execution up to its outcome. recorded is true when
+// nothing is left to write: revalidation retired it (and wrote that), or the
+// claim moved on.
+func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Time) (t store.Transition, recorded bool) {
 	tool := e.tools[c.Tool]
 	log := e.logger.With(slog.String("key", c.Key), slog.Int64("execution_id", c.ID), slog.Int("attempt", c.Attempts))
 	base := store.Transition{ExecutionID: c.ID, Attempt: c.Attempts}
@@ -86,6 +108,17 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 			e.supersede(ctx, tool, c, code, msg, log)
 			return base, true
 		}
+	}
+
+	// A send must end before the claim does, or the reconciler could declare
+	// it unknown and have it resent while it is still in flight. The claim's
+	// expiry is read against the database clock it was set by.
+	if deadline := claimedAt.Add(c.ClaimExpiresAt.Sub(c.DBNow)); time.Now().Add(tool.Timeout).After(deadline) {
+		log.Warn("too little of the claim is left to send safely; releasing it")
+		return e.transitionFor(base, c.MaxAttempts, Answer{}, Classification{
+			Outcome: OutcomeRetry, Code: CodeClaimTooShort,
+			Message: "the claim had less time left than the tool's timeout; nothing was sent",
+		}), false
 	}
 
 	start := time.Now()

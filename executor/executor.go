@@ -22,10 +22,12 @@ type Config struct {
 	Secret []byte
 	// Worker names this process in claimed_by; default host-pid-random.
 	Worker string
-	// BatchSize bounds one claim statement (default 200). A batch's outcomes
-	// are recorded together, in one statement, after its last send.
+	// BatchSize bounds one claim statement, and so the sends in flight per
+	// DispatchOnce: every claimed execution is sent at once, so none waits
+	// for a slot while its claim runs out (default 200).
 	BatchSize int
-	// Concurrency bounds the sends in flight per DispatchOnce (default 100).
+	// Concurrency bounds the verifications in flight per reconcile pass
+	// (default 100).
 	Concurrency int
 	// Lanes is how many DispatchOnce loops Run keeps going (default 2), so one
 	// batch's sends overlap the next batch's claim.
@@ -113,7 +115,7 @@ func New(cfg Config) *Executor {
 		e.lanes = 2
 	}
 	if e.client == nil {
-		e.client = newHTTPClient(longest+5*time.Second, e.conc*e.lanes)
+		e.client = newHTTPClient(longest+5*time.Second, e.batch*e.lanes)
 	}
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
@@ -160,6 +162,10 @@ func newHTTPClient(timeout time.Duration, conns int) *http.Client {
 	transport.MaxIdleConns = max(conns, 100)
 	transport.MaxIdleConnsPerHost = max(conns, 2)
 	transport.ResponseHeaderTimeout = timeout
+	// Close idle connections before common server keep-alive timeouts (5s in
+	// several stacks) do: a request written onto a connection the server is
+	// closing is ambiguous, and becomes an unknown to verify.
+	transport.IdleConnTimeout = 4 * time.Second
 	return &http.Client{
 		Transport: transport,
 		Timeout:   timeout, // a backstop: each call also has its tool's deadline

@@ -64,7 +64,7 @@ func codeLabel(code string) string {
 	}
 	switch code {
 	case CodeConnectionRefused, CodeConnectionFailed, CodeSendTimeout, CodeConnectionLost, CodeExhausted,
-		CodeSnapshotMismatch, CodeApprovalExpired, CodePrecondition, CodeClaimTimeout, CodeNotDone, CodeUnverifiable,
+		CodeSnapshotMismatch, CodeApprovalExpired, CodePrecondition, CodeClaimTimeout, CodeClaimTooShort, CodeNotDone, CodeUnverifiable,
 		"http_408", "http_425", "http_429", "http_500", "http_502", "http_503", "http_504",
 		"http_400", "http_401", "http_403", "http_404", "http_409", "http_422",
 		"marked_succeeded", "marked_failed":
