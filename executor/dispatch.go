@@ -21,13 +21,15 @@ import (
 // maxResponseBytes bounds what is kept of a provider's answer.
 const maxResponseBytes = 1 << 20
 
+// recordLinger is how long outcomes gather before they are written together.
+const recordLinger = 5 * time.Millisecond
+
 // DispatchOnce claims up to one batch of due executions, performs them
 // concurrently and records their outcomes, and returns how many it claimed
 // once every outcome is recorded. The claim commits before any send, and no
 // transaction is open while a send is in flight. Outcomes are recorded as
-// they arrive, in as few statements as the database's pace allows: while one
-// batch of outcomes is being written the next accumulates, so a slow send
-// delays only its own record.
+// they arrive, gathered for a few milliseconds into one statement, so a slow
+// send delays only its own record.
 func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 	claims, err := store.ClaimExecutions(ctx, e.db.Pool, store.ClaimParams{
 		Worker: e.worker, Limit: e.batch, ClaimTimeouts: e.timeouts, Now: e.now(),
@@ -39,10 +41,13 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 
 	results := make(chan store.Transition, len(claims))
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, e.conc)
 	for i := range claims {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			if t, recorded := e.perform(ctx, claims[i], claimedAt); !recorded {
 				results <- t
 			}
@@ -56,7 +61,10 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 	defer cancel()
 	var errs []error
 	for t := range results {
+		// Gather what arrives within a short linger: one statement (and one
+		// commit) per handful of outcomes rather than per outcome.
 		batch := []store.Transition{t}
+		linger := time.NewTimer(recordLinger)
 	more:
 		for {
 			select {
@@ -65,10 +73,11 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 					break more
 				}
 				batch = append(batch, t)
-			default:
+			case <-linger.C:
 				break more
 			}
 		}
+		linger.Stop()
 		if err := e.record(recCtx, batch); err != nil {
 			// Those claims expire and the reconciler asks the provider.
 			errs = append(errs, err)

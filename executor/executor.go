@@ -22,12 +22,12 @@ type Config struct {
 	Secret []byte
 	// Worker names this process in claimed_by; default host-pid-random.
 	Worker string
-	// BatchSize bounds one claim statement, and so the sends in flight per
-	// DispatchOnce: every claimed execution is sent at once, so none waits
-	// for a slot while its claim runs out (default 200).
+	// BatchSize bounds one claim statement (default 200).
 	BatchSize int
-	// Concurrency bounds the verifications in flight per reconcile pass
-	// (default 100).
+	// Concurrency bounds the sends in flight per DispatchOnce and the
+	// verifications per reconcile pass (default 100). A claimed execution
+	// that waited so long for a slot that its send could outlive its claim is
+	// released unsent.
 	Concurrency int
 	// Lanes is how many DispatchOnce loops Run keeps going (default 2), so one
 	// batch's sends overlap the next batch's claim.
@@ -115,7 +115,7 @@ func New(cfg Config) *Executor {
 		e.lanes = 2
 	}
 	if e.client == nil {
-		e.client = newHTTPClient(longest+5*time.Second, e.batch*e.lanes)
+		e.client = newHTTPClient(longest+5*time.Second, e.conc*e.lanes)
 	}
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)

@@ -45,6 +45,7 @@ func main() {
 	n := flag.Int("executions", 20000, "approved executions to burn down")
 	trickle := flag.Int("trickle", 200, "single approvals, one at a time, to measure approval-to-dispatch latency")
 	batch := flag.Int("batch", 500, "executor claim batch size")
+	conc := flag.Int("concurrency", 100, "sends in flight per dispatch loop")
 	lanes := flag.Int("lanes", 2, "dispatch loops")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the burn-down to this file")
 	flag.Parse()
@@ -84,7 +85,7 @@ func main() {
 			URL: "http://" + ln.Addr().String() + "/", Timeout: 10 * time.Second, KeyAware: true,
 			MaxAttempts: 5, ClaimTimeout: time.Minute, ApprovalTTL: 24 * time.Hour,
 		}},
-		Secret: []byte("bench"), BatchSize: *batch, Lanes: *lanes,
+		Secret: []byte("bench"), BatchSize: *batch, Concurrency: *conc, Lanes: *lanes,
 		Metrics: metrics,
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		OnSend: func(c store.Claim, at time.Time) {
@@ -184,8 +185,8 @@ func main() {
 		}
 	}
 
-	fmt.Printf("countersign burn-down: %d executions in %s = %.0f executions/s (batch %d, %d lanes)\n",
-		*n, elapsed.Round(time.Millisecond), float64(*n)/elapsed.Seconds(), *batch, *lanes)
+	fmt.Printf("countersign burn-down: %d executions in %s = %.0f executions/s (batch %d, %d sends in flight, %d lanes)\n",
+		*n, elapsed.Round(time.Millisecond), float64(*n)/elapsed.Seconds(), *batch, *conc, *lanes)
 	fmt.Printf("countersign approval-to-dispatch latency over %d single approvals: p50 %s p99 %s\n",
 		len(fromApproval), pct(fromApproval, .50), pct(fromApproval, .99))
 	fmt.Printf("  (from the call to Decide, including its reads: p50 %s p99 %s)\n", pct(fromCall, .50), pct(fromCall, .99))
