@@ -211,10 +211,8 @@ func (e *Executor) observe(batch []store.Transition, applied []store.Applied) {
 		if settled(t.To) {
 			e.metrics.Executions.WithLabelValues(string(t.To), codeLabel(t.Code)).Inc()
 		}
-		switch t.To {
-		case store.ExecFailed, store.ExecNeedsReview:
+		if t.To == store.ExecFailed || t.To == store.ExecNeedsReview {
 			e.logger.Warn("execution "+string(t.To), slog.Int64("execution_id", t.ExecutionID), slog.String("code", t.Code))
-		case store.ExecReady, store.ExecClaimed, store.ExecSucceeded, store.ExecUnknown, store.ExecSuperseded:
 		}
 	}
 }

@@ -79,7 +79,6 @@ func settled(s store.ExecState) bool {
 	case store.ExecSucceeded, store.ExecFailed, store.ExecSuperseded, store.ExecNeedsReview:
 		return true
 	case store.ExecReady, store.ExecClaimed, store.ExecUnknown:
-		return false
 	}
 	return false
 }
