@@ -103,18 +103,21 @@ func (e *Executor) record(ctx context.Context, batch []store.Transition) error {
 // claim moved on.
 func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Time) (t store.Transition, recorded bool) {
 	tool := e.tools[c.Tool]
-	log := e.logger.With(slog.String("key", c.Key), slog.Int64("execution_id", c.ID), slog.Int("attempt", c.Attempts))
+	// Built only when something is logged: this is the hot path.
+	log := func() *slog.Logger {
+		return e.logger.With(slog.String("key", c.Key), slog.Int64("execution_id", c.ID), slog.Int("attempt", c.Attempts))
+	}
 	base := store.Transition{ExecutionID: c.ID, Attempt: c.Attempts}
 
 	if got := hashOf(c.Snapshot); got != c.SnapshotHash {
-		log.Error("snapshot does not match the approved hash; refusing to send", slog.String("approved", c.SnapshotHash), slog.String("stored", got))
+		log().Error("snapshot does not match the approved hash; refusing to send", slog.String("approved", c.SnapshotHash), slog.String("stored", got))
 		return escalate(base, CodeSnapshotMismatch, "the stored snapshot does not hash to the approved "+c.SnapshotHash+"; nothing was sent"), false
 	}
 	if c.Attempts == 1 {
 		if code, msg, stale := e.revalidate(ctx, tool, c); stale {
 			// Recorded by supersede, or the claim moved on under us: either
 			// way nothing more is written for this claim.
-			e.supersede(ctx, tool, c, code, msg, log)
+			e.supersede(ctx, tool, c, code, msg, log())
 			return base, true
 		}
 	}
@@ -123,7 +126,7 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 	// it unknown and have it resent while it is still in flight. The claim's
 	// expiry is read against the database clock it was set by.
 	if deadline := claimedAt.Add(c.ClaimExpiresAt.Sub(c.DBNow)); time.Now().Add(tool.Timeout).After(deadline) {
-		log.Warn("too little of the claim is left to send safely; releasing it")
+		log().Warn("too little of the claim is left to send safely; releasing it")
 		return e.transitionFor(base, c.MaxAttempts, Answer{}, Classification{
 			Outcome: OutcomeRetry, Code: CodeClaimTooShort,
 			Message: "the claim had less time left than the tool's timeout; nothing was sent",
@@ -141,7 +144,9 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 	answer := e.send(ctx, tool, c)
 	cl := Classify(answer, time.Now())
 	e.metrics.Attempts.WithLabelValues(string(cl.Outcome), codeLabel(cl.Code)).Inc()
-	log.Debug("sent", slog.String("outcome", string(cl.Outcome)), slog.String("code", cl.Code), slog.Int("status", answer.Status))
+	if e.logger.Enabled(ctx, slog.LevelDebug) {
+		log().Debug("sent", slog.String("outcome", string(cl.Outcome)), slog.String("code", cl.Code), slog.Int("status", answer.Status))
+	}
 	return e.transitionFor(base, c.MaxAttempts, answer, cl), false
 }
 
