@@ -29,6 +29,7 @@ type Intent struct {
 	Step           json.RawMessage // an integer or a string, exactly as sent
 	Tool           string
 	Effect         json.RawMessage // a JSON object
+	Snapshot       []byte          // the effect's canonical bytes; set by DecodeIntent
 	Summary        string
 	Reason         string
 	RequestedFor   string
@@ -85,6 +86,9 @@ func DecodeIntent(body []byte) (Intent, error) {
 		return Intent{}, invalid("effect", "effect is required and must be a JSON object")
 	}
 	in.Effect = effect
+	if in.Snapshot, err = Canonicalize(effect); err != nil {
+		return Intent{}, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)
+	}
 	for _, f := range []struct {
 		name  string
 		max   int

@@ -42,22 +42,21 @@ func (b Basis) Canonical() ([]byte, error) {
 
 // Key derives the intent key: "wa_" + hex(sha256(JCS(basis))).
 func Key(b Basis) (string, error) {
-	canonical, err := b.Canonical()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(canonical)
-	return KeyPrefix + hex.EncodeToString(sum[:]), nil
+	key, _, err := Derive(b)
+	return key, err
 }
 
-// BasisHash is the fingerprint stored with every key, derived or sent by the
-// client, to tell a replay from a reuse of the key for another write.
-func BasisHash(b Basis) (string, error) {
+// Derive returns the derived key and the basis hash, the fingerprint stored
+// with every key (derived or sent by the client) to tell a replay from a
+// reuse of the key for another write. Both come from one digest.
+func Derive(b Basis) (key, basisHash string, err error) {
 	canonical, err := b.Canonical()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return hashOf(canonical), nil
+	sum := sha256.Sum256(canonical)
+	digest := hex.EncodeToString(sum[:])
+	return KeyPrefix + digest, "sha256:" + digest, nil
 }
 
 // Canonicalize returns the RFC 8785 form of a JSON value: the snapshot bytes

@@ -16,6 +16,8 @@ type Service struct {
 	Tools  map[string]Tool
 	Groups GroupResolver // nil: approvers may only be listed by user id
 	Logger *slog.Logger
+	// Batcher, when set, group-commits new requests; nil inserts each alone.
+	Batcher *store.IntakeBatcher
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
 }
@@ -29,43 +31,53 @@ func (s *Service) now() *time.Time {
 }
 
 // Submit stores an intent under its key, or returns the request the key
-// already names. created is false for a replay. A key that names a request
+// already names. created is false for a replay, which writes nothing. A key that names a request
 // with other effect fields is ErrKeyReused, and nothing is stored.
 func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req store.Request, created bool, err error) {
 	tool, ok := s.Tools[in.Tool]
 	if !ok {
 		return store.Request{}, false, fmt.Errorf("%w: %q", ErrUnknownTool, in.Tool)
 	}
-	basis := in.Basis()
-	basisHash, err := BasisHash(basis)
+	derivedKey, basisHash, err := Derive(in.Basis())
 	if err != nil {
-		return store.Request{}, false, invalid("effect", "the effect cannot be canonicalized: %v", err)
+		return store.Request{}, false, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)
 	}
 	key := in.IdempotencyKey
 	if key == "" {
-		if key, err = Key(basis); err != nil {
-			return store.Request{}, false, invalid("effect", "the effect cannot be canonicalized: %v", err)
-		}
+		key = derivedKey
 	}
 
-	// A replay is a read: look first, so replays never write.
-	existing, err := store.ReplayRequest(ctx, s.DB.Pool, key, basisHash)
+	// A replay is one read; only a new key goes to the (group-committed) insert.
+	existing, postQueued, err := store.ReplayRequest(ctx, s.DB.Pool, key)
 	switch {
 	case err == nil:
+		if existing.BasisHash == basisHash && existing.Status == store.RequestPending && existing.CardTS == "" && !postQueued {
+			if err := store.RedriveCard(ctx, s.DB.Pool, existing.ID); err != nil {
+				return store.Request{}, false, err
+			}
+		}
 		return replay(existing, basisHash)
 	case !errors.Is(err, store.ErrNotFound):
 		return store.Request{}, false, err
 	}
 
-	snapshot, err := Canonicalize(in.Effect)
-	if err != nil {
-		return store.Request{}, false, invalid("effect", "the effect cannot be canonicalized: %v", err)
+	snapshot := in.Snapshot
+	if snapshot == nil {
+		if snapshot, err = Canonicalize(in.Effect); err != nil {
+			return store.Request{}, false, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)
+		}
 	}
 	ttl := tool.RequestTTL
 	if ttl <= 0 {
 		ttl = DefaultRequestTTL
 	}
-	req, inserted, err := store.InsertRequest(ctx, s.DB.Pool, store.NewRequest{
+	insert := func(ctx context.Context, p store.NewRequest) (store.Request, bool, error) {
+		return store.InsertRequest(ctx, s.DB.Pool, p)
+	}
+	if s.Batcher != nil {
+		insert = s.Batcher.Insert
+	}
+	req, inserted, err := insert(ctx, store.NewRequest{
 		Key:          key,
 		BasisHash:    basisHash,
 		RunID:        in.RunID,
@@ -83,16 +95,11 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	if err != nil {
 		return store.Request{}, false, err
 	}
-	if inserted {
-		s.Logger.Info("request created", slog.String("key", req.Key), slog.String("tool", req.Tool), slog.String("agent", agent))
-		return req, true, nil
+	if !inserted {
+		return replay(req, basisHash)
 	}
-	// Another replica inserted the key between our read and our write.
-	existing, err = store.ReplayRequest(ctx, s.DB.Pool, key, basisHash)
-	if err != nil {
-		return store.Request{}, false, err
-	}
-	return replay(existing, basisHash)
+	s.Logger.Info("request created", slog.String("key", req.Key), slog.String("tool", req.Tool), slog.String("agent", agent))
+	return req, true, nil
 }
 
 func replay(existing store.Request, basisHash string) (store.Request, bool, error) {

@@ -4,7 +4,8 @@
 -- changes after insert; status and round follow the review.
 CREATE TABLE requests (
     id            uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-    key           text        NOT NULL UNIQUE,
+    -- Byte order (C collation) lets the unique index also serve key-prefix lookups.
+    key           text        COLLATE "C" NOT NULL UNIQUE,
     basis_hash    text        NOT NULL,
     run_id        text        NOT NULL,
     step          jsonb       NOT NULL,
@@ -28,8 +29,6 @@ CREATE TABLE requests (
 
 -- The expiry sweep scans only pending rows.
 CREATE INDEX requests_pending_expiry ON requests (expires_at) WHERE status = 'pending';
--- Key lookup by prefix (support engineers type the first characters).
-CREATE INDEX requests_key_prefix ON requests (key text_pattern_ops);
 
 -- decisions: the first verdict per (request, round) wins; the unique
 -- constraint backs the conditional status update.

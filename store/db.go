@@ -3,11 +3,15 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// defaultMaxConns is the pool size unless the URL sets pool_max_conns.
+const defaultMaxConns = 20
 
 // DBTX is what a query needs: a pool, a connection or a transaction.
 type DBTX interface {
@@ -26,6 +30,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parsing database url: %w", err)
+	}
+	// pgxpool's default (the CPU count, at least 4) starves a server that
+	// holds a LISTEN connection, group-commit flushers and long-polls;
+	// pool_max_conns in the URL still wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -23,6 +23,9 @@ type Listener struct {
 	mu      sync.Mutex
 	changes map[string]map[chan struct{}]struct{}
 	ready   map[chan struct{}]struct{}
+
+	listening     chan struct{} // closed once the first LISTEN is in place
+	listeningOnce sync.Once
 }
 
 // NewListener returns a Listener; Run starts it.
@@ -32,8 +35,13 @@ func NewListener(db *DB, logger *slog.Logger) *Listener {
 		logger:  logger,
 		changes: make(map[string]map[chan struct{}]struct{}),
 		ready:   make(map[chan struct{}]struct{}),
+
+		listening: make(chan struct{}),
 	}
 }
+
+// Listening is closed once notifications are being received.
+func (l *Listener) Listening() <-chan struct{} { return l.listening }
 
 // Run listens until ctx ends, reconnecting after a lost connection.
 func (l *Listener) Run(ctx context.Context) {
@@ -51,22 +59,21 @@ func (l *Listener) Run(ctx context.Context) {
 }
 
 func (l *Listener) listen(ctx context.Context) error {
-	conn, err := l.db.Pool.Acquire(ctx)
+	pooled, err := l.db.Pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	// The connection carries LISTEN state; never hand it back to the pool.
-	// (Hijack is called here, not in the defer, whose receiver would be
-	// evaluated at once and leave conn unusable.)
-	pgConn := conn.Hijack()
-	defer pgConn.Close(context.Background())
+	conn := pooled.Hijack()
+	defer conn.Close(context.Background())
 	for _, ch := range []string{ChannelChange, ChannelReady} {
-		if _, err := pgConn.Exec(ctx, "LISTEN "+ch); err != nil {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
 		}
 	}
+	l.listeningOnce.Do(func() { close(l.listening) })
 	for {
-		n, err := pgConn.WaitForNotification(ctx)
+		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
@@ -148,4 +155,11 @@ func signal(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// Waiting reports how many subscribers wait on changes to a request.
+func (l *Listener) Waiting(requestID string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.changes[requestID])
 }

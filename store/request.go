@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,16 +71,75 @@ type NewRequest struct {
 }
 
 // InsertRequest stores a new request with its "requested" audit event and the
-// outbox row that posts its card, in one statement. inserted is false (and the
-// request empty) when the key already exists.
+// outbox row that posts its card, or returns the request the key already
+// names (inserted false). See InsertRequests.
 func InsertRequest(ctx context.Context, db DBTX, p NewRequest) (req Request, inserted bool, err error) {
+	results, err := InsertRequests(ctx, db, []NewRequest{p}, p.Now)
+	if err != nil {
+		return Request{}, false, err
+	}
+	return results[0].Request, results[0].Inserted, nil
+}
+
+// InsertResult is the stored request for one NewRequest, and whether this
+// call inserted it.
+type InsertResult struct {
+	Request
+	Inserted bool `db:"inserted"`
+}
+
+// InsertRequests stores new requests, each with its audit event and card
+// post, and returns one result per request in order; keys must be distinct.
+// It is one statement and one commit for all of them; a key that exists
+// already is returned and writes nothing (ON CONFLICT DO NOTHING takes no
+// transaction id). now, when set, is the creation time of every request.
+func InsertRequests(ctx context.Context, db DBTX, ps []NewRequest, now *time.Time) ([]InsertResult, error) {
+	byKey := make(map[string]InsertResult, len(ps))
+	missing := ps
+	// A key committed by another transaction after the statement's snapshot
+	// was taken is neither inserted nor seen; the next statement sees it.
+	for range 2 {
+		if err := insertRequests(ctx, db, missing, now, byKey); err != nil {
+			return nil, err
+		}
+		missing = slices.DeleteFunc(slices.Clone(missing), func(p NewRequest) bool { _, ok := byKey[p.Key]; return ok })
+		if len(missing) == 0 {
+			break
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("inserting requests: key %s neither inserted nor found", missing[0].Key)
+	}
+	results := make([]InsertResult, len(ps))
+	for i, p := range ps {
+		results[i] = byKey[p.Key]
+	}
+	return results, nil
+}
+
+func insertRequests(ctx context.Context, db DBTX, ps []NewRequest, now *time.Time, into map[string]InsertResult) error {
+	n := len(ps)
+	keys, basis, runs, steps, tools := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	snapshots, hashes, summaries, reasons := make([][]byte, n), make([]string, n), make([]string, n), make([]string, n)
+	by, forWhom, ttls := make([]string, n), make([]string, n), make([]int64, n)
+	for i, p := range ps {
+		keys[i], basis[i], runs[i], steps[i], tools[i] = p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool
+		snapshots[i], hashes[i], summaries[i], reasons[i] = p.Snapshot, p.PayloadHash, p.Summary, p.Reason
+		by[i], forWhom[i], ttls[i] = p.RequestedBy, p.RequestedFor, p.TTL.Microseconds()
+	}
 	rows, err := db.Query(ctx, `
-WITH r AS (
+WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
+		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[])
+		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us)
+), r AS (
 	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect, snapshot, payload_hash,
 		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, convert_from($6, 'UTF8')::jsonb, $6, $7, $8, $9, $10, $11,
-		coalesce($13::timestamptz, now()) + $12::bigint * interval '1 microsecond',
-		coalesce($13::timestamptz, now()), coalesce($13::timestamptz, now()))
+	SELECT key, basis_hash, run_id, step::jsonb, tool, convert_from(snapshot, 'UTF8')::jsonb, snapshot, payload_hash,
+		summary, reason, requested_by, requested_for,
+		coalesce($13::timestamptz, now()) + ttl_us * interval '1 microsecond',
+		coalesce($13::timestamptz, now()), coalesce($13::timestamptz, now())
+	FROM input
 	ON CONFLICT (key) DO NOTHING
 	RETURNING *
 ), e AS (
@@ -88,44 +148,67 @@ WITH r AS (
 ), o AS (
 	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
 	SELECT 'post_card', id, round, created_at FROM r
+), existing AS (
+	SELECT * FROM requests WHERE key = ANY($1) AND key NOT IN (SELECT key FROM r)
 )
-SELECT `+requestColumns+` FROM r`,
-		p.Key, p.BasisHash, p.RunID, []byte(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
-		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, p.TTL.Microseconds(), p.Now)
+SELECT `+requestColumns+`, true AS inserted FROM r
+UNION ALL
+SELECT `+requestColumns+`, false AS inserted FROM existing`,
+		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, now)
 	if err != nil {
-		return Request{}, false, fmt.Errorf("inserting request: %w", err)
+		return fmt.Errorf("inserting requests: %w", err)
 	}
-	reqs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Request])
+	found, err := pgx.CollectRows(rows, pgx.RowToStructByName[InsertResult])
 	if err != nil {
-		return Request{}, false, fmt.Errorf("inserting request: %w", translate(err))
+		return fmt.Errorf("inserting requests: %w", translate(err))
 	}
-	if len(reqs) == 0 {
-		return Request{}, false, nil
+	for _, f := range found {
+		into[f.Key] = f
 	}
-	return reqs[0], true, nil
+	return nil
+}
+
+// ReplayRequest returns the request stored under key, and whether a card post
+// for its current round is queued. It only reads: replays never write, except
+// through RedriveCard.
+func ReplayRequest(ctx context.Context, db DBTX, key string) (req Request, postQueued bool, err error) {
+	rows, err := db.Query(ctx, `SELECT `+requestColumns+`, EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending') AS post_queued
+FROM requests WHERE key = $1`, key)
+	if err != nil {
+		return Request{}, false, fmt.Errorf("reading request: %w", err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[replayedRequest])
+	if err != nil {
+		return Request{}, false, translate(err)
+	}
+	return r.Request, r.PostQueued, nil
+}
+
+type replayedRequest struct {
+	Request
+	PostQueued bool `db:"post_queued"`
+}
+
+// RedriveCard queues a card post for the request's round when it is pending,
+// its card was never posted and no post is queued (invariant 2: a replay
+// re-notifies Slack only to re-drive a card that was never posted).
+func RedriveCard(ctx context.Context, db DBTX, requestID string) error {
+	_, err := db.Exec(ctx, `
+INSERT INTO outbox (kind, request_id, round)
+SELECT 'post_card', r.id, r.round FROM requests r
+WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
+	AND NOT EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending')`, requestID)
+	if err != nil {
+		return fmt.Errorf("re-driving card: %w", err)
+	}
+	return nil
 }
 
 // RequestByKey returns the request stored under key.
 func RequestByKey(ctx context.Context, db DBTX, key string) (Request, error) {
 	return queryRequest(ctx, db, `SELECT `+requestColumns+` FROM requests WHERE key = $1`, key)
-}
-
-// ReplayRequest returns the request stored under key, as RequestByKey does,
-// and re-drives its card when the replay matches its basis, it is pending, its
-// card was never posted and no post is queued (invariant 2). It is one statement that writes nothing in the common
-// case, so replays stay reads.
-func ReplayRequest(ctx context.Context, db DBTX, key, basisHash string) (Request, error) {
-	return queryRequest(ctx, db, `
-WITH r AS (
-	SELECT * FROM requests WHERE key = $1
-), redrive AS (
-	INSERT INTO outbox (kind, request_id, round)
-	SELECT 'post_card', r.id, r.round FROM r
-	WHERE r.basis_hash = $2 AND r.status = 'pending' AND r.card_ts IS NULL
-		AND NOT EXISTS (SELECT 1 FROM outbox o
-			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending')
-)
-SELECT `+requestColumns+` FROM r`, key, basisHash)
 }
 
 // RequestByID returns the request with the given id.

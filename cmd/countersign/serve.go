@@ -16,7 +16,14 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/store"
+)
+
+// Intake group commit: concurrent transactions, and intents per commit.
+const (
+	intakeFlushers = 4
+	intakeMaxBatch = 64
 )
 
 // app is what serve's components share.
@@ -29,6 +36,7 @@ type app struct {
 	mux      *http.ServeMux
 	cron     *cron.Cron
 	review   *approvals.Service
+	executor *executor.Executor
 }
 
 func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
@@ -65,7 +73,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		cron.WithLogger(cronLogger{logger}))
 	go a.listener.Run(ctx)
 
-	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Logger: logger.With("component", "approvals")}
+	batcher := store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
+	go batcher.Run(ctx)
+	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: batcher, Logger: logger.With("component", "approvals")}
 	hook := approvals.NewHandler(a.review, cfg.AgentList(), a.listener, logger.With("component", "hook"), approvals.NewMetrics(a.registry))
 	a.mux.Handle("/v1/", hook)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -91,7 +101,10 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		logger.Warn("SLACK_BOT_TOKEN is not set: cards wait in the outbox until Slack is configured")
 	}
 
-	if _, err := a.startExecutor(ctx); err != nil {
+	if a.executor, err = a.startExecutor(ctx); err != nil {
+		return err
+	}
+	if err := a.startBot(ctx); err != nil {
 		return err
 	}
 	a.cron.Start()

@@ -58,18 +58,36 @@ func NewURL(t testing.TB) string {
 	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", name, templateName)); err != nil {
 		t.Fatalf("cloning template: %v", err)
 	}
-	t.Cleanup(func() {
-		admin, err := pgx.Connect(ctx, AdminURL())
-		if err != nil {
-			t.Errorf("dropping %s: %v", name, err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("dropping %s: %v", name, err)
-		}
-	})
+	t.Cleanup(func() { dropDatabase(t, name) })
 	return withDatabase(AdminURL(), name)
+}
+
+// NewEmptyURL creates an empty database (no schema) for this test, dropped
+// when the test ends, and returns its URL.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	name := "cs_empty_" + randomHex(6)
+	admin := connectAdmin(t)
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("creating empty database: %v", err)
+	}
+	t.Cleanup(func() { dropDatabase(t, name) })
+	return withDatabase(AdminURL(), name)
+}
+
+func dropDatabase(t testing.TB, name string) {
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Errorf("dropping %s: %v", name, err)
+		return
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		t.Errorf("dropping %s: %v", name, err)
+	}
 }
 
 // NewDB opens a pool on a fresh migrated database for this test.

@@ -1,0 +1,54 @@
+package approvals
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// FuzzDecodeIntent feeds untrusted bytes to the intake decoder. Whatever it
+// accepts must be valid JSON whose effect canonicalizes and keys
+// deterministically; whatever it refuses must be an *InputError with a code.
+func FuzzDecodeIntent(f *testing.F) {
+	for _, seed := range []string{
+		vectorBody,
+		`{"run_id":"r","step":"6","tool":"t","effect":{}}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{"a":[1,2,{"b":null}],"c":1.5e3}}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{"a":1,"a":2}}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{"a":12345678901234567890}}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{"\u00e9":"\ud83c\udf89"}}`,
+		`[]`, `{`, `null`, `{"run_id":"r"} x`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, err := DecodeIntent(body)
+		if err != nil {
+			var input *InputError
+			if !errors.As(err, &input) || (input.Code != CodeMalformedJSON && input.Code != CodeInvalidRequest) || input.Message == "" {
+				t.Fatalf("refusal %v is not an InputError with a stable code", err)
+			}
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		if len(in.Effect) == 0 || in.Effect[0] != '{' || in.RunID == "" || in.Tool == "" || len(in.Step) == 0 {
+			t.Fatalf("accepted an intent without its basis: %+v", in)
+		}
+		snapshot, err := Canonicalize(in.Effect)
+		if err != nil {
+			t.Fatalf("accepted effect does not canonicalize: %v", err)
+		}
+		again, err := Canonicalize(snapshot)
+		if err != nil || !bytes.Equal(again, snapshot) {
+			t.Fatalf("canonical form is not stable: %s then %s", snapshot, again)
+		}
+		k1, err1 := Key(in.Basis())
+		k2, err2 := Key(Basis{RunID: in.RunID, Step: in.Step, Tool: in.Tool, Effect: snapshot})
+		if err1 != nil || err2 != nil || k1 != k2 {
+			t.Fatalf("key depends on the effect's formatting: %s %v, %s %v", k1, err1, k2, err2)
+		}
+	})
+}

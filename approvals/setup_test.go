@@ -1,0 +1,137 @@
+package approvals
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+const (
+	testToken = "agent-token-123"
+	approverA = "U0APPROVERA"
+	approverB = "U0APPROVERB"
+	requester = "U024BE7LH"
+	outsider  = "U0OUTSIDER"
+	groupID   = "S0FINANCE"
+)
+
+// fixedGroups resolves user groups from a map.
+type fixedGroups map[string][]string
+
+func (g fixedGroups) GroupMembers(_ context.Context, id string) ([]string, error) { return g[id], nil }
+
+type bundle struct {
+	db       *store.DB
+	listener *store.Listener
+	svc      *Service
+	server   *httptest.Server
+	ctx      context.Context
+}
+
+// setup returns a service on a fresh database, serving the hook.
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	db := storetest.NewDB(t)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := &Service{
+		DB: db,
+		Tools: map[string]Tool{
+			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
+			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
+		},
+		Groups: fixedGroups{groupID: {"U0GROUPMEMBER"}},
+		Logger: logger,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	svc.Batcher = store.NewIntakeBatcher(db, 2, 16)
+	go svc.Batcher.Run(ctx)
+	listener := store.NewListener(db, logger)
+	go listener.Run(ctx)
+	select {
+	case <-listener.Listening():
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener did not start")
+	}
+	sum := sha256.Sum256([]byte(testToken))
+	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(svc, Agents{agent}, listener, logger, NewMetrics(prometheus.NewRegistry()))
+	server := httptest.NewServer(h)
+	t.Cleanup(server.Close)
+	return &bundle{db: db, listener: listener, svc: svc, server: server, ctx: ctx}
+}
+
+// intentOpts overrides parts of the default intent; nil fields keep the default.
+type intentOpts struct {
+	RunID  *string
+	Effect *string
+	Tool   *string
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// newIntent returns the published test vector's intent unless opts override it.
+func newIntent(opts *intentOpts) Intent {
+	in := Intent{
+		RunID:        "r-7f3a",
+		Step:         []byte(`6`),
+		Tool:         "billing.credit",
+		Effect:       []byte(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
+		Summary:      "Credit 42.00 USD to inv_8841",
+		Reason:       "customer reported duplicate charge per ticket 5512",
+		RequestedFor: requester,
+	}
+	if opts == nil {
+		return in
+	}
+	if opts.RunID != nil {
+		in.RunID = *opts.RunID
+	}
+	if opts.Effect != nil {
+		in.Effect = []byte(*opts.Effect)
+	}
+	if opts.Tool != nil {
+		in.Tool = *opts.Tool
+	}
+	return in
+}
+
+// submit stores an intent and fails the test on error.
+func (b *bundle) submit(t *testing.T, opts *intentOpts) store.Request {
+	t.Helper()
+	req, _, err := b.svc.Submit(b.ctx, "billing-agent", newIntent(opts))
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	return req
+}
+
+// count returns a single integer from a query.
+func (b *bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.db.Pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func approve(req store.Request, by string) Decision {
+	return Decision{RequestID: req.ID, Round: req.Round, PayloadHash: req.PayloadHash, Verdict: store.VerdictApprove, DecidedBy: by, Via: "slack"}
+}
+
+// hasWaiter reports whether a long-poll is subscribed to the request.
+func (b *bundle) hasWaiter(requestID string) bool { return b.listener.Waiting(requestID) > 0 }

@@ -1,0 +1,101 @@
+package bot
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/store"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultPostInterval = time.Second // Slack allows about one post per second per channel
+	DefaultBatch        = 50
+	DefaultLease        = 2 * time.Minute
+	maxBodyBytes        = 256 << 10 // interaction payloads carry the whole card
+)
+
+// Config is what a Bot needs.
+type Config struct {
+	Slack          *slack.Client
+	DB             *store.DB
+	Review         *approvals.Service
+	SigningSecret  string
+	DefaultChannel string   // for tools without a channel
+	Resolver       Resolver // nil: needs-review buttons answer that resolution is not available
+	Logger         *slog.Logger
+	Metrics        *Metrics // nil: not exported
+	// PostInterval spaces posts to one channel; zero means DefaultPostInterval,
+	// negative means no spacing (tests).
+	PostInterval time.Duration
+	Batch        int           // outbox rows per DeliverOnce; zero means DefaultBatch
+	Lease        time.Duration // how long a claimed row is left alone; zero means DefaultLease
+}
+
+// Bot is the Slack surface: outbox delivery, card rendering, interactions,
+// slash commands.
+type Bot struct {
+	slack    *slack.Client
+	db       *store.DB
+	review   *approvals.Service
+	secret   string
+	channel  string
+	resolver Resolver
+	logger   *slog.Logger
+	metrics  *Metrics
+	interval time.Duration
+	batch    int
+	lease    time.Duration
+
+	mu     sync.Mutex
+	next   map[string]time.Time // channel → earliest next post
+	paused map[string]time.Time // channel → end of a 429 pause
+
+	clicks    singleflight.Group // identical clicks in flight
+	answers   sync.WaitGroup
+	answerSem chan struct{}
+}
+
+// New returns a Bot.
+func New(cfg Config) *Bot {
+	b := &Bot{
+		slack: cfg.Slack, db: cfg.DB, review: cfg.Review, secret: cfg.SigningSecret,
+		channel: cfg.DefaultChannel, resolver: cfg.Resolver, logger: cfg.Logger, metrics: cfg.Metrics,
+		interval: cfg.PostInterval, batch: cfg.Batch, lease: cfg.Lease,
+		next: make(map[string]time.Time), paused: make(map[string]time.Time),
+		answerSem: make(chan struct{}, 32),
+	}
+	if b.logger == nil {
+		b.logger = slog.New(slog.DiscardHandler)
+	}
+	if b.metrics == nil {
+		b.metrics = newMetrics()
+	}
+	if b.interval == 0 {
+		b.interval = DefaultPostInterval
+	}
+	if b.batch <= 0 {
+		b.batch = DefaultBatch
+	}
+	if b.lease <= 0 {
+		b.lease = DefaultLease
+	}
+	return b
+}
+
+// Wait blocks until every ephemeral answer in flight has been sent or has
+// failed; serve calls it on shutdown, tests before counting calls.
+func (b *Bot) Wait() { b.answers.Wait() }
+
+// toolChannel is where a tool's cards go.
+func (b *Bot) toolChannel(tool string) string {
+	if t, ok := b.review.Tools[tool]; ok && t.Channel != "" {
+		return t.Channel
+	}
+	return b.channel
+}

@@ -1,0 +1,437 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/countersign/countersign/store"
+)
+
+// Retry policy for transient delivery errors (5xx, timeouts, lost connections).
+const (
+	backoffBase      = 2 * time.Second
+	backoffMax       = 5 * time.Minute
+	maxTransientTry  = 40 // a few hours, mostly at the cap; then failed, and the sweep takes over
+	postponeNoCard   = 2 * time.Second
+	historyPageLimit = 200
+	historyPages     = 3
+)
+
+// transientErrors are Slack error codes worth retrying; every other ok:false
+// answer (channel_not_found, not_in_channel, invalid_auth, …) will not change
+// with a retry, so the row is failed with the code and the error is logged.
+var transientErrors = []string{"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+
+// reasonRateLimited is recorded on a row Slack refused with 429: its post
+// certainly did not land.
+const reasonRateLimited = "rate limited"
+
+// postponed is a delivery that cannot be made yet; it is not an attempt.
+type postponed struct {
+	delay  time.Duration
+	reason string
+}
+
+func (p *postponed) Error() string { return p.reason }
+
+// DeliverOnce claims due outbox rows and delivers them: one goroutine per
+// channel, rows of a channel in order and spaced by the post interval. It
+// returns how many rows it claimed. Errors of single rows are recorded on the
+// rows; the returned error is only for the claim itself.
+func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
+	rows, err := store.ClaimOutbox(ctx, b.db.Pool, b.batch, b.lease)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	byChannel := make(map[string][]store.OutboxRow)
+	var order []string
+	for _, row := range rows {
+		ch := b.targetChannel(ctx, row)
+		if _, seen := byChannel[ch]; !seen {
+			order = append(order, ch)
+		}
+		byChannel[ch] = append(byChannel[ch], row)
+	}
+	var wg sync.WaitGroup
+	for _, ch := range order {
+		wg.Add(1)
+		go func(ch string, rows []store.OutboxRow) {
+			defer wg.Done()
+			for _, row := range rows {
+				if ctx.Err() != nil {
+					return // the lease brings the rest back
+				}
+				b.deliverRow(ctx, ch, row)
+			}
+		}(ch, byChannel[ch])
+	}
+	wg.Wait()
+	return len(rows), nil
+}
+
+// targetChannel groups a row by the channel it will write to: the card's for
+// updates and replies, the tool's for posts.
+func (b *Bot) targetChannel(ctx context.Context, row store.OutboxRow) string {
+	if row.Kind != store.OutboxPostCard {
+		if c, err := store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round); err == nil {
+			return c.Channel
+		}
+	}
+	req, err := store.RequestByID(ctx, b.db.Pool, row.RequestID)
+	if err != nil {
+		return ""
+	}
+	return b.toolChannel(req.Tool)
+}
+
+// deliverRow makes one delivery and records its outcome on the row.
+func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRow) {
+	kind := string(row.Kind)
+	log := b.logger.With(slog.Int64("outbox_id", row.ID), slog.String("kind", kind), slog.String("request_id", row.RequestID))
+	if until := b.pausedUntil(channel); !until.IsZero() {
+		b.metrics.Deliveries.WithLabelValues(kind, "postponed").Inc()
+		b.record(ctx, log, func(ctx context.Context) error {
+			return store.RetryOutbox(ctx, b.db.Pool, row.ID, time.Until(until), "channel paused by a rate limit", false)
+		})
+		return
+	}
+
+	var note string
+	var err error
+	switch row.Kind {
+	case store.OutboxPostCard:
+		note, err = b.post(ctx, channel, row)
+	case store.OutboxUpdateCard:
+		note, err = b.update(ctx, row)
+	case store.OutboxThreadReply:
+		note, err = b.reply(ctx, channel, row)
+	default:
+		err = fmt.Errorf("unknown outbox kind %q", row.Kind)
+	}
+	if err != nil && ctx.Err() != nil {
+		return // shutting down; the outcome is unknown and the lease brings the row back
+	}
+
+	var p *postponed
+	var rl *slack.RateLimitedError
+	var se slack.SlackErrorResponse
+	switch {
+	case err == nil:
+		b.metrics.Deliveries.WithLabelValues(kind, "delivered").Inc()
+		b.record(ctx, log, func(ctx context.Context) error { return store.MarkOutboxDelivered(ctx, b.db.Pool, row.ID, note) })
+	case errors.As(err, &p):
+		b.metrics.Deliveries.WithLabelValues(kind, "postponed").Inc()
+		b.record(ctx, log, func(ctx context.Context) error {
+			return store.RetryOutbox(ctx, b.db.Pool, row.ID, p.delay, p.reason, false)
+		})
+	case errors.As(err, &rl):
+		wait := max(rl.RetryAfter, time.Second)
+		b.pause(channel, wait)
+		b.metrics.Deliveries.WithLabelValues(kind, "rate_limited").Inc()
+		log.Warn("slack rate limit", slog.String("channel", channel), slog.Duration("retry_after", wait))
+		b.record(ctx, log, func(ctx context.Context) error {
+			return store.RetryOutbox(ctx, b.db.Pool, row.ID, wait, reasonRateLimited, true)
+		})
+	case errors.As(err, &se) && !slices.Contains(transientErrors, se.Err), errors.Is(err, errPermanent):
+		b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
+		log.Error("slack delivery failed for good", slog.String("channel", channel), slog.String("error", err.Error()))
+		b.record(ctx, log, func(ctx context.Context) error { return store.MarkOutboxFailed(ctx, b.db.Pool, row.ID, err.Error()) })
+		if row.Kind == store.OutboxUpdateCard && se.Err == "message_not_found" {
+			// Someone deleted the card: stop the sweep from updating it for ever.
+			b.record(ctx, log, func(ctx context.Context) error {
+				return store.MarkCardRendered(ctx, b.db.Pool, row.RequestID, row.Round, "message_not_found", true)
+			})
+		}
+	default:
+		if row.Attempts >= maxTransientTry {
+			b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
+			log.Error("slack delivery gave up", slog.Int("attempts", row.Attempts), slog.String("error", err.Error()))
+			b.record(ctx, log, func(ctx context.Context) error { return store.MarkOutboxFailed(ctx, b.db.Pool, row.ID, err.Error()) })
+			return
+		}
+		b.metrics.Deliveries.WithLabelValues(kind, "retry").Inc()
+		log.Warn("slack delivery will be retried", slog.Int("attempts", row.Attempts), slog.String("error", err.Error()))
+		b.record(ctx, log, func(ctx context.Context) error {
+			return store.RetryOutbox(ctx, b.db.Pool, row.ID, backoff(row.Attempts), err.Error(), true)
+		})
+	}
+}
+
+// errPermanent marks a delivery that can never be made (its request is gone).
+var errPermanent = errors.New("permanent")
+
+// record writes a row's outcome; a failure only delays the row (its lease
+// runs out and it is delivered again), so it is logged.
+func (b *Bot) record(ctx context.Context, log *slog.Logger, fn func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		log.Error("recording delivery outcome", slog.String("error", err.Error()))
+	}
+}
+
+// backoff is exponential with full jitter over the upper half, capped.
+func backoff(attempts int) time.Duration {
+	d := backoffMax
+	if attempts < 20 {
+		d = min(backoffBase<<max(attempts-1, 0), backoffMax)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// post posts a round's card, unless it is already there: recorded in cards,
+// or (when an earlier attempt's outcome is unknown) found by its metadata in
+// the channel's recent history.
+func (b *Bot) post(ctx context.Context, channel string, row store.OutboxRow) (string, error) {
+	if channel == "" {
+		return "", fmt.Errorf("%w: no channel configured for the tool", errPermanent)
+	}
+	if _, err := store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round); err == nil {
+		return "card already posted", nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	v, err := b.loadCard(ctx, row.RequestID, row.Round)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: request not found", errPermanent)
+	} else if err != nil {
+		return "", err
+	}
+	if row.Round != v.Request.Round {
+		// A post for an old round: that round's card would be born superseded.
+		return "round superseded before its card was posted", nil
+	}
+	text, blocks := renderCard(v)
+	meta := cardMetadata(v.Request, row.Round)
+
+	unsure, err := b.postMayHaveLanded(ctx, row)
+	if err != nil {
+		return "", err
+	}
+	if unsure {
+		ts, err := b.findCard(ctx, channel, v, row)
+		if err != nil {
+			return "", err
+		}
+		if ts != "" {
+			b.logger.Info("found a card posted by an earlier attempt", slog.String("key", v.Request.Key), slog.String("ts", ts))
+			if _, _, _, err := b.slack.UpdateMessageContext(ctx, channel, ts,
+				slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(meta)); err != nil {
+				return "", err
+			}
+			_, err := store.RecordCard(ctx, b.db.Pool, store.Card{RequestID: v.Request.ID, Round: row.Round, Channel: channel, TS: ts,
+				RenderedState: v.State, Settled: v.settled()})
+			return "card found in channel history", err
+		}
+	}
+
+	if err := b.wait(ctx, channel); err != nil {
+		return "", err
+	}
+	postedChannel, ts, err := b.slack.PostMessageContext(ctx, channel,
+		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(meta))
+	if err != nil {
+		return "", err
+	}
+	if postedChannel == "" {
+		postedChannel = channel
+	}
+	stood, err := store.RecordCard(ctx, b.db.Pool, store.Card{RequestID: v.Request.ID, Round: row.Round, Channel: postedChannel, TS: ts,
+		RenderedState: v.State, Settled: v.settled()})
+	if err != nil {
+		return "", err
+	}
+	if stood.TS != ts {
+		// Another worker's card for this round was recorded first: take ours back.
+		b.logger.Warn("removing a duplicate card", slog.String("key", v.Request.Key), slog.String("ts", ts))
+		if _, _, err := b.slack.DeleteMessageContext(ctx, postedChannel, ts); err != nil {
+			b.logger.Error("removing a duplicate card", slog.String("key", v.Request.Key), slog.String("error", err.Error()))
+		}
+	}
+	b.logger.Info("card posted", slog.String("key", v.Request.Key), slog.String("channel", postedChannel), slog.String("ts", ts))
+	return "", nil
+}
+
+// postMayHaveLanded reports whether an earlier attempt at this round's card
+// may have been posted without its ts being recorded: this row was claimed
+// before (unless Slack said no for sure: rate limited), or another post row
+// for the round exists.
+func (b *Bot) postMayHaveLanded(ctx context.Context, row store.OutboxRow) (bool, error) {
+	if row.Attempts > 1 && row.LastError != reasonRateLimited {
+		return true, nil
+	}
+	return store.OtherPostRows(ctx, b.db.Pool, row)
+}
+
+// findCard looks for this round's card in the channel's recent history by its
+// metadata and returns its ts, or "".
+func (b *Bot) findCard(ctx context.Context, channel string, v cardView, row store.OutboxRow) (string, error) {
+	params := &slack.GetConversationHistoryParameters{
+		ChannelID: channel, Limit: historyPageLimit, IncludeAllMetadata: true,
+		// Nothing older than the request round can be its card.
+		Oldest: strconv.FormatInt(earliest(row.CreatedAt, v.Request.UpdatedAt, v.Request.CreatedAt).Add(-time.Minute).Unix(), 10),
+	}
+	for range historyPages {
+		hist, err := b.slack.GetConversationHistoryContext(ctx, params)
+		if err != nil {
+			return "", err
+		}
+		for _, m := range hist.Messages {
+			if isCard(m.Metadata, v.Request.Key, row.Round) {
+				return m.Timestamp, nil
+			}
+		}
+		if !hist.HasMore || hist.ResponseMetaData.NextCursor == "" {
+			break
+		}
+		params.Cursor = hist.ResponseMetaData.NextCursor
+	}
+	return "", nil
+}
+
+func isCard(md slack.SlackMetadata, key string, round int) bool {
+	if md.EventType != CardEventType {
+		return false
+	}
+	if k, _ := md.EventPayload["key"].(string); k != key {
+		return false
+	}
+	switch r := md.EventPayload["round"].(type) {
+	case float64:
+		return int(r) == round
+	case string:
+		return r == strconv.Itoa(round)
+	}
+	return false
+}
+
+// update re-renders a round's card from the database.
+func (b *Bot) update(ctx context.Context, row store.OutboxRow) (string, error) {
+	card, err := store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round)
+	if errors.Is(err, store.ErrNotFound) {
+		return b.noCardYet(ctx, row)
+	} else if err != nil {
+		return "", err
+	}
+	v, err := b.loadCard(ctx, row.RequestID, row.Round)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: request not found", errPermanent)
+	} else if err != nil {
+		return "", err
+	}
+	if card.RenderedState == v.State && row.Data["reason"] != "converge" {
+		return "the card already shows this state", nil
+	}
+	text, blocks := renderCard(v)
+	if _, _, _, err := b.slack.UpdateMessageContext(ctx, card.Channel, card.TS,
+		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(cardMetadata(v.Request, row.Round))); err != nil {
+		return "", err
+	}
+	return "", store.MarkCardRendered(ctx, b.db.Pool, row.RequestID, row.Round, v.State, v.settled())
+}
+
+// reply answers in a card's thread when its write failed or needs review.
+func (b *Bot) reply(ctx context.Context, channel string, row store.OutboxRow) (string, error) {
+	card, err := store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round)
+	if errors.Is(err, store.ErrNotFound) {
+		return b.noCardYet(ctx, row)
+	} else if err != nil {
+		return "", err
+	}
+	v, err := b.loadCard(ctx, row.RequestID, row.Round)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: request not found", errPermanent)
+	} else if err != nil {
+		return "", err
+	}
+	reason, _ := row.Data["reason"].(string)
+	if err := b.wait(ctx, card.Channel); err != nil {
+		return "", err
+	}
+	_, _, err = b.slack.PostMessageContext(ctx, card.Channel, slack.MsgOptionTS(card.TS), slack.MsgOptionText(threadText(v, reason), false))
+	return "", err
+}
+
+// noCardYet handles an update or reply for a round whose card is not
+// recorded: wait for a queued post, or drop it when no card will come.
+func (b *Bot) noCardYet(ctx context.Context, row store.OutboxRow) (string, error) {
+	pending, err := store.PostPending(ctx, b.db.Pool, row.RequestID, row.Round)
+	if err != nil {
+		return "", err
+	}
+	if pending {
+		return "", &postponed{delay: postponeNoCard, reason: "waiting for the card to be posted"}
+	}
+	return "no card to update", nil
+}
+
+// wait spaces posts to a channel by the post interval.
+func (b *Bot) wait(ctx context.Context, channel string) error {
+	if b.interval < 0 {
+		return nil
+	}
+	b.mu.Lock()
+	now := time.Now()
+	at := latest(b.next[channel], now)
+	b.next[channel] = at.Add(b.interval)
+	b.mu.Unlock()
+	if d := at.Sub(now); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func (b *Bot) pause(channel string, d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.paused[channel] = latest(b.paused[channel], time.Now().Add(d))
+}
+
+func (b *Bot) pausedUntil(channel string) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	until, ok := b.paused[channel]
+	if !ok {
+		return time.Time{}
+	}
+	if time.Now().After(until) {
+		delete(b.paused, channel)
+		return time.Time{}
+	}
+	return until
+}
+
+func earliest(ts ...time.Time) time.Time {
+	out := ts[0]
+	for _, t := range ts[1:] {
+		if t.Before(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+func latest(ts ...time.Time) time.Time {
+	out := ts[0]
+	for _, t := range ts[1:] {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}

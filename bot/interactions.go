@@ -1,0 +1,246 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/store"
+)
+
+// click is one button press, as much of Slack's block_actions payload as a
+// decision or resolution needs.
+type click struct {
+	User     string
+	Channel  string
+	ActionID string
+	Decision decisionValue // for approve and reject
+	Resolve  resolveValue  // for the needs-review actions
+}
+
+// ackBudget bounds the work before Slack gets its answer: Slack gives up
+// after 3 seconds.
+const ackBudget = 2500 * time.Millisecond
+
+// errIgnored is an interaction countersign has nothing to do with.
+var errIgnored = errors.New("not a countersign button")
+
+// interactionPayload is the part of Slack's payload parseClick reads.
+type interactionPayload struct {
+	Type string `json:"type"`
+	User struct {
+		ID string `json:"id"`
+	} `json:"user"`
+	Channel struct {
+		ID string `json:"id"`
+	} `json:"channel"`
+	Container struct {
+		ChannelID string `json:"channel_id"`
+	} `json:"container"`
+	Actions []struct {
+		ActionID string `json:"action_id"`
+		Value    string `json:"value"`
+	} `json:"actions"`
+}
+
+// parseClick reads a block_actions payload (the JSON in the form field
+// "payload", or a Socket Mode envelope's payload).
+func parseClick(payload []byte) (click, error) {
+	var p interactionPayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return click{}, fmt.Errorf("malformed interaction payload: %w", err)
+	}
+	if p.Type != string(slack.InteractionTypeBlockActions) || len(p.Actions) == 0 {
+		return click{}, errIgnored
+	}
+	c := click{User: p.User.ID, Channel: p.Channel.ID, ActionID: p.Actions[0].ActionID}
+	if c.Channel == "" {
+		c.Channel = p.Container.ChannelID
+	}
+	if c.User == "" {
+		return click{}, errors.New("interaction without a user")
+	}
+	value := []byte(p.Actions[0].Value)
+	switch c.ActionID {
+	case ActionApprove, ActionReject:
+		if err := json.Unmarshal(value, &c.Decision); err != nil || c.Decision.RequestID == "" || c.Decision.Round < 1 || c.Decision.PayloadHash == "" {
+			return click{}, errors.New("malformed decision button value")
+		}
+	case ActionMarkSucceeded, ActionMarkFailed, ActionResend:
+		if err := json.Unmarshal(value, &c.Resolve); err != nil || c.Resolve.RequestID == "" || c.Resolve.ExecutionID < 1 {
+			return click{}, errors.New("malformed resolution button value")
+		}
+	default:
+		return click{}, errIgnored
+	}
+	return c, nil
+}
+
+// Interactions serves POST /slack/interactions. The decision is recorded
+// before Slack gets its 200; the clicker's answer follows as an ephemeral
+// message, and the card update goes through the outbox.
+func (b *Bot) Interactions() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		defer func() { b.metrics.AckDuration.WithLabelValues("interactions").Observe(time.Since(start).Seconds()) }()
+		body, ok := b.readSigned(w, r)
+		if !ok {
+			b.metrics.Interactions.WithLabelValues("unauthorized").Inc()
+			return
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			b.metrics.Interactions.WithLabelValues("malformed").Inc()
+			writeError(w, http.StatusBadRequest, "malformed", "the body is not a form")
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), ackBudget)
+		defer cancel()
+		b.interact(ctx, []byte(form.Get("payload")))
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// interact handles one interaction payload from either transport.
+func (b *Bot) interact(ctx context.Context, payload []byte) {
+	c, err := parseClick(payload)
+	if err != nil {
+		outcome := "malformed"
+		if errors.Is(err, errIgnored) {
+			outcome = "ignored"
+		}
+		b.metrics.Interactions.WithLabelValues(outcome).Inc()
+		return
+	}
+	var outcome, answer string
+	switch c.ActionID {
+	case ActionApprove, ActionReject:
+		outcome, answer = b.decide(ctx, c)
+	default:
+		outcome, answer = b.resolve(ctx, c)
+	}
+	b.metrics.Interactions.WithLabelValues(outcome).Inc()
+	if answer != "" {
+		b.answer(c.Channel, c.User, answer)
+	}
+}
+
+// decide records a verdict and says what happened, in words for the clicker.
+func (b *Bot) decide(ctx context.Context, c click) (outcome, answer string) {
+	verdict := store.VerdictApprove
+	if c.ActionID == ActionReject {
+		verdict = store.VerdictReject
+	}
+	d := approvals.Decision{
+		RequestID: c.Decision.RequestID, Round: c.Decision.Round, PayloadHash: c.Decision.PayloadHash,
+		Verdict: verdict, DecidedBy: c.User, Via: "slack",
+	}
+	// Identical deliveries of one click in flight on this replica (Slack's
+	// retries, double clicks) share one call; the database still decides
+	// between replicas and between different clicks.
+	leader := false
+	key := strings.Join([]string{d.RequestID, strconv.Itoa(d.Round), d.PayloadHash, d.DecidedBy, string(d.Verdict)}, "|")
+	v, err, _ := b.clicks.Do(key, func() (any, error) {
+		leader = true
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackBudget)
+		defer cancel()
+		return b.review.Decide(ctx, d)
+	})
+	out, _ := v.(approvals.Outcome)
+	if !leader {
+		out.Created = false // the leader's click recorded it; this one finds it
+	}
+	var notPending *approvals.NotPendingError
+	switch {
+	case err == nil && out.Created:
+		past := "approved"
+		if verdict == store.VerdictReject {
+			past = "rejected"
+		}
+		return "created", fmt.Sprintf("You %s `%s`. The card will follow the write.", past, approvals.ShortKey(out.Request.Key))
+	case err == nil:
+		past := "approved"
+		if out.Decision.Verdict == store.VerdictReject {
+			past = "rejected"
+		}
+		return "existing", fmt.Sprintf("Already %s by %s at %s.", past, mention(out.Decision.DecidedBy), clock(out.Decision.DecidedAt))
+	case errors.Is(err, approvals.ErrSelfApproval):
+		return "self_approval", "This request was made for you, so someone else has to approve it. Your attempt was recorded."
+	case errors.Is(err, approvals.ErrNotAllowed):
+		return "not_allowed", "You are not an approver for this tool. Your attempt was recorded."
+	case errors.Is(err, approvals.ErrStaleCard):
+		return "stale", "This card is stale: the request has a newer round or a different payload. Nothing was recorded; use the newest card."
+	case errors.As(err, &notPending):
+		return "not_pending", fmt.Sprintf("This request is %s, so it can no longer be decided. Nothing was recorded.", notPending.Status)
+	case errors.Is(err, approvals.ErrNotFound):
+		return "not_found", "This card's request does not exist here. Nothing was recorded."
+	}
+	b.logger.Error("recording a decision", slog.String("request_id", c.Decision.RequestID), slog.String("error", err.Error()))
+	return "error", "Your decision could not be recorded just now. Nothing changed; please click again."
+}
+
+// resolve passes a needs-review choice to the executor after checking that
+// the clicker may decide on the tool.
+func (b *Bot) resolve(ctx context.Context, c click) (outcome, answer string) {
+	if b.resolver == nil {
+		return "unavailable", "Resolution is not available on this server; ask an operator."
+	}
+	req, err := store.RequestByID(ctx, b.db.Pool, c.Resolve.RequestID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "not_found", "This card's request does not exist here. Nothing was recorded."
+	} else if err != nil {
+		b.logger.Error("reading a request", slog.String("request_id", c.Resolve.RequestID), slog.String("error", err.Error()))
+		return "error", "Your choice could not be recorded just now. Nothing changed; please click again."
+	}
+	allowed, err := b.review.MayDecide(ctx, req.Tool, c.User)
+	if err != nil {
+		b.logger.Error("checking an approver", slog.String("key", req.Key), slog.String("error", err.Error()))
+		return "error", "Your choice could not be recorded just now. Nothing changed; please click again."
+	}
+	if !allowed {
+		if err := store.AppendEventTx(ctx, b.db.Pool, store.Event{RequestID: req.ID, Actor: c.User, Kind: "resolution_refused",
+			Data: map[string]any{"reason": "not_an_approver", "action": c.ActionID, "execution_id": c.Resolve.ExecutionID, "via": "slack"}}); err != nil {
+			b.logger.Error("auditing a refused resolution", slog.String("key", req.Key), slog.String("error", err.Error()))
+		}
+		b.logger.Warn("resolution refused", slog.String("key", req.Key), slog.String("by", c.User))
+		return "not_allowed", "You are not an approver for this tool. Your attempt was recorded."
+	}
+	if err := b.resolver.Resolve(ctx, req.ID, c.Resolve.ExecutionID, c.ActionID, c.User); err != nil {
+		if alreadyResolved(err) {
+			return "already_resolved", "This write was already resolved. Nothing changed."
+		}
+		b.logger.Error("resolving an execution", slog.String("key", req.Key), slog.String("error", err.Error()))
+		return "error", "Your choice could not be recorded just now. Nothing changed; please click again."
+	}
+	b.logger.Info("execution resolved", slog.String("key", req.Key), slog.String("action", c.ActionID), slog.String("by", c.User))
+	return "resolved", "Recorded. The card will follow the write."
+}
+
+// answer sends an ephemeral message to the clicker after Slack has its
+// acknowledgement. Answers are best effort: the card is the record.
+func (b *Bot) answer(channel, user, text string) {
+	if channel == "" || user == "" || b.slack == nil {
+		return
+	}
+	b.answers.Add(1)
+	go func() {
+		defer b.answers.Done()
+		b.answerSem <- struct{}{}
+		defer func() { <-b.answerSem }()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := b.slack.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false)); err != nil {
+			b.logger.Warn("answering a click", slog.String("channel", channel), slog.String("user", user), slog.String("error", err.Error()))
+		}
+	}()
+}

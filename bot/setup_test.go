@@ -1,0 +1,258 @@
+package bot_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/bot"
+	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+const (
+	secret      = "test-signing-secret"
+	billingChan = "C0BILLING"
+	notesChan   = "C0NOTES"
+)
+
+// bundle is what a Slack surface test works with.
+type bundle struct {
+	t      testing.TB
+	ctx    context.Context
+	db     *store.DB
+	fake   *bottest.Slack
+	review *approvals.Service
+	bot    *bot.Bot
+	server *httptest.Server
+}
+
+// options tweak setup; nil fields mean defaults.
+type options struct {
+	resolver bot.Resolver
+	lease    time.Duration
+	dbURL    string
+}
+
+func setup(t testing.TB, opts *options) *bundle {
+	t.Helper()
+	if opts == nil {
+		opts = &options{}
+	}
+	var db *store.DB
+	if opts.dbURL != "" {
+		var err error
+		if db, err = store.Open(context.Background(), opts.dbURL); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+	} else {
+		db = storetest.NewDB(t)
+	}
+	fake := bottest.New(t)
+	client := newClient(fake)
+	logger := slog.New(slog.DiscardHandler)
+	review := &approvals.Service{DB: db, Logger: logger, Tools: map[string]approvals.Tool{
+		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
+		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
+		"fast.expiring":  {Name: "fast.expiring", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Millisecond},
+	}}
+	review.Groups = bot.NewGroups(client, time.Minute)
+	b := bot.New(bot.Config{
+		Slack: client, DB: db, Review: review, SigningSecret: secret, Resolver: opts.resolver,
+		Logger: logger, PostInterval: -1, Lease: opts.lease,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /slack/interactions", b.Interactions())
+	mux.Handle("POST /slack/commands", b.Commands())
+	server := httptest.NewServer(mux)
+	t.Cleanup(server.Close)
+	t.Cleanup(b.Wait)
+	return &bundle{t: t, ctx: context.Background(), db: db, fake: fake, review: review, bot: b, server: server}
+}
+
+// intent is a factory for requests; zero fields take defaults.
+type intent struct {
+	tool, invoice, requestedFor, key string
+	effect                           string // JSON; default an invoice credit
+	n                                int
+}
+
+func (b *bundle) submit(in intent) store.Request {
+	b.t.Helper()
+	if in.tool == "" {
+		in.tool = "billing.credit"
+	}
+	if in.invoice == "" {
+		in.invoice = fmt.Sprintf("inv_%d", 8841+in.n)
+	}
+	effect := fmt.Sprintf(`{"invoice":%q,"amount_cents":%d,"currency":"USD"}`, in.invoice, 4200+in.n)
+	if in.effect != "" {
+		effect = in.effect
+	}
+	req, _, err := b.review.Submit(b.ctx, "billing-agent", approvals.Intent{
+		RunID: "r-7f3a", Step: json.RawMessage(fmt.Sprint(in.n + 1)), Tool: in.tool, Effect: json.RawMessage(effect),
+		Summary: "Credit " + in.invoice, Reason: "customer reported a duplicate charge", RequestedFor: in.requestedFor,
+		IdempotencyKey: in.key,
+	})
+	if err != nil {
+		b.t.Fatalf("submitting: %v", err)
+	}
+	return req
+}
+
+// deliver runs the outbox worker until nothing is pending, polling with a
+// deadline for rows that wait on a retry or a rate limit.
+func (b *bundle) deliver() {
+	b.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := b.bot.DeliverOnce(b.ctx); err != nil {
+			b.t.Fatalf("delivering: %v", err)
+		}
+		if b.pendingOutbox() == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("outbox still has %d pending rows", b.pendingOutbox())
+		}
+		<-tick.C
+	}
+}
+
+func (b *bundle) pendingOutbox() int {
+	return b.count(`SELECT count(*) FROM outbox WHERE state = 'pending'`)
+}
+
+func (b *bundle) count(sql string, args ...any) int {
+	b.t.Helper()
+	var n int
+	if err := b.db.Pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
+		b.t.Fatalf("counting: %v", err)
+	}
+	return n
+}
+
+func (b *bundle) exec(sql string, args ...any) {
+	b.t.Helper()
+	if _, err := b.db.Pool.Exec(b.ctx, sql, args...); err != nil {
+		b.t.Fatalf("exec: %v", err)
+	}
+}
+
+func (b *bundle) request(id string) store.Request {
+	b.t.Helper()
+	req, err := store.RequestByID(b.ctx, b.db.Pool, id)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return req
+}
+
+// card returns the fake's copy of a request round's card.
+func (b *bundle) card(id string, round int) bottest.Message {
+	b.t.Helper()
+	c, err := store.CardFor(b.ctx, b.db.Pool, id, round)
+	if err != nil {
+		b.t.Fatalf("card of %s round %d: %v", id, round, err)
+	}
+	m, ok := b.fake.Message(c.Channel, c.TS)
+	if !ok {
+		b.t.Fatalf("card %s/%s is not in the fake", c.Channel, c.TS)
+	}
+	return m
+}
+
+// post sends a signed request to path.
+func (b *bundle) post(path string, body []byte, header http.Header) (int, string) {
+	b.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, b.server.URL+path, bytes.NewReader(body))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatalf("posting %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// click presses a button on a card as user, signed.
+func (b *bundle) click(user, channel, actionID, value string) int {
+	b.t.Helper()
+	body := bottest.ClickForm(bottest.ClickPayload(user, channel, actionID, value))
+	status, _ := b.post("/slack/interactions", body, bottest.Sign(secret, time.Now(), body))
+	return status
+}
+
+// command runs /countersign text as user and returns the ephemeral text.
+func (b *bundle) command(user, text string) string {
+	b.t.Helper()
+	body := bottest.CommandForm(user, billingChan, text)
+	status, out := b.post("/slack/commands", body, bottest.Sign(secret, time.Now(), body))
+	if status != http.StatusOK {
+		b.t.Fatalf("/countersign %s: status %d: %s", text, status, out)
+	}
+	var answer struct {
+		ResponseType string `json:"response_type"`
+		Text         string `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(out), &answer); err != nil {
+		b.t.Fatalf("decoding answer: %v", err)
+	}
+	if answer.ResponseType != "ephemeral" {
+		b.t.Fatalf("answer is %q, not ephemeral", answer.ResponseType)
+	}
+	return answer.Text
+}
+
+// ephemerals returns the texts of the ephemeral answers sent to user.
+func (b *bundle) ephemerals(user string) []string {
+	b.bot.Wait()
+	var out []string
+	for _, c := range b.fake.Calls("chat.postEphemeral") {
+		if c.Form.Get("user") == user {
+			out = append(out, c.Form.Get("text"))
+		}
+	}
+	return out
+}
+
+func hasAny(texts []string, sub string) bool {
+	for _, t := range texts {
+		if strings.Contains(t, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+var timeZero time.Time
+
+func bottestLanded() bottest.Failure { return bottest.Failure{Status: 502, Land: true} }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+func newClient(fake *bottest.Slack) *slack.Client {
+	return slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
+}
+
+// slackClient is a second client on the bundle's fake Slack.
+func (b *bundle) slackClient() *slack.Client { return newClient(b.fake) }

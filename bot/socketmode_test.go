@@ -1,0 +1,74 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+// recordingAcker keeps what a Socket Mode client would send back.
+type recordingAcker struct {
+	mu   sync.Mutex
+	acks []any
+}
+
+func (r *recordingAcker) Ack(req socketmode.Request, payload ...any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var p any
+	if len(payload) > 0 {
+		p = payload[0]
+	}
+	r.acks = append(r.acks, p)
+	return nil
+}
+
+// Socket Mode envelopes reach the same handlers as the HTTP routes.
+func TestSocketModeServesTheSameHandlers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.NewDB(t)
+	fake := bottest.New(t)
+	client := slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
+	review := &approvals.Service{DB: db, Logger: discard(), Tools: map[string]approvals.Tool{
+		"billing.credit": {Name: "billing.credit", Channel: "C1", Approvers: []string{"UANA"}},
+	}}
+	b := New(Config{Slack: client, DB: db, Review: review, Logger: discard(), PostInterval: -1})
+	req, _, err := review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
+		Effect: json.RawMessage(`{"invoice":"inv_1"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value, _ := json.Marshal(decisionValue{RequestID: req.ID, Round: 1, PayloadHash: req.PayloadHash})
+	acker := &recordingAcker{}
+
+	payload := bottest.ClickPayload("UANA", "C1", ActionApprove, string(value))
+	b.socketEvent(ctx, acker, socketmode.Event{Type: socketmode.EventTypeInteractive, Request: &socketmode.Request{Type: "interactive", EnvelopeID: "e1", Payload: payload}})
+	var decisions int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM decisions`).Scan(&decisions); err != nil || decisions != 1 {
+		t.Fatalf("decisions = %d (%v), want 1", decisions, err)
+	}
+
+	cmd := slack.SlashCommand{Command: "/countersign", Text: req.Key[:12], UserID: "USUP", ChannelID: "C1"}
+	b.socketEvent(ctx, acker, socketmode.Event{Type: socketmode.EventTypeSlashCommand, Data: cmd, Request: &socketmode.Request{Type: "slash_commands", EnvelopeID: "e2"}})
+	b.Wait()
+
+	if len(acker.acks) != 2 {
+		t.Fatalf("%d acks, want 2", len(acker.acks))
+	}
+	answer, ok := acker.acks[1].(commandAnswer)
+	if !ok || answer.ResponseType != "ephemeral" || !strings.Contains(answer.Text, req.Key) {
+		t.Fatalf("slash command ack = %#v", acker.acks[1])
+	}
+}

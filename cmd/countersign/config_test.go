@@ -1,0 +1,125 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envFrom(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "countersign.yml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadConfigExampleIsValid(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadConfig(envFrom(map[string]string{
+		"COUNTERSIGN_CONFIG":          "../../examples/countersign.yml",
+		"COUNTERSIGN_DATABASE_URL":    "postgres://localhost/countersign",
+		"COUNTERSIGN_DISPATCH_SECRET": "s",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the example configuration does not validate: %v", err)
+	}
+	tool := cfg.File.Tools["billing.credit"]
+	if tool.Channel != "C0APPROVALS" || tool.ClaimTimeout != 2*time.Minute || !tool.KeyAware || tool.Dispatch.Method != "POST" {
+		t.Errorf("tool = %+v", tool)
+	}
+	if cfg.Listen != ":8080" || cfg.File.Executor.ReconcileSchedule != "@every 15s" {
+		t.Errorf("defaults: listen %q, reconcile %q", cfg.Listen, cfg.File.Executor.ReconcileSchedule)
+	}
+	if agents := cfg.AgentList(); len(agents) != 1 {
+		t.Fatalf("agents = %d", len(agents))
+	} else if name, ok := agents.Authenticate("Bearer dev-agent-token"); !ok || name != "billing-agent" {
+		t.Errorf("the example token does not authenticate")
+	}
+}
+
+func TestLoadConfigExpandsEnvironmentInValuesOnly(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+agents: [{name: a, token_sha256: "${TOKEN_HASH}"}]
+tools:
+  t:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits", headers: {Authorization: "Bearer ${BILLING_TOKEN}"}}
+`)
+	cfg, err := LoadConfig(envFrom(map[string]string{
+		"COUNTERSIGN_CONFIG": path,
+		"TOKEN_HASH":         strings.Repeat("ab", 32),
+		// A value that would break YAML if it were pasted into the text.
+		"BILLING_TOKEN": "x\"\n  evil: [",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.File.Tools["t"].Dispatch.Headers["Authorization"]; got != "Bearer x\"\n  evil: [" {
+		t.Errorf("header = %q", got)
+	}
+	if cfg.File.Agents[0].TokenSHA256 != strings.Repeat("ab", 32) {
+		t.Errorf("token hash = %q", cfg.File.Agents[0].TokenSHA256)
+	}
+}
+
+func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "tools:\n  t:\n    approver: [U1]\n")
+	_, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path}))
+	if err == nil || !strings.Contains(err.Error(), "approver") {
+		t.Fatalf("err = %v, want a complaint about the unknown key", err)
+	}
+}
+
+func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+executor: {dispatch_schedule: "every second"}
+agents: [{name: a, token_sha256: "nothex"}, {name: a, token_sha256: "`+strings.Repeat("0", 64)+`"}]
+tools:
+  t:
+    approvers: []
+    dispatch: {url: "ftp://x", method: GET, timeout: 30s}
+    claim_timeout: 10s
+    verify: {url: "${MISSING_VAR}"}
+`)
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "SLACK_BOT_TOKEN": "xoxb-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted a broken configuration")
+	}
+	for _, want := range []string{
+		"COUNTERSIGN_DATABASE_URL is not set",
+		"COUNTERSIGN_DISPATCH_SECRET is not set",
+		"SLACK_SIGNING_SECRET is not",
+		"${MISSING_VAR}",
+		"dispatch_schedule",
+		"token_sha256 must be 64 hex",
+		`the name "a" is used twice`,
+		"approvers is empty",
+		"no channel for its cards",
+		"dispatch.url must be an http or https URL",
+		`dispatch.method "GET"`,
+		"verify.url",
+		"claim_timeout (10s) must be longer than dispatch.timeout (30s)",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate does not report %q; it said:\n%v", want, err)
+		}
+	}
+}
