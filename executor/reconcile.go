@@ -55,12 +55,12 @@ func (e *Executor) ReconcileOnce(ctx context.Context) (ReconcileReport, error) {
 			break
 		}
 	}
-	counts, err := store.CountExecutionsByState(ctx, e.db.Pool, store.ExecUnknown, store.ExecNeedsReview)
+	unknown, needsReview, err := store.CountUnsettled(ctx, e.db.Pool)
 	if err != nil {
 		return rep, err
 	}
-	e.metrics.Unknown.Set(float64(counts[store.ExecUnknown]))
-	e.metrics.NeedsReview.Set(float64(counts[store.ExecNeedsReview]))
+	e.metrics.Unknown.Set(float64(unknown))
+	e.metrics.NeedsReview.Set(float64(needsReview))
 	if rep.Expired > 0 || rep.Settled > 0 {
 		e.logger.Info("reconciled", slog.Int("expired_claims", rep.Expired), slog.Int("verified", rep.Verified), slog.Int("settled", rep.Settled))
 	}

@@ -80,31 +80,14 @@ SELECT `+ExecutionColumns+`, coalesce($1::timestamptz, now()) AS db_now FROM u`,
 	return out, nil
 }
 
-// CountExecutionsByState returns how many executions are in each of the
-// given states.
-func CountExecutionsByState(ctx context.Context, db DBTX, states ...ExecState) (map[ExecState]int, error) {
-	names := make([]string, len(states))
-	for i, s := range states {
-		names[i] = string(s)
-	}
-	rows, err := db.Query(ctx, `SELECT state, count(*) FROM executions WHERE state = ANY($1::text[]) GROUP BY state`, names)
+// CountUnsettled returns how many executions are unknown and how many wait
+// for a human; each count reads only its partial index.
+func CountUnsettled(ctx context.Context, db DBTX) (unknown, needsReview int, err error) {
+	err = db.QueryRow(ctx, `SELECT
+	(SELECT count(*) FROM executions WHERE state = 'unknown'),
+	(SELECT count(*) FROM executions WHERE state = 'needs_review')`).Scan(&unknown, &needsReview)
 	if err != nil {
-		return nil, fmt.Errorf("counting executions: %w", err)
+		return 0, 0, fmt.Errorf("counting unsettled executions: %w", err)
 	}
-	counts := make(map[ExecState]int, len(states))
-	for _, s := range states {
-		counts[s] = 0
-	}
-	var (
-		state string
-		n     int
-	)
-	_, err = pgx.ForEachRow(rows, []any{&state, &n}, func() error {
-		counts[ExecState(state)] = n
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("counting executions: %w", err)
-	}
-	return counts, nil
+	return unknown, needsReview, nil
 }

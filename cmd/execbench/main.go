@@ -133,9 +133,9 @@ func main() {
 	}
 	start := time.Now()
 	go ex.Run(runCtx, kick, time.Second)
-	go func() { // as the cron does in serve: settles anything whose outcome was unclear
+	go func() { // as serve's reconcile cron does at its default schedule
 		for runCtx.Err() == nil {
-			time.Sleep(time.Second)
+			time.Sleep(15 * time.Second)
 			if rep, err := ex.ReconcileOnce(runCtx); err == nil && rep.Settled > 0 {
 				log.Printf("reconciled %d executions", rep.Settled)
 			}
