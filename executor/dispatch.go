@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/countersign/countersign/store"
 )
 
@@ -38,6 +40,12 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	claimedAt := time.Now()
+	verifiable := true
+	for _, c := range claims {
+		if t := e.tools[c.Tool]; t.Verify == nil && !t.KeyAware {
+			verifiable = false
+		}
+	}
 
 	results := make(chan store.Transition, len(claims))
 	var wg sync.WaitGroup
@@ -78,7 +86,7 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 			}
 		}
 		linger.Stop()
-		if err := e.record(recCtx, batch); err != nil {
+		if err := e.record(recCtx, batch, verifiable); err != nil {
 			// Those claims expire and the reconciler asks the provider.
 			errs = append(errs, err)
 		}
@@ -87,10 +95,30 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 }
 
 // record writes a batch of outcomes of this worker's claims.
-func (e *Executor) record(ctx context.Context, batch []store.Transition) error {
-	applied, err := store.TransitionExecutions(ctx, e.db.Pool, store.TransitionParams{
+//
+// When every outcome in the batch can be found again at the provider
+// (verifiable: a verify URL, or a provider that honours keys), the commit does
+// not wait for the WAL flush. The claim was durable before the send
+// (write-ahead); an outcome lost with a database crash leaves its claim to
+// expire and be verified like any other unknown. This matters because every
+// outcome statement notifies listeners (the schema's triggers) and PostgreSQL
+// serialises the commits of notifying transactions, flush included. Outcomes
+// of tools that can be neither verified nor safely resent commit durably.
+func (e *Executor) record(ctx context.Context, batch []store.Transition, verifiable bool) error {
+	p := store.TransitionParams{
 		From: store.ExecClaimed, Worker: e.worker, Actor: "executor:" + e.worker, Now: e.now(),
-	}, batch)
+	}
+	var applied []store.Applied
+	err := e.db.InTx(ctx, func(tx pgx.Tx) error {
+		if verifiable {
+			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+				return err
+			}
+		}
+		var err error
+		applied, err = store.TransitionExecutions(ctx, tx, p, batch)
+		return err
+	})
 	if err != nil {
 		return err
 	}
