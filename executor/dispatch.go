@@ -33,6 +33,12 @@ const recordLinger = 5 * time.Millisecond
 // they arrive, gathered for a few milliseconds into one statement, so a slow
 // send delays only its own record.
 func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
+	return e.dispatch(ctx, nil)
+}
+
+// dispatch is DispatchOnce; full, if set, is called as soon as a claim comes
+// back full, before the sends, so another loop can claim the next batch.
+func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
 	claims, err := store.ClaimExecutions(ctx, e.db.Pool, store.ClaimParams{
 		Worker: e.worker, Limit: e.batch, ClaimTimeouts: e.timeouts, Now: e.now(),
 	})
@@ -40,6 +46,9 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	claimedAt := time.Now()
+	if full != nil && len(claims) == e.batch {
+		full()
+	}
 	verifiable := true
 	for _, c := range claims {
 		if t := e.tools[c.Tool]; t.Verify == nil && !t.KeyAware {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -184,48 +185,86 @@ func defaultWorker() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
 }
 
-// Run keeps Lanes dispatch loops going until ctx ends: each drains the ready
-// executions whenever wake fires (an execution became ready; see
-// store.Listener.SubscribeReady) and, if poll is positive, at least that
-// often. With poll 0 the cron's dispatch sweep is the safety net.
+// Run keeps Lanes dispatch loops going until ctx ends. A notification on
+// wake (an execution became ready; see store.Listener.SubscribeReady) starts
+// one idle lane, so a single approval costs one claim; a lane whose claim
+// comes back full starts another, so a backlog is drained by all of them. If
+// poll is positive every lane also looks at least that often; with poll 0 the
+// cron's dispatch sweep is the safety net.
 func (e *Executor) Run(ctx context.Context, wake <-chan struct{}, poll time.Duration) {
-	lanes := make([]chan struct{}, e.lanes)
-	for i := range lanes {
-		lanes[i] = make(chan struct{}, 1)
-		go e.lane(ctx, lanes[i], poll)
+	r := &runner{lanes: make([]*lane, e.lanes)}
+	for i := range r.lanes {
+		r.lanes[i] = &lane{wake: make(chan struct{}, 1)}
+	}
+	for _, l := range r.lanes {
+		go e.runLane(ctx, r, l, poll)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
-			for _, l := range lanes {
-				select {
-				case l <- struct{}{}:
-				default:
-				}
+			r.start(nil)
+		}
+	}
+}
+
+type runner struct{ lanes []*lane }
+
+type lane struct {
+	wake chan struct{}
+	busy atomic.Bool
+}
+
+// start wakes one idle lane other than except; when every lane is busy it
+// leaves each a wake-up, so the row that prompted it is claimed by whichever
+// finishes first.
+func (r *runner) start(except *lane) {
+	for _, l := range r.lanes {
+		if l != except && !l.busy.Load() {
+			select {
+			case l.wake <- struct{}{}:
+				return
+			default:
+			}
+		}
+	}
+	for _, l := range r.lanes {
+		if l != except {
+			select {
+			case l.wake <- struct{}{}:
+			default:
 			}
 		}
 	}
 }
 
-func (e *Executor) lane(ctx context.Context, wake <-chan struct{}, poll time.Duration) {
+func (e *Executor) runLane(ctx context.Context, r *runner, l *lane, poll time.Duration) {
 	var tick <-chan time.Time
 	if poll > 0 {
 		ticker := time.NewTicker(poll)
 		defer ticker.Stop()
 		tick = ticker.C
 	}
+	full := func() { r.start(l) }
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-wake:
+		case <-l.wake:
 		case <-tick:
 		}
-		if _, err := e.Drain(ctx); err != nil && ctx.Err() == nil {
-			e.logger.Error("dispatch failed", slog.String("error", err.Error()))
+		l.busy.Store(true)
+		for {
+			n, err := e.dispatch(ctx, full)
+			if err != nil && ctx.Err() == nil {
+				e.logger.Error("dispatch failed", slog.String("error", err.Error()))
+			}
+			if err != nil || n < e.batch {
+				break
+			}
 		}
+		l.busy.Store(false)
 	}
 }
 
