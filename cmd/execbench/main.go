@@ -147,6 +147,10 @@ func main() {
 	}
 	elapsed := time.Since(start)
 	pprof.StopCPUProfile()
+	var detours int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM executions WHERE attempts > 1`).Scan(&detours); err != nil {
+		log.Fatal(err)
+	}
 
 	// Trickle: approve one request at a time through the review service and
 	// wait for its dispatch.
@@ -187,6 +191,7 @@ func main() {
 
 	fmt.Printf("countersign burn-down: %d executions in %s = %.0f executions/s (batch %d, %d sends in flight, %d lanes)\n",
 		*n, elapsed.Round(time.Millisecond), float64(*n)/elapsed.Seconds(), *batch, *conc, *lanes)
+	fmt.Printf("  (%d of them needed more than one attempt)\n", detours)
 	fmt.Printf("countersign approval-to-dispatch latency over %d single approvals: p50 %s p99 %s\n",
 		len(fromApproval), pct(fromApproval, .50), pct(fromApproval, .99))
 	fmt.Printf("  (from the call to Decide, including its reads: p50 %s p99 %s)\n", pct(fromCall, .50), pct(fromCall, .99))
