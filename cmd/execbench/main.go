@@ -41,6 +41,13 @@ import (
 const tool = "billing.credit"
 
 func main() {
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run is main with its deferred clean-up (the scratch database) kept on errors.
+func run() error {
 	dbURL := flag.String("database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL server; a scratch database is created beside this one")
 	n := flag.Int("executions", 20000, "approved executions to burn down")
 	trickle := flag.Int("trickle", 200, "single approvals, one at a time, to measure approval-to-dispatch latency")
@@ -55,23 +62,23 @@ func main() {
 	defer drop()
 	db, err := store.Open(ctx, scratch)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer db.Close()
 	if _, err := db.Migrate(ctx, nil); err != nil {
-		log.Fatal(err)
+		return err
 	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	srv := &http.Server{Handler: providertest.Noop(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 5 * time.Minute}
 	go srv.Serve(ln)
 	defer srv.Close()
 
 	if err := seed(ctx, db, *n); err != nil {
-		log.Fatal(err)
+		return err
 	}
 
 	var (
@@ -125,10 +132,10 @@ func main() {
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
+			return err
 		}
 	}
 	start := time.Now()
@@ -149,7 +156,7 @@ func main() {
 	pprof.StopCPUProfile()
 	var detours int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM executions WHERE attempts > 1`).Scan(&detours); err != nil {
-		log.Fatal(err)
+		return err
 	}
 
 	// Trickle: approve one request at a time through the review service and
@@ -164,7 +171,7 @@ func main() {
 			Effect: json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
 		})
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		ch := make(chan time.Time, 1)
 		mu.Lock()
@@ -175,7 +182,7 @@ func main() {
 		out, err := review.Decide(ctx, approvals.Decision{RequestID: req.ID, Round: 1, PayloadHash: req.PayloadHash,
 			Verdict: store.VerdictApprove, DecidedBy: "U0BENCH", Via: "bench"})
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		select {
 		case at := <-ch:
@@ -195,6 +202,7 @@ func main() {
 	fmt.Printf("countersign approval-to-dispatch latency over %d single approvals: p50 %s p99 %s\n",
 		len(fromApproval), pct(fromApproval, .50), pct(fromApproval, .99))
 	fmt.Printf("  (from the call to Decide, including its reads: p50 %s p99 %s)\n", pct(fromCall, .50), pct(fromCall, .99))
+	return nil
 }
 
 func pct(d []time.Duration, p float64) time.Duration {
