@@ -6,10 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -152,6 +156,37 @@ func (c *cluster) start(t *testing.T) *process {
 	return p
 }
 
+var listeningAddr = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
+
+// metric returns the value of one sample on the process's /metrics.
+func (p *process) metric(t *testing.T, sample string) float64 {
+	t.Helper()
+	m := listeningAddr.FindStringSubmatch(p.log.String())
+	if m == nil {
+		t.Fatal("the process did not log its address")
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	return 0
+}
+
 // kill sends SIGKILL: no deferred function, no shutdown hook runs.
 func (p *process) kill() {
 	if p.cmd.ProcessState != nil {
@@ -241,8 +276,9 @@ func TestThreeProcessesFiveHundredApprovals(t *testing.T) {
 	const n = 500
 	c := newCluster(t, serveTool{keyAware: false, verify: true, timeout: "5s", claimTimeout: "1m"})
 	c.provider.IgnoreKeys(true)
+	var procs []*process
 	for range 3 {
-		c.start(t)
+		procs = append(procs, c.start(t))
 	}
 	keys := make(map[string]bool, n)
 	for i := range n {
@@ -272,6 +308,14 @@ func TestThreeProcessesFiveHundredApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d approvals dispatched by %d processes", n, workers)
+	// Each process counts what it did; together they count every execution once.
+	var counted float64
+	for _, p := range procs {
+		counted += p.metric(t, `countersign_executor_executions_total{code="none",outcome="succeeded"}`)
+	}
+	if counted != n {
+		t.Fatalf("the processes' metrics count %v succeeded executions, want %d", counted, n)
+	}
 	if c.provider.BadSignatures() != 0 {
 		t.Fatalf("%d writes carried a bad signature", c.provider.BadSignatures())
 	}
