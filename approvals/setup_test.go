@@ -39,7 +39,7 @@ type bundle struct {
 }
 
 // setup returns a service on a fresh database, serving the hook.
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	db := storetest.NewDB(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
