@@ -178,7 +178,10 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 	if e.onSend != nil {
 		e.onSend(c, start)
 	}
-	answer := e.send(ctx, tool, c)
+	// A send that has started runs to its answer or its tool's timeout even
+	// when ctx ends (shutdown): cutting it off would turn a known outcome
+	// into an unknown for the reconciler.
+	answer := e.send(context.WithoutCancel(ctx), tool, c)
 	cl := Classify(answer, time.Now())
 	e.metrics.Attempts.WithLabelValues(string(cl.Outcome), codeLabel(cl.Code)).Inc()
 	if e.logger.Enabled(ctx, slog.LevelDebug) {
