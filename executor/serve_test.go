@@ -242,6 +242,32 @@ func TestKillAfterTheProviderProcessed(t *testing.T) {
 	}
 }
 
+// TestKillWithAKeyAwareProvider kills a real countersign process after the
+// provider processed the write; the provider has no verify URL but honours
+// keys, so the restarted process resends under the same key and gets the
+// stored answer: two writes arrive, one object exists.
+func TestKillWithAKeyAwareProvider(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, serveTool{keyAware: true, timeout: "3s", claimTimeout: "4s"})
+	c.provider.Set(providertest.Behavior{HangAfterProcess: true})
+	first := c.start(t)
+
+	req := approveOn(t, c.review, "run-kill-key-aware")
+	eventually(t, 10*time.Second, "the provider to process the write", func() bool { return c.provider.Objects() == 1 })
+	first.kill()
+
+	c.provider.Set(providertest.Behavior{})
+	c.start(t)
+	c.waitState(t, req.ID, store.ExecSucceeded, 30*time.Second)
+	if got := c.provider.Writes(req.Key); got != 2 {
+		t.Fatalf("the provider received %d writes for the key, want 2 (the lost one and the resend)", got)
+	}
+	wantObjects(t, c.provider, req.Key, 1)
+	if e := c.execution(t, req.ID); deref(e.ProviderRef) != "obj_1" {
+		t.Fatalf("provider_ref %q, want the first object's", deref(e.ProviderRef))
+	}
+}
+
 // TestKillBeforeDispatch kills a real countersign process after its claim
 // committed but before anything was sent (while it waits on the precondition
 // check), then restarts it: the write happens exactly once.
