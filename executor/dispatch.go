@@ -150,7 +150,7 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 		log().Error("snapshot does not match the approved hash; refusing to send", slog.String("approved", c.SnapshotHash), slog.String("stored", got))
 		return escalate(base, CodeSnapshotMismatch, "the stored snapshot does not hash to the approved "+c.SnapshotHash+"; nothing was sent"), false
 	}
-	if c.Attempts == 1 {
+	if c.Attempts == 1 || provenNotDone(c.LastCode) {
 		if code, msg, stale := e.revalidate(ctx, tool, c); stale {
 			// Recorded by supersede, or the claim moved on under us: either
 			// way nothing more is written for this claim.

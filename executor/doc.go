@@ -7,7 +7,7 @@
 //	  ▲                │ ──fatal code──▶ failed
 //	  │                │ ──retryable (attempts < max)──▶ ready (backoff)
 //	  │                │ ──ambiguous / claim timeout──▶ unknown ──verify──▶ succeeded | ready | needs_review
-//	  └── revalidation fails before the first send ──▶ superseded (request pending again, round + 1)
+//	  └── revalidation fails before a send ──▶ superseded (request pending again, round + 1)
 //
 // A claim commits before any byte is sent (write-ahead) and counts the attempt
 // on the row; the outcome is recorded after, conditionally on the claim still

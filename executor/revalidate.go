@@ -10,8 +10,27 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-// revalidate decides, before the first send, whether the approval still
-// stands: a decision older than the tool's approval_ttl, or a precondition
+// provenNotDone reports whether an execution's last recorded code proves the
+// provider does not have the write: a retryable answer, a claim released
+// unsent, or a verify URL that answered 404. Revalidation runs before the
+// first send and after such codes only; after an ambiguous outcome (a
+// same-key resend, a human's resend) the write may exist, and a new round
+// for it would be worse than the approval's age.
+func provenNotDone(lastCode *string) bool {
+	if lastCode == nil {
+		return false
+	}
+	switch code := *lastCode; code {
+	case CodeNotDone, CodeClaimTooShort, CodeConnectionRefused, CodeConnectionFailed,
+		"http_408", "http_425", "http_429", "http_500", "http_502", "http_503":
+		return true
+	default:
+		return codeOutcomes[code] == OutcomeRetry
+	}
+}
+
+// revalidate decides, before a send that nothing has preceded at the
+// provider, whether the approval still stands: a decision older than the tool's approval_ttl, or a precondition
 // that does not answer 2xx, makes it stale. An unreachable precondition counts
 // as failed: nothing is written without a positive check, and a new decision
 // is cheaper than a wrong write.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
 )
 
@@ -76,4 +77,42 @@ func TestAFailedPreconditionSupersedesInsteadOfWriting(t *testing.T) {
 	b.dispatch(t)
 	wantState(t, b.execution(t, fresh.ID), store.ExecSucceeded)
 	wantObjects(t, b.provider, fresh.Key, 1)
+}
+
+func TestRevalidationAfterTheProviderSaidNotDone(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil) // approval_ttl 24h
+	req := b.approve(t)
+	b.provider.SetFor(req.Key, providertest.Behavior{Status: 429, Times: 1})
+	b.dispatch(t)
+	wantState(t, b.execution(t, req.ID), store.ExecReady)
+
+	// The retry comes a day later: the provider never had the write, so the
+	// stale approval is sent back for a new decision instead.
+	if _, err := b.later(t, 25*time.Hour).DispatchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e := b.execution(t, req.ID)
+	wantState(t, e, store.ExecSuperseded)
+	if deref(e.LastCode) != executor.CodeApprovalExpired || b.provider.Writes(req.Key) != 1 {
+		t.Fatalf("code %q after %d writes", deref(e.LastCode), b.provider.Writes(req.Key))
+	}
+}
+
+func TestNoRevalidationAfterAnAmbiguousOutcome(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &options{tool: func(tool *executor.Tool) { tool.Verify = nil }}) // key-aware: resend under the same key
+	req := b.approve(t)
+	b.provider.SetFor(req.Key, providertest.Behavior{DropAfterProcess: true, Times: 1})
+	b.dispatch(t)
+	b.reconcile(t)
+	wantState(t, b.execution(t, req.ID), store.ExecReady)
+
+	// Even a day later the resend goes out: the write may already exist, and
+	// the provider answers a resend under the same key with it.
+	if _, err := b.later(t, 25*time.Hour).DispatchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
+	wantObjects(t, b.provider, req.Key, 1)
 }
