@@ -2,7 +2,7 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: run test test-race lint verify bench fuzz
+.PHONY: run test test-race lint verify bench bench-executor fuzz
 
 # Runs countersign on the local PostgreSQL with the example configuration.
 run:
@@ -33,6 +33,10 @@ verify:
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
 bench:
 	go run ./cmd/intakebench
+
+# Executor burn-down and approval-to-dispatch latency (creates and drops a scratch database).
+bench-executor:
+	go run ./cmd/execbench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))"
 
 fuzz:
 	go test ./approvals/ -run '^$$' -fuzz FuzzDecodeIntent -fuzztime 60s

@@ -57,6 +57,7 @@ func (a *app) startBot(ctx context.Context) error {
 		Slack:          client,
 		DB:             a.db,
 		Review:         a.review,
+		Resolver:       a.executor,
 		SigningSecret:  a.cfg.SlackSigningSecret,
 		DefaultChannel: a.cfg.File.Slack.Channel,
 		Logger:         logger,

@@ -16,6 +16,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/store"
 )
 
@@ -37,6 +38,7 @@ type app struct {
 	mux      *http.ServeMux
 	cron     *cron.Cron
 	review   *approvals.Service
+	executor *executor.Executor
 }
 
 func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
@@ -101,6 +103,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		logger.Warn("SLACK_BOT_TOKEN is not set: cards wait in the outbox until Slack is configured")
 	}
 
+	if a.executor, err = a.startExecutor(ctx); err != nil {
+		return err
+	}
 	if err := a.startBot(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,76 @@
+// Command fakeprovider serves executor/providertest's fake provider for demos
+// and benchmarks: writes on any path are stored under their Idempotency-Key,
+// GET /objects?key=K is the verify URL, GET /precondition the precondition.
+//
+//	fakeprovider -listen 127.0.0.1:9090 -secret "$COUNTERSIGN_DISPATCH_SECRET"
+//	fakeprovider -ignore-keys -status 503 -times 2   # fail twice per key, then work
+//	fakeprovider -noop                                # the benchmark's provider
+package main
+
+import (
+	"flag"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/countersign/countersign/executor/providertest"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:9090", "address to serve on")
+	secret := flag.String("secret", os.Getenv("COUNTERSIGN_DISPATCH_SECRET"), "dispatch secret; when set, bad signatures are counted and logged")
+	noop := flag.Bool("noop", false, "answer every request 200 and remember nothing")
+	ignoreKeys := flag.Bool("ignore-keys", false, "create a new object on every write, as a provider that ignores Idempotency-Key")
+	status := flag.Int("status", 0, "refuse writes with this HTTP status")
+	code := flag.String("code", "", `refuse writes with {"error":{"code": CODE}}`)
+	retryAfter := flag.String("retry-after", "", "Retry-After header on refusals")
+	hang := flag.Bool("hang", false, "hold every write without processing it")
+	hangAfter := flag.Bool("hang-after-process", false, "store every write, then hold the answer")
+	drop := flag.Bool("drop-after-process", false, "store every write, then drop the connection")
+	times := flag.Int("times", 0, "apply the failure knobs to the first N writes of each key only")
+	precondition := flag.Int("precondition", http.StatusOK, "status of GET /precondition")
+	flag.Parse()
+
+	var handler http.Handler = providertest.Noop()
+	if !*noop {
+		p := providertest.New()
+		if *secret != "" {
+			p.Secret = []byte(*secret)
+		}
+		p.IgnoreKeys(*ignoreKeys)
+		p.SetPrecondition(*precondition)
+		p.Set(providertest.Behavior{Status: *status, Code: *code, RetryAfter: *retryAfter, Hang: *hang,
+			HangAfterProcess: *hangAfter, DropAfterProcess: *drop, Times: *times})
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			before := p.BadSignatures()
+			p.ServeHTTP(w, r)
+			if p.BadSignatures() > before {
+				log.Printf("write for key %q carried a bad signature", r.Header.Get("Idempotency-Key"))
+			}
+		})
+		go func() {
+			for range time.Tick(10 * time.Second) {
+				log.Printf("%d writes received, %d objects held, %d bad signatures", p.Received(), p.Objects(), p.BadSignatures())
+			}
+		}()
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		srv.Close()
+	}()
+	log.Printf("fake provider on http://%s", ln.Addr())
+	if err := srv.Serve(ln); err != http.ErrServerClosed {
+		log.Fatal(err)
+	}
+}

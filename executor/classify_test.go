@@ -1,0 +1,124 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestClassify covers every row of DESIGN §5's classification table.
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	codeBody := func(code string) []byte { return []byte(`{"code":"` + code + `"}`) }
+	nested := func(code string) []byte { return []byte(`{"error":{"code":"` + code + `","message":"m"}}`) }
+	timeoutErr := &net.OpError{Op: "read", Err: timeoutError{}}
+	cases := []struct {
+		name   string
+		answer Answer
+		want   Outcome
+		code   string
+	}{
+		{"2xx", Answer{Status: 201, Body: []byte(`{"id":"obj_1"}`)}, OutcomeSucceeded, ""},
+		{"200 empty body", Answer{Status: 200}, OutcomeSucceeded, ""},
+		// retry codes, and a code wins over the status
+		{"rate_limited", Answer{Status: 400, Body: codeBody("rate_limited")}, OutcomeRetry, "rate_limited"},
+		{"timeout code", Answer{Status: 200, Body: nested("timeout")}, OutcomeRetry, "timeout"},
+		{"service_unavailable", Answer{Status: 422, Body: codeBody("service_unavailable")}, OutcomeRetry, "service_unavailable"},
+		{"connection_reset code", Answer{Status: 500, Body: nested("connection_reset")}, OutcomeRetry, "connection_reset"},
+		// retry statuses
+		{"408", Answer{Status: 408}, OutcomeRetry, "http_408"},
+		{"425", Answer{Status: 425}, OutcomeRetry, "http_425"},
+		{"429", Answer{Status: 429}, OutcomeRetry, "http_429"},
+		{"500", Answer{Status: 500}, OutcomeRetry, "http_500"},
+		{"502", Answer{Status: 502}, OutcomeRetry, "http_502"},
+		{"503", Answer{Status: 503}, OutcomeRetry, "http_503"},
+		{"refused before written", Answer{Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, OutcomeRetry, CodeConnectionRefused},
+		{"dial failure before written", Answer{Err: errors.New("no such host")}, OutcomeRetry, CodeConnectionFailed},
+		// verify
+		{"unknown_outcome", Answer{Status: 500, Body: codeBody("unknown_outcome")}, OutcomeVerify, "unknown_outcome"},
+		{"gateway_timeout", Answer{Status: 400, Body: nested("gateway_timeout")}, OutcomeVerify, "gateway_timeout"},
+		{"504", Answer{Status: 504}, OutcomeVerify, "http_504"},
+		{"timeout after written", Answer{Err: timeoutErr, Written: true}, OutcomeVerify, CodeSendTimeout},
+		{"deadline after written", Answer{Err: fmt.Errorf("post: %w", context.DeadlineExceeded), Written: true}, OutcomeVerify, CodeSendTimeout},
+		{"reset after written", Answer{Err: &net.OpError{Op: "read", Err: syscall.ECONNRESET}, Written: true}, OutcomeVerify, CodeConnectionLost},
+		// fatal
+		{"card_declined", Answer{Status: 402, Body: nested("card_declined")}, OutcomeFatal, "card_declined"},
+		{"insufficient_funds", Answer{Status: 503, Body: codeBody("insufficient_funds")}, OutcomeFatal, "insufficient_funds"},
+		{"policy_violation", Answer{Status: 200, Body: codeBody("policy_violation")}, OutcomeFatal, "policy_violation"},
+		{"invalid_request", Answer{Status: 429, Body: nested("invalid_request")}, OutcomeFatal, "invalid_request"},
+		{"other 4xx", Answer{Status: 409}, OutcomeFatal, "http_409"},
+		{"other 4xx with unknown code", Answer{Status: 422, Body: codeBody("amount_too_small")}, OutcomeFatal, "amount_too_small"},
+		// anything else
+		{"3xx", Answer{Status: 302}, OutcomeReview, "http_302"},
+		{"501", Answer{Status: 501}, OutcomeReview, "http_501"},
+		{"unknown code on 5xx", Answer{Status: 507, Body: codeBody("disk_full")}, OutcomeReview, "disk_full"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Classify(c.answer, now)
+			if got.Outcome != c.want || got.Code != c.code {
+				t.Fatalf("Classify = %s/%q, want %s/%q", got.Outcome, got.Code, c.want, c.code)
+			}
+		})
+	}
+}
+
+func TestClassifyRetryAfterAndRef(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := http.Header{}
+	h.Set("Retry-After", "120")
+	if got := Classify(Answer{Status: 429, Header: h}, now).RetryAfter; got != 2*time.Minute {
+		t.Fatalf("Retry-After seconds: %s", got)
+	}
+	h.Set("Retry-After", now.Add(90*time.Second).Format(http.TimeFormat))
+	if got := Classify(Answer{Status: 503, Header: h}, now).RetryAfter; got != 90*time.Second {
+		t.Fatalf("Retry-After date: %s", got)
+	}
+	h.Set("Retry-After", "99999999")
+	if got := Classify(Answer{Status: 503, Header: h}, now).RetryAfter; got != maxRetryAfter {
+		t.Fatalf("Retry-After is not capped: %s", got)
+	}
+	if got := Classify(Answer{Status: 201, Body: []byte(`{"provider_ref":"ch_1"}`)}, now).ProviderRef; got != "ch_1" {
+		t.Fatalf("provider_ref %q", got)
+	}
+	if got := Classify(Answer{Status: 201, Body: []byte(`{"id":42}`)}, now).ProviderRef; got != "42" {
+		t.Fatalf("numeric id %q", got)
+	}
+}
+
+func TestSignatureRoundTrip(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_760_000_000, 0)
+	body := []byte(`{"a":1}`)
+	sig := Sign([]byte("s3cret"), now, body)
+	if err := VerifySignature([]byte("s3cret"), sig, body, now.Add(time.Minute), 5*time.Minute); err != nil {
+		t.Fatalf("valid signature refused: %v", err)
+	}
+	for name, bad := range map[string]func() error{
+		"other body":   func() error { return VerifySignature([]byte("s3cret"), sig, []byte(`{"a":2}`), now, 5*time.Minute) },
+		"other secret": func() error { return VerifySignature([]byte("other"), sig, body, now, 5*time.Minute) },
+		"too old":      func() error { return VerifySignature([]byte("s3cret"), sig, body, now.Add(time.Hour), 5*time.Minute) },
+		"garbage":      func() error { return VerifySignature([]byte("s3cret"), "t=x,v1=zz", body, now, 5*time.Minute) },
+	} {
+		if !errors.Is(bad(), ErrBadSignature) {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// The documented format: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>.
+	if want := "t=1760000000,v1="; sig[:len(want)] != want {
+		t.Fatalf("signature %q", sig)
+	}
+}
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }

@@ -1,0 +1,77 @@
+package executor_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/store"
+)
+
+// TestTwoWorkersOnTheSameRow races two executors for each of a series of
+// single ready rows: exactly one claims it, and the provider sees one write.
+func TestTwoWorkersOnTheSameRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	other := executor.New(executor.Config{
+		DB: b.db, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		Worker: "worker-b", Logger: slog.New(slog.DiscardHandler),
+	})
+	ctx := context.Background()
+	for i := range 20 {
+		req := b.approve(t)
+		var (
+			wg     sync.WaitGroup
+			start  = make(chan struct{})
+			counts [2]int
+		)
+		for w, ex := range []*executor.Executor{b.exec, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				n, err := ex.DispatchOnce(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				counts[w] = n
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if counts[0]+counts[1] != 1 {
+			t.Fatalf("round %d: claims %v, want exactly one", i, counts)
+		}
+		wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
+		wantObjects(t, b.provider, req.Key, 1)
+	}
+}
+
+// TestRunWakesOnNotification checks that an approval is dispatched through
+// LISTEN/NOTIFY without waiting for a poll.
+func TestRunWakesOnNotification(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listener := store.NewListener(b.db, slog.New(slog.DiscardHandler))
+	go listener.Run(ctx)
+	wake, unsubscribe := listener.SubscribeReady()
+	defer unsubscribe()
+	go b.exec.Run(ctx, wake, 0) // no polling: only a notification can wake it
+
+	// The LISTEN connection starts asynchronously: keep approving until one
+	// is dispatched, then check that every approval was.
+	var reqs []store.Request
+	eventually(t, 10*time.Second, "a dispatch woken by NOTIFY", func() bool {
+		if len(reqs) == 0 || time.Since(reqs[len(reqs)-1].UpdatedAt) > 200*time.Millisecond {
+			reqs = append(reqs, b.approve(t))
+		}
+		return b.provider.Objects() > 0
+	})
+	last := b.approve(t)
+	eventually(t, 5*time.Second, "the last approval's dispatch", func() bool { return b.provider.ObjectsFor(last.Key) == 1 })
+}

@@ -1,0 +1,330 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/countersign/countersign/store"
+)
+
+// maxResponseBytes bounds what is kept of a provider's answer.
+const maxResponseBytes = 1 << 20
+
+// recordLinger is how long outcomes gather before they are written together.
+const recordLinger = 5 * time.Millisecond
+
+// DispatchOnce claims up to one batch of due executions, performs them
+// concurrently and records their outcomes, and returns how many it claimed
+// once every outcome is recorded. The claim commits before any send, and no
+// transaction is open while a send is in flight. Outcomes are recorded as
+// they arrive, gathered for a few milliseconds into one statement, so a slow
+// send delays only its own record.
+func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
+	return e.dispatch(ctx, nil)
+}
+
+// dispatch is DispatchOnce; full, if set, is called as soon as a claim comes
+// back full, before the sends, so another loop can claim the next batch.
+func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
+	claims, err := store.ClaimExecutions(ctx, e.db.Pool, store.ClaimParams{
+		Worker: e.worker, Limit: e.batch, ClaimTimeouts: e.timeouts, Now: e.now(),
+	})
+	if err != nil || len(claims) == 0 {
+		return 0, err
+	}
+	claimedAt := time.Now()
+	if full != nil && len(claims) == e.batch {
+		full()
+	}
+	verifiable := true
+	for _, c := range claims {
+		if t := e.tools[c.Tool]; t.Verify == nil && !t.KeyAware {
+			verifiable = false
+		}
+	}
+
+	results := make(chan store.Transition, len(claims))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, e.conc)
+	for i := range claims {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if t, recorded := e.perform(ctx, claims[i], claimedAt); !recorded {
+				results <- t
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+
+	// Record with a context of its own: an outcome learnt at the provider is
+	// worth writing even while shutting down.
+	recCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	for t := range results {
+		// Gather what arrives within a short linger: one statement (and one
+		// commit) per handful of outcomes rather than per outcome.
+		batch := []store.Transition{t}
+		linger := time.NewTimer(recordLinger)
+	more:
+		for {
+			select {
+			case t, ok := <-results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, t)
+			case <-linger.C:
+				break more
+			}
+		}
+		linger.Stop()
+		if err := e.record(recCtx, batch, verifiable); err != nil {
+			// Those claims expire and the reconciler asks the provider.
+			errs = append(errs, err)
+		}
+	}
+	return len(claims), errors.Join(errs...)
+}
+
+// record writes a batch of outcomes of this worker's claims.
+//
+// When every outcome in the batch can be found again at the provider
+// (verifiable: a verify URL, or a provider that honours keys), the commit does
+// not wait for the WAL flush. The claim was durable before the send
+// (write-ahead); an outcome lost with a database crash leaves its claim to
+// expire and be verified like any other unknown. This matters because every
+// outcome statement notifies listeners (the schema's triggers) and PostgreSQL
+// serialises the commits of notifying transactions, flush included. Outcomes
+// of tools that can be neither verified nor safely resent commit durably.
+func (e *Executor) record(ctx context.Context, batch []store.Transition, verifiable bool) error {
+	p := store.TransitionParams{
+		From: store.ExecClaimed, Worker: e.worker, Actor: "executor:" + e.worker, Now: e.now(),
+	}
+	var applied []store.Applied
+	err := e.db.InTx(ctx, func(tx pgx.Tx) error {
+		if verifiable {
+			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+				return err
+			}
+		}
+		var err error
+		applied, err = store.TransitionExecutions(ctx, tx, p, batch)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	e.observe(batch, applied)
+	return nil
+}
+
+// perform runs one claimed execution up to its outcome. recorded is true when
+// nothing is left to write: revalidation retired it (and wrote that), or the
+// claim moved on.
+func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Time) (t store.Transition, recorded bool) {
+	tool := e.tools[c.Tool]
+	// Built only when something is logged: this is the hot path.
+	log := func() *slog.Logger {
+		return e.logger.With(slog.String("key", c.Key), slog.Int64("execution_id", c.ID), slog.Int("attempt", c.Attempts))
+	}
+	base := store.Transition{ExecutionID: c.ID, Attempt: c.Attempts}
+
+	if got := hashOf(c.Snapshot); got != c.SnapshotHash {
+		log().Error("snapshot does not match the approved hash; refusing to send", slog.String("approved", c.SnapshotHash), slog.String("stored", got))
+		return escalate(base, CodeSnapshotMismatch, "the stored snapshot does not hash to the approved "+c.SnapshotHash+"; nothing was sent"), false
+	}
+	if c.Attempts == 1 || provenNotDone(c.LastCode) {
+		if code, msg, stale := e.revalidate(ctx, tool, c); stale {
+			// Recorded by supersede, or the claim moved on under us: either
+			// way nothing more is written for this claim.
+			e.supersede(ctx, tool, c, code, msg, log())
+			return base, true
+		}
+	}
+
+	// A send must end before the claim does, or the reconciler could declare
+	// it unknown and have it resent while it is still in flight. The claim's
+	// expiry is read against the database clock it was set by.
+	if deadline := claimedAt.Add(c.ClaimExpiresAt.Sub(c.DBNow)); time.Now().Add(tool.Timeout).After(deadline) {
+		log().Warn("too little of the claim is left to send safely; releasing it")
+		return e.transitionFor(base, c.MaxAttempts, Answer{}, Classification{
+			Outcome: OutcomeRetry, Code: CodeClaimTooShort,
+			Message: "the claim had less time left than the tool's timeout; nothing was sent",
+		}), false
+	}
+
+	start := time.Now()
+	e.metrics.ClaimToDispatch.Observe(start.Sub(claimedAt).Seconds())
+	if c.Attempts == 1 {
+		e.metrics.ApprovalToDispatch.Observe(start.Sub(c.ApprovedAt).Seconds())
+	}
+	if e.onSend != nil {
+		e.onSend(c, start)
+	}
+	// A send that has started runs to its answer or its tool's timeout even
+	// when ctx ends (shutdown): cutting it off would turn a known outcome
+	// into an unknown for the reconciler.
+	answer := e.send(context.WithoutCancel(ctx), tool, c)
+	cl := Classify(answer, time.Now())
+	e.metrics.Attempts.WithLabelValues(string(cl.Outcome), codeLabel(cl.Code)).Inc()
+	if e.logger.Enabled(ctx, slog.LevelDebug) {
+		log().Debug("sent", slog.String("outcome", string(cl.Outcome)), slog.String("code", cl.Code), slog.Int("status", answer.Status))
+	}
+	return e.transitionFor(base, c.MaxAttempts, answer, cl), false
+}
+
+// transitionFor turns a classified answer into the row's next state.
+func (e *Executor) transitionFor(t store.Transition, maxAttempts int, a Answer, cl Classification) store.Transition {
+	t.Status, t.Body, t.ProviderRef = a.Status, a.Body, cl.ProviderRef
+	data := map[string]any{"attempt": t.Attempt, "outcome": string(cl.Outcome)}
+	if a.Status != 0 {
+		data["status"] = a.Status
+	}
+	if cl.Code != "" {
+		data["code"] = cl.Code
+	}
+	if cl.ProviderRef != "" {
+		data["provider_ref"] = cl.ProviderRef
+	}
+	t.EventData = data
+	switch cl.Outcome {
+	case OutcomeSucceeded:
+		t.To, t.Event = store.ExecSucceeded, "succeeded"
+	case OutcomeRetry:
+		if t.Attempt >= maxAttempts {
+			data["exhausted"] = true
+			t.To, t.Event, t.Reply = store.ExecFailed, "failed", "failed"
+			t.Code, t.Error = cl.Code, "gave up after "+strconv.Itoa(t.Attempt)+" attempts: "+cl.Message
+			return t
+		}
+		delay := max(e.backoff(t.Attempt), cl.RetryAfter)
+		data["retry_in_ms"] = delay.Milliseconds()
+		t.To, t.Event, t.Delay = store.ExecReady, "attempt", delay
+		t.Code, t.Error = cl.Code, cl.Message
+	case OutcomeVerify:
+		t.To, t.Event = store.ExecUnknown, "unknown"
+		t.Code, t.Error = cl.Code, cl.Message
+	case OutcomeFatal:
+		t.To, t.Event, t.Reply = store.ExecFailed, "failed", "failed"
+		t.Code, t.Error = cl.Code, cl.Message
+	case OutcomeReview:
+		t.To, t.Event, t.Reply = store.ExecNeedsReview, "needs_review", "needs_review"
+		t.Code, t.Error = cl.Code, cl.Message
+	}
+	return t
+}
+
+// escalate sends a claimed execution to a human without sending anything.
+func escalate(t store.Transition, code, msg string) store.Transition {
+	t.To, t.Event, t.Reply = store.ExecNeedsReview, "needs_review", "needs_review"
+	t.Code, t.Error = code, msg
+	t.EventData = map[string]any{"attempt": t.Attempt, "code": code}
+	return t
+}
+
+// observe counts the logical outcomes that took effect and notes the stale
+// ones.
+func (e *Executor) observe(batch []store.Transition, applied []store.Applied) {
+	ok := make(map[int64]bool, len(applied))
+	for _, a := range applied {
+		ok[a.ExecutionID] = true
+	}
+	for _, t := range batch {
+		if !ok[t.ExecutionID] {
+			e.metrics.StaleOutcomes.Inc()
+			e.logger.Warn("outcome not recorded: the claim had moved on", slog.Int64("execution_id", t.ExecutionID),
+				slog.Int("attempt", t.Attempt), slog.String("state", string(t.To)))
+			continue
+		}
+		if settled(t.To) {
+			e.metrics.Executions.WithLabelValues(string(t.To), codeLabel(t.Code)).Inc()
+		}
+		if t.To == store.ExecFailed || t.To == store.ExecNeedsReview {
+			e.logger.Warn("execution "+string(t.To), slog.Int64("execution_id", t.ExecutionID), slog.String("code", t.Code))
+		}
+	}
+}
+
+// send performs one HTTP call of the exact snapshot bytes (DESIGN §5,
+// contract). The request is never replayed by the transport: it has no
+// GetBody, so a connection that drops after the body was written surfaces as
+// an error here rather than as a silent second write.
+func (e *Executor) send(ctx context.Context, tool Tool, c store.Claim) Answer {
+	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
+	defer cancel()
+	var written atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				written.Store(true)
+			}
+		},
+	})
+	req, err := http.NewRequestWithContext(ctx, tool.Method, tool.URL, bytes.NewReader(c.Snapshot))
+	if err != nil {
+		return Answer{Err: err}
+	}
+	req.GetBody = nil
+	for k, v := range tool.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", c.Key)
+	req.Header.Set("Countersign-Request-Id", c.RequestID)
+	req.Header.Set(SignatureHeader, Sign(e.secret, time.Now(), c.Snapshot))
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return Answer{Err: err, Written: written.Load()}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return Answer{Err: err, Written: true}
+	}
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}
+
+// get reads an endpoint (verify, precondition) for an execution.
+func (e *Executor) get(ctx context.Context, tool Tool, ep *Endpoint, key, requestID string) (status int, body []byte, err error) {
+	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.URLFor(key), nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	for k, v := range ep.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Countersign-Request-Id", requestID)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	return resp.StatusCode, body, err
+}
+
+// hashOf is the payload hash as approvals records it.
+func hashOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,281 @@
+package executor
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/countersign/countersign/store"
+)
+
+// Config is what an Executor needs. Zero values mean the defaults.
+type Config struct {
+	DB    *store.DB
+	Tools map[string]Tool
+	// Secret signs every dispatch (COUNTERSIGN_DISPATCH_SECRET).
+	Secret []byte
+	// Worker names this process in claimed_by; default host-pid-random.
+	Worker string
+	// BatchSize bounds one claim statement (default 200).
+	BatchSize int
+	// Concurrency bounds the sends in flight per DispatchOnce and the
+	// verifications per reconcile pass (default 100). A claimed execution
+	// that waited so long for a slot that its send could outlive its claim is
+	// released unsent.
+	Concurrency int
+	// Lanes is how many DispatchOnce loops Run keeps going (default 2), so one
+	// batch's sends overlap the next batch's claim.
+	Lanes int
+	// HTTPClient sends and verifies; default a client that never follows
+	// redirects, with a per-call timeout from each tool.
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	Metrics    *Metrics
+	// Now pins the clock in tests; nil means the database clock.
+	Now func() time.Time
+	// Backoff is the delay before retry attempt+1; default exponential from
+	// 1s, capped at 5m, with jitter. A Retry-After longer than it wins.
+	Backoff func(attempt int) time.Duration
+	// VerifyLease is how long a replica holds an unknown while verifying it
+	// (default 30s); VerifyWindow is how long an unknown may stay unsettled
+	// by verify errors before it goes to a human (default 10m; negative:
+	// at the first error).
+	VerifyLease  time.Duration
+	VerifyWindow time.Duration
+	// OnSend, when set, is called as each send starts (benchmarks, tests).
+	OnSend func(c store.Claim, at time.Time)
+}
+
+// Executor claims approved executions, performs them and settles their
+// outcomes. Its methods are safe for concurrent use, and any number of
+// Executors may run against one database.
+type Executor struct {
+	db       *store.DB
+	tools    map[string]Tool
+	timeouts map[string]time.Duration
+	secret   []byte
+	worker   string
+	batch    int
+	conc     int
+	lanes    int
+	client   *http.Client
+	logger   *slog.Logger
+	metrics  *Metrics
+	nowFn    func() time.Time
+	backoff  func(int) time.Duration
+	lease    time.Duration
+	window   time.Duration
+	onSend   func(store.Claim, time.Time)
+}
+
+// New returns an Executor for cfg.
+func New(cfg Config) *Executor {
+	e := &Executor{
+		db:       cfg.DB,
+		tools:    make(map[string]Tool, len(cfg.Tools)),
+		timeouts: make(map[string]time.Duration, len(cfg.Tools)),
+		secret:   cfg.Secret,
+		worker:   cfg.Worker,
+		batch:    cfg.BatchSize,
+		conc:     cfg.Concurrency,
+		lanes:    cfg.Lanes,
+		client:   cfg.HTTPClient,
+		logger:   cfg.Logger,
+		metrics:  cfg.Metrics,
+		nowFn:    cfg.Now,
+		backoff:  cfg.Backoff,
+		lease:    cfg.VerifyLease,
+		window:   cfg.VerifyWindow,
+		onSend:   cfg.OnSend,
+	}
+	longest := time.Duration(0)
+	for name, t := range cfg.Tools {
+		t = t.withDefaults()
+		t.Name = name
+		e.tools[name] = t
+		e.timeouts[name] = t.ClaimTimeout
+		longest = max(longest, t.Timeout)
+	}
+	if e.worker == "" {
+		e.worker = defaultWorker()
+	}
+	if e.batch <= 0 {
+		e.batch = 200
+	}
+	if e.conc <= 0 {
+		e.conc = 100
+	}
+	if e.lanes <= 0 {
+		e.lanes = 2
+	}
+	if e.client == nil {
+		e.client = newHTTPClient(longest+5*time.Second, e.conc*e.lanes)
+	}
+	if e.logger == nil {
+		e.logger = slog.New(slog.DiscardHandler)
+	}
+	if e.metrics == nil {
+		e.metrics = NewMetrics(nil)
+	}
+	if e.backoff == nil {
+		e.backoff = DefaultBackoff
+	}
+	if e.lease <= 0 {
+		e.lease = 30 * time.Second
+	}
+	switch {
+	case e.window < 0:
+		e.window = 0
+	case e.window == 0:
+		e.window = 10 * time.Minute
+	}
+	return e
+}
+
+// Worker is the name this executor claims under.
+func (e *Executor) Worker() string { return e.worker }
+
+func (e *Executor) now() *time.Time {
+	if e.nowFn == nil {
+		return nil
+	}
+	t := e.nowFn()
+	return &t
+}
+
+// DefaultBackoff doubles from one second, caps at five minutes and adds up to
+// 50% jitter so retries of a burst do not arrive together.
+func DefaultBackoff(attempt int) time.Duration {
+	d := time.Second << min(max(attempt-1, 0), 12)
+	d = min(d, 5*time.Minute)
+	return d/2 + rand.N(d/2+1)
+}
+
+func newHTTPClient(timeout time.Duration, conns int) *http.Client {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConns = max(conns, 100)
+	transport.MaxIdleConnsPerHost = max(conns, 2)
+	transport.ResponseHeaderTimeout = timeout
+	// Close idle connections before common server keep-alive timeouts (5s in
+	// several stacks) do: a request written onto a connection the server is
+	// closing is ambiguous, and becomes an unknown to verify.
+	transport.IdleConnTimeout = 4 * time.Second
+	return &http.Client{
+		Transport: transport,
+		Timeout:   timeout, // a backstop: each call also has its tool's deadline
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			// A redirect is an answer we were not taught; never follow one
+			// with an approved body.
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+func defaultWorker() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = crand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// Run keeps Lanes dispatch loops going until ctx ends. A notification on
+// wake (an execution became ready; see store.Listener.SubscribeReady) starts
+// one idle lane, so a single approval costs one claim; a lane whose claim
+// comes back full starts another, so a backlog is drained by all of them. If
+// poll is positive every lane also looks at least that often; with poll 0 the
+// cron's dispatch sweep is the safety net.
+func (e *Executor) Run(ctx context.Context, wake <-chan struct{}, poll time.Duration) {
+	r := &runner{lanes: make([]*lane, e.lanes)}
+	for i := range r.lanes {
+		r.lanes[i] = &lane{wake: make(chan struct{}, 1)}
+	}
+	for _, l := range r.lanes {
+		go e.runLane(ctx, r, l, poll)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+			r.start(nil)
+		}
+	}
+}
+
+type runner struct{ lanes []*lane }
+
+type lane struct {
+	wake chan struct{}
+	busy atomic.Bool
+}
+
+// start wakes one idle lane other than except; when every lane is busy it
+// leaves each a wake-up, so the row that prompted it is claimed by whichever
+// finishes first.
+func (r *runner) start(except *lane) {
+	for _, l := range r.lanes {
+		if l != except && !l.busy.Load() {
+			select {
+			case l.wake <- struct{}{}:
+				return
+			default:
+			}
+		}
+	}
+	for _, l := range r.lanes {
+		if l != except {
+			select {
+			case l.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (e *Executor) runLane(ctx context.Context, r *runner, l *lane, poll time.Duration) {
+	var tick <-chan time.Time
+	if poll > 0 {
+		ticker := time.NewTicker(poll)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	full := func() { r.start(l) }
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.wake:
+		case <-tick:
+		}
+		l.busy.Store(true)
+		for {
+			n, err := e.dispatch(ctx, full)
+			if err != nil && ctx.Err() == nil {
+				e.logger.Error("dispatch failed", slog.String("error", err.Error()))
+			}
+			if err != nil || n < e.batch {
+				break
+			}
+		}
+		l.busy.Store(false)
+	}
+}
+
+// Drain runs DispatchOnce until a claim comes back short of a full batch.
+func (e *Executor) Drain(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := e.DispatchOnce(ctx)
+		total += n
+		if err != nil || n < e.batch {
+			return total, err
+		}
+	}
+}

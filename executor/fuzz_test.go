@@ -1,0 +1,56 @@
+package executor
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzClassify checks that any provider answer classifies without panicking
+// into one of the five outcomes, and that a 2xx with no recognised code is a
+// success.
+func FuzzClassify(f *testing.F) {
+	f.Add(201, []byte(`{"id":"obj_1"}`), "")
+	f.Add(429, []byte(`{"error":{"code":"rate_limited","message":"slow down"}}`), "120")
+	f.Add(200, []byte(`{"code":"card_declined"}`), "")
+	f.Add(504, []byte(`not json`), "Wed, 21 Oct 2015 07:28:00 GMT")
+	f.Add(402, []byte(`{"error":"card_declined","code":7}`), "-1")
+	f.Fuzz(func(t *testing.T, status int, body []byte, retry string) {
+		h := http.Header{}
+		h.Set("Retry-After", retry)
+		c := Classify(Answer{Status: status, Body: body, Header: h}, time.Unix(1_760_000_000, 0))
+		switch c.Outcome {
+		case OutcomeSucceeded, OutcomeRetry, OutcomeVerify, OutcomeFatal, OutcomeReview:
+		default:
+			t.Fatalf("outcome %q", c.Outcome)
+		}
+		if c.RetryAfter < 0 || c.RetryAfter > maxRetryAfter {
+			t.Fatalf("Retry-After %s out of bounds", c.RetryAfter)
+		}
+		if _, known := codeOutcomes[parseBody(body).code]; status >= 200 && status <= 299 && !known && c.Outcome != OutcomeSucceeded {
+			t.Fatalf("2xx without a known code classified %s", c.Outcome)
+		}
+	})
+}
+
+// FuzzVerifySignature checks that no header but the one Sign made verifies.
+func FuzzVerifySignature(f *testing.F) {
+	now := time.Unix(1_760_000_000, 0)
+	body := []byte(`{"amount_cents":4200}`)
+	f.Add(Sign([]byte("k"), now, body))
+	f.Add("t=1760000000,v1=00")
+	f.Add("v1=,t=")
+	f.Add("t=1760000000,v1=zz,v1=" + Sign([]byte("k"), now, body)[len("t=1760000000,v1="):])
+	f.Fuzz(func(t *testing.T, header string) {
+		err := VerifySignature([]byte("k"), header, body, now, 5*time.Minute)
+		if err == nil && header != Sign([]byte("k"), now, body) {
+			// Another header may still carry the right v1 (several v1 values are
+			// allowed, for secret rotation); it must then contain it.
+			want := Sign([]byte("k"), now, body)[len("t=1760000000,"):]
+			if !strings.Contains(strings.ToLower(header), want[len("v1="):]) {
+				t.Fatalf("header %q verified", header)
+			}
+		}
+	})
+}

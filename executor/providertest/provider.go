@@ -1,0 +1,337 @@
+// Package providertest is a fake provider for the executor's tests, demos and
+// benchmarks: it stores each write under its Idempotency-Key and answers a
+// repeated key with the stored response, and it has knobs to ignore keys, to
+// fail with a status or code, to hang, and to process a write and then drop
+// the connection. Tests count the objects it holds.
+package providertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/executor"
+)
+
+// Behavior is how the provider answers a write.
+type Behavior struct {
+	// Status and Code make the provider refuse the write without storing it:
+	// it answers Status (default 400 when only Code is set) with
+	// {"error": {"code": Code}} when Code is set.
+	Status int
+	Code   string
+	// CodeAtTop puts the code at the top level ({"code": …}) instead.
+	CodeAtTop  bool
+	RetryAfter string
+	// Hang holds the request before processing until Release or the client
+	// gives up; nothing is stored.
+	Hang bool
+	// HangAfterProcess stores the write, then holds the answer until Release
+	// or the client gives up.
+	HangAfterProcess bool
+	// DropAfterProcess stores the write, then closes the connection without
+	// answering.
+	DropAfterProcess bool
+	// Times limits the behavior to the first Times writes of a key; 0 means
+	// every write.
+	Times int
+}
+
+// Object is one write the provider performed.
+type Object struct {
+	ID        string
+	Key       string
+	RequestID string
+	Body      []byte
+	At        time.Time
+}
+
+// Provider is the fake. Its zero value is not usable; call New.
+type Provider struct {
+	// Secret, when set, makes the provider check Countersign-Signature;
+	// BadSignatures counts the writes that failed the check (they are still
+	// processed, so tests see them).
+	Secret []byte
+
+	mu           sync.Mutex
+	ignoreKeys   bool
+	objects      []Object
+	stored       map[string][]byte // key → response body of its first object
+	writes       map[string]int    // key → write requests seen
+	def          Behavior
+	perKey       map[string]Behavior
+	precondition int
+	preHang      bool
+	preChecks    int
+	release      chan struct{}
+
+	badSignatures atomic.Int64
+	received      atomic.Int64
+}
+
+// New returns an empty provider that honours keys.
+func New() *Provider {
+	return &Provider{
+		stored:       make(map[string][]byte),
+		writes:       make(map[string]int),
+		perKey:       make(map[string]Behavior),
+		precondition: http.StatusOK,
+		release:      make(chan struct{}),
+	}
+}
+
+// Start serves p on a loopback httptest server closed when the test ends.
+func Start(t testing.TB, p *Provider) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(p)
+	t.Cleanup(func() {
+		p.Release()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv
+}
+
+// IgnoreKeys makes every write create a new object, as a provider that does
+// not honour Idempotency-Key would.
+func (p *Provider) IgnoreKeys(ignore bool) {
+	p.mu.Lock()
+	p.ignoreKeys = ignore
+	p.mu.Unlock()
+}
+
+// Set sets the behavior for every key without one of its own.
+func (p *Provider) Set(b Behavior) {
+	p.mu.Lock()
+	p.def = b
+	p.mu.Unlock()
+}
+
+// SetFor sets the behavior for one key.
+func (p *Provider) SetFor(key string, b Behavior) {
+	p.mu.Lock()
+	p.perKey[key] = b
+	p.mu.Unlock()
+}
+
+// SetPrecondition sets the status GET /precondition answers (default 200).
+func (p *Provider) SetPrecondition(status int) {
+	p.mu.Lock()
+	p.precondition = status
+	p.mu.Unlock()
+}
+
+// HangPrecondition makes GET /precondition hold until Release or the client
+// gives up.
+func (p *Provider) HangPrecondition(hang bool) {
+	p.mu.Lock()
+	p.preHang = hang
+	p.mu.Unlock()
+}
+
+// PreconditionChecks returns how many precondition checks arrived.
+func (p *Provider) PreconditionChecks() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.preChecks
+}
+
+// Release lets every hanging request go, and makes later hangs return at once.
+func (p *Provider) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.release:
+	default:
+		close(p.release)
+	}
+}
+
+// Objects returns how many objects the provider holds.
+func (p *Provider) Objects() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.objects)
+}
+
+// ObjectsFor returns how many objects were created under key.
+func (p *Provider) ObjectsFor(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, o := range p.objects {
+		if o.Key == key {
+			n++
+		}
+	}
+	return n
+}
+
+// AllObjects returns a copy of every object, oldest first.
+func (p *Provider) AllObjects() []Object {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Object(nil), p.objects...)
+}
+
+// Writes returns how many write requests arrived for key.
+func (p *Provider) Writes(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.writes[key]
+}
+
+// Received returns how many write requests arrived in all.
+func (p *Provider) Received() int { return int(p.received.Load()) }
+
+// BadSignatures returns how many writes carried no valid signature.
+func (p *Provider) BadSignatures() int { return int(p.badSignatures.Load()) }
+
+// ServeHTTP answers GET /objects?key=K (the verify URL: 200 with the stored
+// response, 404 when there is none), GET /precondition, and a write on any
+// other path and method.
+func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		switch r.URL.Path {
+		case "/precondition":
+			p.mu.Lock()
+			status, hangs, release := p.precondition, p.preHang, p.release
+			p.preChecks++
+			p.mu.Unlock()
+			if hangs {
+				hang(r, release)
+				return
+			}
+			w.WriteHeader(status)
+			return
+		default:
+			p.mu.Lock()
+			body, ok := p.stored[r.URL.Query().Get("key")]
+			p.mu.Unlock()
+			if !ok {
+				writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": "not_found"}})
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+			return
+		}
+	}
+	p.write(w, r)
+}
+
+func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return
+	}
+	p.received.Add(1)
+	if p.Secret != nil {
+		if executor.VerifySignature(p.Secret, r.Header.Get(executor.SignatureHeader), body, time.Now(), 5*time.Minute) != nil {
+			p.badSignatures.Add(1)
+		}
+	}
+	key := r.Header.Get("Idempotency-Key")
+
+	p.mu.Lock()
+	p.writes[key]++
+	b, own := p.perKey[key]
+	if !own {
+		b = p.def
+	}
+	if b.Times > 0 && p.writes[key] > b.Times {
+		b = Behavior{}
+	}
+	release := p.release
+	p.mu.Unlock()
+
+	if b.Hang {
+		hang(r, release)
+		return
+	}
+	if b.Status != 0 || b.Code != "" {
+		status := b.Status
+		if status == 0 {
+			status = http.StatusBadRequest
+		}
+		if b.RetryAfter != "" {
+			w.Header().Set("Retry-After", b.RetryAfter)
+		}
+		var answer map[string]any
+		switch {
+		case b.Code == "":
+			answer = map[string]any{"message": http.StatusText(status)}
+		case b.CodeAtTop:
+			answer = map[string]any{"code": b.Code, "message": "fake " + b.Code}
+		default:
+			answer = map[string]any{"error": map[string]any{"code": b.Code, "message": "fake " + b.Code}}
+		}
+		writeJSON(w, status, answer)
+		return
+	}
+
+	p.mu.Lock()
+	stored, seen := p.stored[key]
+	if seen && !p.ignoreKeys {
+		p.mu.Unlock()
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(stored)
+		return
+	}
+	id := "obj_" + strconv.Itoa(len(p.objects)+1)
+	resp, _ := json.Marshal(map[string]any{"id": id, "key": key, "status": "created"})
+	p.objects = append(p.objects, Object{ID: id, Key: key, RequestID: r.Header.Get("Countersign-Request-Id"), Body: body, At: time.Now()})
+	if !seen {
+		p.stored[key] = resp
+	}
+	p.mu.Unlock()
+
+	switch {
+	case b.HangAfterProcess:
+		hang(r, release)
+		return
+	case b.DropAfterProcess:
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(resp)
+}
+
+func hang(r *http.Request, release <-chan struct{}) {
+	select {
+	case <-r.Context().Done():
+	case <-release:
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Noop is a provider that answers every request 200 {"id": …} and remembers
+// nothing: the benchmark's provider, the same as the River baseline's.
+func Noop() http.Handler {
+	var n atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"obj_%d"}`, n.Add(1))
+	})
+}

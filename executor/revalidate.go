@@ -1,0 +1,81 @@
+package executor
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/countersign/countersign/store"
+)
+
+// provenNotDone reports whether an execution's last recorded code proves the
+// provider does not have the write: a retryable answer, a claim released
+// unsent, or a verify URL that answered 404. Revalidation runs before the
+// first send and after such codes only; after an ambiguous outcome (a
+// same-key resend, a human's resend) the write may exist, and a new round
+// for it would be worse than the approval's age.
+func provenNotDone(lastCode *string) bool {
+	if lastCode == nil {
+		return false
+	}
+	switch code := *lastCode; code {
+	case CodeNotDone, CodeClaimTooShort, CodeConnectionRefused, CodeConnectionFailed,
+		"http_408", "http_425", "http_429", "http_500", "http_502", "http_503":
+		return true
+	default:
+		return codeOutcomes[code] == OutcomeRetry
+	}
+}
+
+// revalidate decides, before a send that nothing has preceded at the
+// provider, whether the approval still stands: a decision older than the tool's approval_ttl, or a precondition
+// that does not answer 2xx, makes it stale. An unreachable precondition counts
+// as failed: nothing is written without a positive check, and a new decision
+// is cheaper than a wrong write.
+func (e *Executor) revalidate(ctx context.Context, tool Tool, c store.Claim) (code, msg string, stale bool) {
+	if tool.ApprovalTTL > 0 {
+		if age := c.DBNow.Sub(c.ApprovedAt); age > tool.ApprovalTTL {
+			return CodeApprovalExpired, "approved " + age.Round(1e9).String() + " ago, longer than the tool's approval_ttl of " + tool.ApprovalTTL.String(), true
+		}
+	}
+	if tool.Precondition != nil {
+		status, _, err := e.get(ctx, tool, tool.Precondition, c.Key, c.RequestID)
+		switch {
+		case err != nil:
+			return CodePrecondition, "the precondition check could not be made: " + err.Error(), true
+		case status < 200 || status > 299:
+			return CodePrecondition, "the precondition check answered " + strconv.Itoa(status), true
+		}
+	}
+	return "", "", false
+}
+
+// supersede retires the claimed execution and sends the request back for a
+// new decision. It reports whether it did.
+func (e *Executor) supersede(ctx context.Context, tool Tool, c store.Claim, code, msg string, log *slog.Logger) bool {
+	var (
+		round int
+		done  bool
+	)
+	err := e.db.InTx(context.WithoutCancel(ctx), func(tx pgx.Tx) error {
+		var err error
+		round, done, err = store.SupersedeTx(ctx, tx, store.SupersedeParams{
+			ExecutionID: c.ID, Attempt: c.Attempts, Worker: e.worker, Code: code, Message: msg,
+			RequestTTL: tool.RequestTTL, Now: e.now(),
+		})
+		return err
+	})
+	switch {
+	case err != nil:
+		log.Error("superseding failed; the claim will expire and be reconciled", slog.String("error", err.Error()))
+		return false
+	case !done:
+		e.metrics.StaleOutcomes.Inc()
+		return false
+	}
+	e.metrics.Executions.WithLabelValues(string(store.ExecSuperseded), codeLabel(code)).Inc()
+	log.Info("execution superseded; asking for a new decision", slog.String("code", code), slog.String("reason", msg), slog.Int("new_round", round))
+	return true
+}

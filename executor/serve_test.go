@@ -1,0 +1,376 @@
+package executor_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+// binary is the countersign command built once for the tests that kill it.
+var binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func countersignBinary(t *testing.T) string {
+	t.Helper()
+	binary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "countersign-bin-")
+		if err != nil {
+			binary.err = err
+			return
+		}
+		binary.path = filepath.Join(dir, "countersign")
+		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/countersign/countersign/cmd/countersign").CombinedOutput()
+		if err != nil {
+			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatalf("building countersign: %v", binary.err)
+	}
+	return binary.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary.path != "" {
+		os.RemoveAll(filepath.Dir(binary.path))
+	}
+	os.Exit(code)
+}
+
+// serveTool is the tool section of a serve test's configuration.
+type serveTool struct {
+	keyAware     bool
+	verify       bool
+	precondition bool
+	timeout      string
+	claimTimeout string
+}
+
+// cluster is a database, a fake provider and the countersign processes
+// serving them.
+type cluster struct {
+	url      string
+	db       *store.DB
+	provider *providertest.Provider
+	config   string
+	review   *approvals.Service
+}
+
+func newCluster(t *testing.T, tool serveTool) *cluster {
+	t.Helper()
+	c := &cluster{url: storetest.NewURL(t), provider: providertest.New()}
+	c.provider.Secret = []byte(secret)
+	srv := providertest.Start(t, c.provider)
+	var err error
+	if c.db, err = store.Open(context.Background(), c.url); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.db.Close)
+	token := sha256.Sum256([]byte("agent-token"))
+	yaml := fmt.Sprintf(`executor:
+  dispatch_schedule: "@every 1s"
+  reconcile_schedule: "@every 1s"
+agents:
+  - name: agent
+    token_sha256: %s
+tools:
+  %s:
+    approvers: [%s]
+    dispatch: {method: POST, url: "%s/credits", timeout: %s}
+    key_aware: %t
+    max_attempts: 5
+    claim_timeout: %s
+    approval_ttl: 24h
+`, hex.EncodeToString(token[:]), toolName, approver, srv.URL, tool.timeout, tool.keyAware, tool.claimTimeout)
+	if tool.verify {
+		yaml += fmt.Sprintf("    verify: {url: \"%s/objects?key={key}\"}\n", srv.URL)
+	}
+	if tool.precondition {
+		yaml += fmt.Sprintf("    precondition: {url: \"%s/precondition\"}\n", srv.URL)
+	}
+	c.config = filepath.Join(t.TempDir(), "countersign.yaml")
+	if err := os.WriteFile(c.config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.review = &approvals.Service{
+		DB:     c.db,
+		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: 5}},
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	return c
+}
+
+// process is a running `countersign serve`.
+type process struct {
+	cmd *exec.Cmd
+	log *syncBuffer
+}
+
+// start runs `countersign serve` and waits until its executor is running.
+func (c *cluster) start(t *testing.T) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(countersignBinary(t), "serve"), log: &syncBuffer{}}
+	p.cmd.Env = append(os.Environ(),
+		"COUNTERSIGN_DATABASE_URL="+c.url,
+		"COUNTERSIGN_LISTEN=127.0.0.1:0",
+		"COUNTERSIGN_DISPATCH_SECRET="+secret,
+		"COUNTERSIGN_CONFIG="+c.config,
+	)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("countersign serve output:\n%s", p.log.String())
+		}
+	})
+	eventually(t, 30*time.Second, "countersign serve to start its executor", func() bool {
+		return strings.Contains(p.log.String(), `"msg":"executor started"`) && strings.Contains(p.log.String(), `"msg":"listening"`)
+	})
+	return p
+}
+
+var listeningAddr = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
+
+// metric returns the value of one sample on the process's /metrics.
+func (p *process) metric(t *testing.T, sample string) float64 {
+	t.Helper()
+	m := listeningAddr.FindStringSubmatch(p.log.String())
+	if m == nil {
+		t.Fatal("the process did not log its address")
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// kill sends SIGKILL: no deferred function, no shutdown hook runs.
+func (p *process) kill() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Wait()
+}
+
+func (c *cluster) execution(t *testing.T, requestID string) store.Execution {
+	t.Helper()
+	e, err := store.LatestExecution(context.Background(), c.db.Pool, requestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (c *cluster) waitState(t *testing.T, requestID string, want store.ExecState, within time.Duration) {
+	t.Helper()
+	eventually(t, within, "execution to become "+string(want), func() bool {
+		return c.execution(t, requestID).State == want
+	})
+}
+
+// TestKillAfterTheProviderProcessed kills a real countersign process after
+// the provider performed the write but before the outcome was recorded, then
+// restarts it: the write is verified at the provider, never sent again, even
+// though the provider ignores keys.
+func TestKillAfterTheProviderProcessed(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, serveTool{verify: true, timeout: "3s", claimTimeout: "4s"})
+	c.provider.IgnoreKeys(true)
+	c.provider.Set(providertest.Behavior{HangAfterProcess: true})
+	first := c.start(t)
+
+	req := approveOn(t, c.review, "run-kill-after")
+	eventually(t, 10*time.Second, "the provider to process the write", func() bool { return c.provider.Objects() == 1 })
+	first.kill()
+	if e := c.execution(t, req.ID); e.State != store.ExecClaimed {
+		t.Fatalf("after the kill the execution is %s; the test meant to kill before the outcome was recorded", e.State)
+	}
+
+	c.provider.Set(providertest.Behavior{})
+	c.start(t)
+	c.waitState(t, req.ID, store.ExecSucceeded, 30*time.Second)
+	if got := c.provider.Received(); got != 1 {
+		t.Fatalf("the provider received %d writes, want 1", got)
+	}
+	wantObjects(t, c.provider, req.Key, 1)
+	if kinds := eventKinds(t, c.db, req.ID); !containsInOrder(kinds, "claimed", "unknown", "succeeded") {
+		t.Fatalf("events %v", kinds)
+	}
+}
+
+// TestKillWithAKeyAwareProvider kills a real countersign process after the
+// provider processed the write; the provider has no verify URL but honours
+// keys, so the restarted process resends under the same key and gets the
+// stored answer: two writes arrive, one object exists.
+func TestKillWithAKeyAwareProvider(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, serveTool{keyAware: true, timeout: "3s", claimTimeout: "4s"})
+	c.provider.Set(providertest.Behavior{HangAfterProcess: true})
+	first := c.start(t)
+
+	req := approveOn(t, c.review, "run-kill-key-aware")
+	eventually(t, 10*time.Second, "the provider to process the write", func() bool { return c.provider.Objects() == 1 })
+	first.kill()
+
+	c.provider.Set(providertest.Behavior{})
+	c.start(t)
+	c.waitState(t, req.ID, store.ExecSucceeded, 30*time.Second)
+	if got := c.provider.Writes(req.Key); got != 2 {
+		t.Fatalf("the provider received %d writes for the key, want 2 (the lost one and the resend)", got)
+	}
+	wantObjects(t, c.provider, req.Key, 1)
+	if e := c.execution(t, req.ID); deref(e.ProviderRef) != "obj_1" {
+		t.Fatalf("provider_ref %q, want the first object's", deref(e.ProviderRef))
+	}
+}
+
+// TestKillBeforeDispatch kills a real countersign process after its claim
+// committed but before anything was sent (while it waits on the precondition
+// check), then restarts it: the write happens exactly once.
+func TestKillBeforeDispatch(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, serveTool{verify: true, precondition: true, timeout: "3s", claimTimeout: "4s"})
+	c.provider.IgnoreKeys(true)
+	c.provider.HangPrecondition(true)
+	first := c.start(t)
+
+	req := approveOn(t, c.review, "run-kill-before")
+	eventually(t, 10*time.Second, "the claim and its precondition check", func() bool { return c.provider.PreconditionChecks() == 1 })
+	first.kill()
+	if e := c.execution(t, req.ID); e.State != store.ExecClaimed || c.provider.Received() != 0 {
+		t.Fatalf("after the kill: %s with %d writes; want claimed with none", e.State, c.provider.Received())
+	}
+
+	c.provider.HangPrecondition(false)
+	c.start(t)
+	c.waitState(t, req.ID, store.ExecSucceeded, 30*time.Second)
+	if got := c.provider.Received(); got != 1 {
+		t.Fatalf("the provider received %d writes, want 1", got)
+	}
+	wantObjects(t, c.provider, req.Key, 1)
+}
+
+// TestThreeProcessesFiveHundredApprovals runs three countersign processes on
+// one database and approves 500 requests: the provider, which ignores keys
+// and so would keep any duplicate, ends with exactly 500 objects.
+func TestThreeProcessesFiveHundredApprovals(t *testing.T) {
+	t.Parallel()
+	const n = 500
+	c := newCluster(t, serveTool{keyAware: false, verify: true, timeout: "5s", claimTimeout: "1m"})
+	c.provider.IgnoreKeys(true)
+	var procs []*process
+	for range 3 {
+		procs = append(procs, c.start(t))
+	}
+	keys := make(map[string]bool, n)
+	for i := range n {
+		keys[approveOn(t, c.review, fmt.Sprintf("run-fleet-%d", i)).Key] = true
+	}
+	eventually(t, 90*time.Second, "500 executions to succeed", func() bool {
+		var done int
+		if err := c.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM executions WHERE state = 'succeeded'`).Scan(&done); err != nil {
+			t.Fatal(err)
+		}
+		return done == n
+	})
+	objects := c.provider.AllObjects()
+	if len(objects) != n {
+		t.Fatalf("the provider holds %d objects, want %d", len(objects), n)
+	}
+	seen := make(map[string]bool, n)
+	for _, o := range objects {
+		if seen[o.Key] || !keys[o.Key] {
+			t.Fatalf("object %s for key %s is a duplicate or unknown", o.ID, o.Key)
+		}
+		seen[o.Key] = true
+	}
+	var workers int
+	if err := c.db.Pool.QueryRow(context.Background(),
+		`SELECT count(DISTINCT actor) FROM events WHERE kind = 'succeeded'`).Scan(&workers); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d approvals dispatched by %d processes", n, workers)
+	// Each process counts what it did; together they count every execution once.
+	var counted float64
+	for _, p := range procs {
+		counted += p.metric(t, `countersign_executor_executions_total{code="none",outcome="succeeded"}`)
+	}
+	if counted != n {
+		t.Fatalf("the processes' metrics count %v succeeded executions, want %d", counted, n)
+	}
+	if c.provider.BadSignatures() != 0 {
+		t.Fatalf("%d writes carried a bad signature", c.provider.BadSignatures())
+	}
+}
+
+func containsInOrder(kinds []string, want ...string) bool {
+	i := 0
+	for _, k := range kinds {
+		if i < len(want) && k == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing and a test reading.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

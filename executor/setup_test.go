@@ -1,0 +1,215 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+const (
+	toolName = "billing.credit"
+	approver = "U0APPROVER"
+	secret   = "test-dispatch-secret"
+)
+
+// bundle is what most executor tests share.
+type bundle struct {
+	db       *store.DB
+	provider *providertest.Provider
+	srv      *httptest.Server
+	tool     executor.Tool
+	review   *approvals.Service
+	exec     *executor.Executor
+}
+
+// options tune setup; nil fields mean the defaults.
+type options struct {
+	tool   func(*executor.Tool)
+	config func(*executor.Config)
+	// reviewNow pins the approval clock (a long pause before dispatch).
+	reviewNow func() time.Time
+}
+
+func setup(t *testing.T, opts *options) *bundle {
+	t.Helper()
+	if opts == nil {
+		opts = &options{}
+	}
+	b := &bundle{db: storetest.NewDB(t), provider: providertest.New()}
+	b.provider.Secret = []byte(secret)
+	b.srv = providertest.Start(t, b.provider)
+	b.tool = executor.Tool{
+		Method: "POST", URL: b.srv.URL + "/credits", Timeout: 2 * time.Second,
+		KeyAware: true, Verify: &executor.Endpoint{URL: b.srv.URL + "/objects?key={key}"},
+		MaxAttempts: 3, ClaimTimeout: time.Minute, ApprovalTTL: 24 * time.Hour,
+	}
+	if opts.tool != nil {
+		opts.tool(&b.tool)
+	}
+	b.review = &approvals.Service{
+		DB:     b.db,
+		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
+		Logger: slog.New(slog.DiscardHandler),
+		Now:    opts.reviewNow,
+	}
+	cfg := executor.Config{
+		DB: b.db, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		Worker: "worker-a", BatchSize: 50, Concurrency: 16,
+		Backoff:      func(int) time.Duration { return 0 },
+		VerifyWindow: -1,
+		Logger:       testLogger(t),
+	}
+	if opts.config != nil {
+		opts.config(&cfg)
+	}
+	b.exec = executor.New(cfg)
+	return b
+}
+
+var seq atomic.Int64
+
+// approve submits a fresh intent and approves it, returning the request.
+func (b *bundle) approve(t *testing.T) store.Request {
+	t.Helper()
+	return approveOn(t, b.review, fmt.Sprintf("run-%d-%d", time.Now().UnixNano(), seq.Add(1)))
+}
+
+func approveOn(t testing.TB, review *approvals.Service, runID string) store.Request {
+	t.Helper()
+	ctx := context.Background()
+	req, _, err := review.Submit(ctx, "agent", approvals.Intent{
+		RunID: runID, Step: json.RawMessage(`1`), Tool: toolName,
+		Effect:  json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
+		Summary: "Credit 42.00 USD to inv_8841",
+	})
+	if err != nil {
+		t.Fatalf("submitting: %v", err)
+	}
+	out, err := review.Decide(ctx, approvals.Decision{
+		RequestID: req.ID, Round: req.Round, PayloadHash: req.PayloadHash,
+		Verdict: store.VerdictApprove, DecidedBy: approver, Via: "slack",
+	})
+	if err != nil || !out.Created {
+		t.Fatalf("approving: created=%v err=%v", out.Created, err)
+	}
+	return out.Request
+}
+
+func (b *bundle) execution(t *testing.T, requestID string) store.Execution {
+	t.Helper()
+	e, err := store.LatestExecution(context.Background(), b.db.Pool, requestID)
+	if err != nil {
+		t.Fatalf("reading execution: %v", err)
+	}
+	return e
+}
+
+// dispatch runs DispatchOnce and fails the test on error.
+func (b *bundle) dispatch(t *testing.T) int {
+	t.Helper()
+	n, err := b.exec.DispatchOnce(context.Background())
+	if err != nil {
+		t.Fatalf("dispatching: %v", err)
+	}
+	return n
+}
+
+func (b *bundle) reconcile(t *testing.T) executor.ReconcileReport {
+	t.Helper()
+	rep, err := b.exec.ReconcileOnce(context.Background())
+	if err != nil {
+		t.Fatalf("reconciling: %v", err)
+	}
+	return rep
+}
+
+func wantState(t *testing.T, e store.Execution, want store.ExecState) {
+	t.Helper()
+	if e.State != want {
+		code, msg := "", ""
+		if e.LastCode != nil {
+			code = *e.LastCode
+		}
+		if e.LastError != nil {
+			msg = *e.LastError
+		}
+		t.Fatalf("execution %d is %s (code %q: %s), want %s", e.ID, e.State, code, msg, want)
+	}
+}
+
+func wantObjects(t *testing.T, p *providertest.Provider, key string, want int) {
+	t.Helper()
+	if got := p.ObjectsFor(key); got != want {
+		t.Fatalf("provider holds %d objects for %s, want %d", got, key, want)
+	}
+}
+
+// eventKinds returns the kinds of a request's audit events in order.
+func eventKinds(t *testing.T, db *store.DB, requestID string) []string {
+	t.Helper()
+	events, err := store.EventsFor(context.Background(), db.Pool, requestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := make([]string, len(events))
+	for i, e := range events {
+		kinds[i] = e.Kind
+	}
+	return kinds
+}
+
+// outboxRows returns a request's outbox rows as "kind/round/reason".
+func outboxRows(t *testing.T, db *store.DB, requestID string) []string {
+	t.Helper()
+	rows, err := db.Pool.Query(context.Background(),
+		`SELECT kind || '/' || round || coalesce('/' || (data->>'reason'), '') FROM outbox WHERE request_id = $1 ORDER BY id`, requestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, not a wait for an event
+	}
+}
+
+// testLogger writes the executor's warnings and errors to the test log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

@@ -1,0 +1,75 @@
+package executor
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/countersign/countersign/store"
+)
+
+// verify decides what an unknown execution becomes. ok is false when it
+// stays unknown until the next lease (the provider could not say yet).
+func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transition, ok bool) {
+	t = store.Transition{ExecutionID: u.ID, Attempt: u.Attempts}
+	log := e.logger.With(slog.String("key", u.Key), slog.Int64("execution_id", u.ID), slog.Int("attempt", u.Attempts))
+	tool, known := e.tools[u.Tool]
+	if !known {
+		return escalate(t, CodeUnverifiable, "the tool "+u.Tool+" is no longer configured, so the outcome cannot be verified"), true
+	}
+	switch {
+	case tool.Verify != nil:
+		status, body, err := e.get(ctx, tool, tool.Verify, u.Key, u.RequestID)
+		switch {
+		case err == nil && status == http.StatusOK:
+			ref := parseBody(body).ref
+			t.To, t.Event = store.ExecSucceeded, "succeeded"
+			t.Status, t.Body, t.ProviderRef = status, body, ref
+			t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "status": status, "provider_ref": ref}
+			log.Info("verified: the provider has the write")
+			return t, true
+		case err == nil && status == http.StatusNotFound:
+			log.Info("verified: the provider does not have the write")
+			return e.notDone(t, u, "verified"), true
+		}
+		reason := "the verify URL answered " + strconv.Itoa(status)
+		if err != nil {
+			reason = "the verify URL could not be read: " + err.Error()
+		}
+		if u.DBNow.Sub(u.UpdatedAt) < e.window {
+			log.Warn("verification inconclusive; will ask again", slog.String("reason", reason))
+			return t, false
+		}
+		return escalate(t, CodeUnverifiable, reason), true
+	case tool.KeyAware:
+		// The provider deduplicates on the key: resending under the same key
+		// either performs the write or returns the stored answer.
+		if u.Attempts >= u.MaxAttempts {
+			return escalate(t, CodeExhausted, "the outcome is unknown and no attempts are left for a same-key resend"), true
+		}
+		t.To, t.Event = store.ExecReady, "resend"
+		if u.LastCode != nil {
+			t.Code = *u.LastCode
+		}
+		t.Error = "resending under the same key: the provider honours it"
+		t.EventData = map[string]any{"attempt": u.Attempts, "reason": "key_aware"}
+		return t, true
+	}
+	return escalate(t, CodeUnverifiable, "the provider has no verify URL and does not honour keys, so only a human can say whether the write happened"), true
+}
+
+// notDone moves an unknown the provider does not have back to ready, or to
+// failed when no attempts are left.
+func (e *Executor) notDone(t store.Transition, u store.Unknown, event string) store.Transition {
+	if u.Attempts >= u.MaxAttempts {
+		t.To, t.Event, t.Reply = store.ExecFailed, "failed", "failed"
+		t.Code, t.Error = CodeExhausted, "the provider does not have the write and all "+strconv.Itoa(u.MaxAttempts)+" attempts are used"
+		t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "found": false, "exhausted": true}
+		return t
+	}
+	t.To, t.Event = store.ExecReady, event
+	t.Code, t.Error = CodeNotDone, "the provider does not have the write"
+	t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "found": false}
+	return t
+}
