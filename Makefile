@@ -2,17 +2,21 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: run test test-race lint verify bench bench-executor fuzz
+.PHONY: run test test-race lint verify bench bench-intake bench-executor bench-slack fuzz
 
-# Runs countersign on the local PostgreSQL with the example configuration.
+# Runs countersign on the local PostgreSQL with the example configuration,
+# and the fake provider it dispatches to on 127.0.0.1:9090.
 run:
 	@psql "$(subst /countersign?,/postgres?,$(DATABASE_URL))" -qtAc "SELECT 1 FROM pg_database WHERE datname = 'countersign'" | grep -q 1 || \
 		createdb -h 127.0.0.1 -U postgres countersign
+	go build -o bin/ ./cmd/countersign ./cmd/fakeprovider
+	bin/fakeprovider -listen 127.0.0.1:9090 -secret local-dispatch-secret & provider=$$!; \
+	trap 'kill $$provider' EXIT; \
 	COUNTERSIGN_DATABASE_URL="$(DATABASE_URL)" \
 	COUNTERSIGN_CONFIG=examples/countersign.yml \
 	COUNTERSIGN_DISPATCH_SECRET=local-dispatch-secret \
 	COUNTERSIGN_LISTEN=127.0.0.1:8080 \
-	go run ./cmd/countersign serve
+	bin/countersign serve
 
 # Every test, on the real PostgreSQL at 127.0.0.1:5432 (COUNTERSIGN_TEST_DATABASE_URL overrides).
 test:
@@ -31,12 +35,24 @@ verify:
 	go mod tidy -diff
 
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
-bench:
-	go run ./cmd/intakebench
+bench: bench-intake bench-executor bench-slack
+
+# Intake over HTTP beside the raw one-row commit rate, at 8 and 32 clients.
+bench-intake:
+	go run ./cmd/intakebench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))"
 
 # Executor burn-down and approval-to-dispatch latency (creates and drops a scratch database).
 bench-executor:
 	go run ./cmd/execbench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))"
 
+# The Slack surface: a storm of signed clicks, and lookups over 1,000,000 requests.
+bench-slack:
+	go test ./bot/ -run '^$$' -bench 'ClickStorm|Lookup' -benchtime 1x -timeout 30m
+
 fuzz:
 	go test ./approvals/ -run '^$$' -fuzz FuzzDecodeIntent -fuzztime 60s
+	go test ./bot/ -run '^$$' -fuzz FuzzParseClick -fuzztime 30s
+	go test ./bot/ -run '^$$' -fuzz FuzzParseQuery -fuzztime 30s
+	go test ./bot/ -run '^$$' -fuzz FuzzVerify -fuzztime 30s
+	go test ./executor/ -run '^$$' -fuzz FuzzClassify -fuzztime 30s
+	go test ./executor/ -run '^$$' -fuzz FuzzVerifySignature -fuzztime 30s
