@@ -96,7 +96,8 @@ CREATE TABLE outbox (
 );
 
 CREATE INDEX outbox_deliverable ON outbox (next_attempt_at) WHERE state = 'pending';
-CREATE INDEX outbox_request ON outbox (request_id);
+-- Every lookup of a request's deliveries names the round and the kind.
+CREATE INDEX outbox_request ON outbox (request_id, round, kind);
 
 -- events: the append-only audit trail.
 CREATE TABLE events (
