@@ -5,7 +5,6 @@ import "github.com/prometheus/client_golang/prometheus"
 // Metrics counts the hook's traffic.
 type Metrics struct {
 	Intake       *prometheus.CounterVec   // by outcome: created, replayed, key_reused, unknown_tool, invalid, unauthorized
-	Decisions    *prometheus.CounterVec   // by outcome: created, existing, stale, not_allowed, self_approval, not_pending
 	HTTPDuration *prometheus.HistogramVec // by route and status code
 }
 
@@ -15,14 +14,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Intake: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "countersign_intake_total", Help: "Intents posted to the hook, by outcome.",
 		}, []string{"outcome"}),
-		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "countersign_decisions_total", Help: "Decision attempts, by outcome.",
-		}, []string{"outcome"}),
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "countersign_http_request_duration_seconds", Help: "Hook requests, by route and status.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 60},
 		}, []string{"route", "code"}),
 	}
-	reg.MustRegister(m.Intake, m.Decisions, m.HTTPDuration)
+	reg.MustRegister(m.Intake, m.HTTPDuration)
 	return m
 }

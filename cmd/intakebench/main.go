@@ -156,56 +156,34 @@ func client(clients int) *http.Client {
 var runSeq atomic.Int64
 
 // intake posts new intents from clients goroutines for d and returns the
-// rate of 201s and the keys created.
+// rate of 201s and the bodies posted.
 func intake(addr string, clients int, d time.Duration, label string) (float64, []string) {
 	hc := client(clients)
 	var mu sync.Mutex
-	var keys []string
-	var ok atomic.Int64
-	run := func(stop <-chan struct{}) {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n := runSeq.Add(1)
-			body := fmt.Sprintf(`{"run_id":"bench-%s-%d","step":1,"tool":"billing.credit","effect":{"invoice":"inv_%d","amount_cents":4200,"currency":"USD"},"summary":"bench"}`, label, n, n)
-			status, resp := post(hc, addr, body)
-			if status != http.StatusCreated {
-				log.Fatalf("intake answered %d: %s", status, resp)
-			}
-			ok.Add(1)
-			mu.Lock()
-			keys = append(keys, body)
-			mu.Unlock()
+	var bodies []string
+	rate := drive(clients, d, func() {
+		n := runSeq.Add(1)
+		body := fmt.Sprintf(`{"run_id":"bench-%s-%d","step":1,"tool":"billing.credit","effect":{"invoice":"inv_%d","amount_cents":4200,"currency":"USD"},"summary":"bench"}`, label, n, n)
+		if status, resp := post(hc, addr, body); status != http.StatusCreated {
+			log.Fatalf("intake answered %d: %s", status, resp)
 		}
-	}
-	elapsed := drive(clients, d, run)
-	return float64(ok.Load()) / elapsed.Seconds(), keys
+		mu.Lock()
+		bodies = append(bodies, body)
+		mu.Unlock()
+	})
+	return rate, bodies
 }
 
 // replay re-posts stored intents (each replay is a 200 that must not write).
 func replay(addr string, clients int, d time.Duration, bodies []string) float64 {
 	hc := client(clients)
-	var ok, next atomic.Int64
-	run := func(stop <-chan struct{}) {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			body := bodies[int(next.Add(1))%len(bodies)]
-			status, resp := post(hc, addr, body)
-			if status != http.StatusOK {
-				log.Fatalf("replay answered %d: %s", status, resp)
-			}
-			ok.Add(1)
+	var next atomic.Int64
+	return drive(clients, d, func() {
+		body := bodies[int(next.Add(1))%len(bodies)]
+		if status, resp := post(hc, addr, body); status != http.StatusOK {
+			log.Fatalf("replay answered %d: %s", status, resp)
 		}
-	}
-	elapsed := drive(clients, d, run)
-	return float64(ok.Load()) / elapsed.Seconds()
+	})
 }
 
 func post(hc *http.Client, addr, body string) (int, []byte) {
@@ -224,38 +202,41 @@ func post(hc *http.Client, addr, body string) (int, []byte) {
 // rawInserts is the PostgreSQL ceiling: one-row INSERT … ON CONFLICT DO
 // NOTHING, each its own transaction, from clients connections.
 func rawInserts(ctx context.Context, pool *pgxpool.Pool, clients int, d time.Duration) float64 {
-	var ok atomic.Int64
 	body := bytes.Repeat([]byte("x"), 64)
-	run := func(stop <-chan struct{}) {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			key := fmt.Sprintf("raw_%d", runSeq.Add(1))
-			if _, err := pool.Exec(ctx, `INSERT INTO raw_intake (key, body) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, body); err != nil {
-				log.Fatal(err)
-			}
-			ok.Add(1)
+	return drive(clients, d, func() {
+		key := fmt.Sprintf("raw_%d", runSeq.Add(1))
+		if _, err := pool.Exec(ctx, `INSERT INTO raw_intake (key, body) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, body); err != nil {
+			log.Fatal(err)
 		}
-	}
-	elapsed := drive(clients, d, run)
-	return float64(ok.Load()) / elapsed.Seconds()
+	})
 }
 
-func drive(clients int, d time.Duration, run func(stop <-chan struct{})) time.Duration {
+// drive runs op in a loop from clients goroutines for d and returns the
+// completed operations per second.
+func drive(clients int, d time.Duration, op func()) float64 {
 	stop := make(chan struct{})
+	var done atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range clients {
 		wg.Add(1)
-		go func() { defer wg.Done(); run(stop) }()
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				op()
+				done.Add(1)
+			}
+		}()
 	}
 	time.Sleep(d) // the measured phase's length, not a wait for an event
 	close(stop)
 	wg.Wait()
-	return time.Since(start)
+	return float64(done.Load()) / time.Since(start).Seconds()
 }
 
 // peakRSS reads the server's high-water resident set size.
