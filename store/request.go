@@ -140,6 +140,7 @@ WITH input AS (
 		coalesce($13::timestamptz, now()) + ttl_us * interval '1 microsecond',
 		coalesce($13::timestamptz, now()), coalesce($13::timestamptz, now())
 	FROM input
+	ORDER BY key -- batches take their key locks in one order, so two never deadlock
 	ON CONFLICT (key) DO NOTHING
 	RETURNING *
 ), e AS (
