@@ -31,8 +31,9 @@ func (s *Service) now() *time.Time {
 }
 
 // Submit stores an intent under its key, or returns the request the key
-// already names. created is false for a replay, which writes nothing. A key that names a request
-// with other effect fields is ErrKeyReused, and nothing is stored.
+// already names. created is false for a replay, which writes nothing. A key
+// that names a request with other effect fields is ErrKeyReused, and nothing
+// is stored.
 func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req store.Request, created bool, err error) {
 	tool, ok := s.Tools[in.Tool]
 	if !ok {
