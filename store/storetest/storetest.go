@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,9 +108,10 @@ var (
 	sharedErr  error
 )
 
-// Tx returns a transaction on a database shared by the test binary, rolled
-// back when the test ends: for tests that neither commit nor rely on locks
-// across connections.
+// Tx returns a transaction on a database shared by every test of this schema
+// version, rolled back when the test ends: for tests that neither commit nor
+// rely on locks across connections. The shared database lives as long as the
+// template, so test runs leave nothing behind.
 func Tx(t testing.TB) pgx.Tx {
 	t.Helper()
 	ctx := context.Background()
@@ -119,18 +121,7 @@ func Tx(t testing.TB) pgx.Tx {
 			sharedErr = templateErr
 			return
 		}
-		name := "cs_shared_" + randomHex(6)
-		admin, err := pgx.Connect(ctx, AdminURL())
-		if err != nil {
-			sharedErr = err
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", name, templateName)); err != nil {
-			sharedErr = err
-			return
-		}
-		shared, sharedErr = store.Open(ctx, withDatabase(AdminURL(), name))
+		shared, sharedErr = store.Open(ctx, withDatabase(AdminURL(), sharedName(templateName)))
 	})
 	if sharedErr != nil {
 		t.Fatalf("preparing shared test database: %v", sharedErr)
@@ -176,29 +167,65 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
 		return "", err
 	}
-	if exists {
-		return name, nil
+	if !exists {
+		if err := buildTemplate(ctx, admin, name); err != nil {
+			return "", err
+		}
+		dropOtherVersions(ctx, admin, sum)
 	}
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", sharedName(name)).Scan(&exists); err != nil {
+		return "", err
+	}
+	if !exists {
+		if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", sharedName(name), name)); err != nil {
+			return "", err
+		}
+	}
+	return name, nil
+}
+
+// buildTemplate migrates a new database under a temporary name and renames
+// it when complete, so a crash never leaves a half-built template.
+func buildTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
 	building := name + "_building"
 	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
-		return "", err
+		return err
 	}
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
-		return "", err
+		return err
 	}
 	db, err := store.Open(ctx, withDatabase(AdminURL(), building))
 	if err != nil {
-		return "", err
+		return err
 	}
 	_, err = db.Migrate(ctx, nil)
 	db.Close()
 	if err != nil {
-		return "", err
+		return err
 	}
-	if _, err := admin.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
-		return "", err
+	_, err = admin.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name)
+	return err
+}
+
+// dropOtherVersions removes the templates and shared databases of other
+// schema versions. It is best effort: one still in use stays.
+func dropOtherVersions(ctx context.Context, admin *pgx.Conn, sum string) {
+	rows, err := admin.Query(ctx, `SELECT datname FROM pg_database
+WHERE (datname LIKE 'cs\_template\_%' OR datname LIKE 'cs\_shared\_%') AND datname NOT LIKE '%' || $1`, sum)
+	if err != nil {
+		return
 	}
-	return name, nil
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	for _, old := range names {
+		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+old)
+	}
+}
+
+func sharedName(templateName string) string {
+	return strings.Replace(templateName, "cs_template_", "cs_shared_", 1)
 }
 
 func migrationsHash() (string, error) {
