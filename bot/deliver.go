@@ -316,17 +316,9 @@ func isCard(md slack.SlackMetadata, key string, round int) bool {
 
 // update re-renders a round's card from the database.
 func (b *Bot) update(ctx context.Context, row store.OutboxRow) (string, error) {
-	card, err := store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round)
-	if errors.Is(err, store.ErrNotFound) {
-		return b.noCardYet(ctx, row)
-	} else if err != nil {
-		return "", err
-	}
-	v, err := b.loadCard(ctx, row.RequestID, row.Round)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("%w: request not found", errPermanent)
-	} else if err != nil {
-		return "", err
+	card, v, note, err := b.postedCard(ctx, row)
+	if note != "" || err != nil {
+		return note, err
 	}
 	if card.RenderedState == v.State && row.Data["reason"] != "converge" {
 		return "the card already shows this state", nil
@@ -341,17 +333,9 @@ func (b *Bot) update(ctx context.Context, row store.OutboxRow) (string, error) {
 
 // reply answers in a card's thread when its write failed or needs review.
 func (b *Bot) reply(ctx context.Context, channel string, row store.OutboxRow) (string, error) {
-	card, err := store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round)
-	if errors.Is(err, store.ErrNotFound) {
-		return b.noCardYet(ctx, row)
-	} else if err != nil {
-		return "", err
-	}
-	v, err := b.loadCard(ctx, row.RequestID, row.Round)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("%w: request not found", errPermanent)
-	} else if err != nil {
-		return "", err
+	card, v, note, err := b.postedCard(ctx, row)
+	if note != "" || err != nil {
+		return note, err
 	}
 	reason, _ := row.Data["reason"].(string)
 	if err := b.wait(ctx, card.Channel); err != nil {
@@ -361,8 +345,26 @@ func (b *Bot) reply(ctx context.Context, channel string, row store.OutboxRow) (s
 	return "", err
 }
 
+// postedCard loads a round's posted card and what it must show. Without a
+// card yet, note and err are noCardYet's answer.
+func (b *Bot) postedCard(ctx context.Context, row store.OutboxRow) (card store.Card, v cardView, note string, err error) {
+	card, err = store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round)
+	if errors.Is(err, store.ErrNotFound) {
+		note, err = b.noCardYet(ctx, row)
+		return store.Card{}, cardView{}, note, err
+	} else if err != nil {
+		return store.Card{}, cardView{}, "", err
+	}
+	v, err = b.loadCard(ctx, row.RequestID, row.Round)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Card{}, cardView{}, "", fmt.Errorf("%w: request not found", errPermanent)
+	}
+	return card, v, "", err
+}
+
 // noCardYet handles an update or reply for a round whose card is not
-// recorded: wait for a queued post, or drop it when no card will come.
+// recorded: wait for a queued post, or drop it when no card will come. It
+// always answers with a note or an error.
 func (b *Bot) noCardYet(ctx context.Context, row store.OutboxRow) (string, error) {
 	pending, err := store.PostPending(ctx, b.db.Pool, row.RequestID, row.Round)
 	if err != nil {
