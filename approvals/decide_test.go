@@ -3,7 +3,6 @@ package approvals
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,18 +22,9 @@ func TestDecideConcurrentApprovalsGiveOneDecisionAndOneExecution(t *testing.T) {
 
 	outs := make([]Outcome, 32)
 	errs := make([]error, 32)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			outs[i], errs[i] = b.svc.Decide(b.ctx, approve(req, fmt.Sprintf("U0REVIEWER%02d", i)))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	together(32, func(i int) {
+		outs[i], errs[i] = b.svc.Decide(b.ctx, approve(req, fmt.Sprintf("U0REVIEWER%02d", i)))
+	})
 	created := 0
 	for i := range 32 {
 		if errs[i] != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -315,18 +314,7 @@ func TestHookConcurrentIdenticalPostsGiveOneRequest(t *testing.T) {
 	b := setup(t)
 	const n = 64
 	results := make([]response, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i] = b.post(t, vectorBody)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	together(n, func(i int) { results[i] = b.post(t, vectorBody) })
 	created := 0
 	id := results[0].view(t).ID
 	for i, r := range results {
@@ -347,10 +335,8 @@ func TestHookConcurrentIdenticalPostsGiveOneRequest(t *testing.T) {
 	if created != 1 {
 		t.Errorf("%d posts answered 201, want 1", created)
 	}
-	if got := b.count(t, `SELECT count(*) FROM requests`); got != 1 {
-		t.Errorf("requests = %d, want 1", got)
-	}
-	if got := b.count(t, `SELECT count(*) FROM outbox`); got != 1 {
-		t.Errorf("outbox rows = %d, want 1", got)
-	}
+	b.expectCounts(t, map[string]int{
+		`SELECT count(*) FROM requests`: 1,
+		`SELECT count(*) FROM outbox`:   1,
+	})
 }

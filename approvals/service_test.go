@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,19 +39,10 @@ func TestSubmitConcurrentIdenticalIntentsGiveOneRow(t *testing.T) {
 	ids := make([]string, n)
 	created := make([]bool, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			req, c, err := b.svc.Submit(b.ctx, "billing-agent", newIntent(nil))
-			ids[i], created[i], errs[i] = req.ID, c, err
-		}()
-	}
-	close(start)
-	wg.Wait()
+	together(n, func(i int) {
+		req, c, err := b.svc.Submit(b.ctx, "billing-agent", newIntent(nil))
+		ids[i], created[i], errs[i] = req.ID, c, err
+	})
 	nCreated := 0
 	for i := range n {
 		if errs[i] != nil {
@@ -68,21 +58,17 @@ func TestSubmitConcurrentIdenticalIntentsGiveOneRow(t *testing.T) {
 	if nCreated != 1 {
 		t.Errorf("%d submits report created, want 1", nCreated)
 	}
-	if got := b.count(t, `SELECT count(*) FROM requests`); got != 1 {
-		t.Errorf("requests rows = %d, want 1", got)
-	}
-	if got := b.count(t, `SELECT count(*) FROM outbox`); got != 1 {
-		t.Errorf("outbox rows = %d, want 1", got)
-	}
-	if got := b.count(t, `SELECT count(*) FROM events`); got != 1 {
-		t.Errorf("events = %d, want 1", got)
-	}
+	b.expectCounts(t, map[string]int{
+		`SELECT count(*) FROM requests`: 1,
+		`SELECT count(*) FROM outbox`:   1,
+		`SELECT count(*) FROM events`:   1,
+	})
 }
 
 func TestSubmitKeyReusedLeavesOriginalUntouched(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	orig := b.submit(t, nil)
+	b.submit(t, nil)
 
 	// Same derived key is impossible with other fields, so reuse a client key.
 	in := newIntent(nil)
@@ -108,7 +94,6 @@ func TestSubmitKeyReusedLeavesOriginalUntouched(t *testing.T) {
 	if got := b.count(t, `SELECT count(*) FROM outbox WHERE request_id = $1`, first.ID); got != 1 {
 		t.Errorf("outbox rows for the original = %d, want 1", got)
 	}
-	_ = orig
 }
 
 func TestReplayReturnsSameRequestInEveryState(t *testing.T) {

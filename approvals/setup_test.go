@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,3 +136,30 @@ func approve(req store.Request, by string) Decision {
 
 // hasWaiter reports whether a long-poll is subscribed to the request.
 func (b *bundle) hasWaiter(requestID string) bool { return b.listener.Waiting(requestID) > 0 }
+
+// together runs fn(0) … fn(n-1) on n goroutines released at the same moment,
+// and returns when all have finished.
+func together(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// expectCounts checks each query's count.
+func (b *bundle) expectCounts(t *testing.T, want map[string]int) {
+	t.Helper()
+	for sql, n := range want {
+		if got := b.count(t, sql); got != n {
+			t.Errorf("%s = %d, want %d", sql, got, n)
+		}
+	}
+}
