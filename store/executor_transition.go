@@ -41,6 +41,10 @@ type TransitionParams struct {
 	Worker string
 	Actor  string
 	Now    *time.Time
+	// AsyncCommit lets the commit return before it is durable. Only for
+	// outcomes that can be verified later: a lost outcome leaves its claim to
+	// expire and be reconciled like any other unknown.
+	AsyncCommit bool
 }
 
 // Applied is a transition that took effect.

@@ -12,7 +12,7 @@ import (
 // request's commit, so durability is unchanged; under load the cost of a
 // commit is shared, and with a single caller a batch is just that caller.
 type IntakeBatcher struct {
-	db       *DB
+	db       Store
 	queue    chan *queuedInsert
 	maxBatch int
 	flushers int
@@ -30,7 +30,7 @@ var ErrBatcherStopped = errors.New("intake batcher stopped")
 
 // NewIntakeBatcher returns a batcher that commits up to maxBatch requests at
 // a time from flushers concurrent transactions. Run starts it.
-func NewIntakeBatcher(db *DB, flushers, maxBatch int) *IntakeBatcher {
+func NewIntakeBatcher(db Store, flushers, maxBatch int) *IntakeBatcher {
 	return &IntakeBatcher{
 		db: db, queue: make(chan *queuedInsert, maxBatch*flushers),
 		maxBatch: maxBatch, flushers: flushers, stopped: make(chan struct{}),
@@ -114,7 +114,7 @@ func (b *IntakeBatcher) flush(batch []*queuedInsert) {
 			unique = append(unique, q.p)
 		}
 	}
-	results, err := InsertRequests(ctx, b.db.Pool, unique, batch[0].p.Now)
+	results, err := b.db.InsertRequests(ctx, unique, batch[0].p.Now)
 	byKey := make(map[string]InsertResult, len(results))
 	for _, r := range results {
 		byKey[r.Key] = r

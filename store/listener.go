@@ -17,12 +17,9 @@ const (
 // in-process subscribers. It only wakes waiters early; correctness never
 // depends on a notification arriving, so waiters also re-read on timeout.
 type Listener struct {
+	*Hub
 	db     *DB
 	logger *slog.Logger
-
-	mu      sync.Mutex
-	changes map[string]map[chan struct{}]struct{}
-	ready   map[chan struct{}]struct{}
 
 	listening     chan struct{} // closed once the first LISTEN is in place
 	listeningOnce sync.Once
@@ -31,11 +28,9 @@ type Listener struct {
 // NewListener returns a Listener; Run starts it.
 func NewListener(db *DB, logger *slog.Logger) *Listener {
 	return &Listener{
-		db:      db,
-		logger:  logger,
-		changes: make(map[string]map[chan struct{}]struct{}),
-		ready:   make(map[chan struct{}]struct{}),
-
+		Hub:       NewHub(),
+		db:        db,
+		logger:    logger,
 		listening: make(chan struct{}),
 	}
 }
@@ -49,7 +44,7 @@ func (l *Listener) Run(ctx context.Context) {
 		if err := l.listen(ctx); err != nil && ctx.Err() == nil {
 			l.logger.Warn("listen connection lost", slog.String("error", err.Error()))
 			// Wake everyone so nobody waits on a notification that was lost.
-			l.broadcast()
+			l.Broadcast()
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -79,87 +74,9 @@ func (l *Listener) listen(ctx context.Context) error {
 		}
 		switch n.Channel {
 		case ChannelChange:
-			l.notifyChange(n.Payload)
+			l.NotifyChange(n.Payload)
 		case ChannelReady:
-			l.notifyReady()
+			l.NotifyReady()
 		}
 	}
-}
-
-// SubscribeChange returns a channel signalled when the request changes, and a
-// function that ends the subscription.
-func (l *Listener) SubscribeChange(requestID string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	l.mu.Lock()
-	subs := l.changes[requestID]
-	if subs == nil {
-		subs = make(map[chan struct{}]struct{})
-		l.changes[requestID] = subs
-	}
-	subs[ch] = struct{}{}
-	l.mu.Unlock()
-	return ch, func() {
-		l.mu.Lock()
-		delete(subs, ch)
-		if len(subs) == 0 {
-			delete(l.changes, requestID)
-		}
-		l.mu.Unlock()
-	}
-}
-
-// SubscribeReady returns a channel signalled when an execution becomes ready.
-func (l *Listener) SubscribeReady() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	l.mu.Lock()
-	l.ready[ch] = struct{}{}
-	l.mu.Unlock()
-	return ch, func() {
-		l.mu.Lock()
-		delete(l.ready, ch)
-		l.mu.Unlock()
-	}
-}
-
-func (l *Listener) notifyChange(requestID string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for ch := range l.changes[requestID] {
-		signal(ch)
-	}
-}
-
-func (l *Listener) notifyReady() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for ch := range l.ready {
-		signal(ch)
-	}
-}
-
-func (l *Listener) broadcast() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, subs := range l.changes {
-		for ch := range subs {
-			signal(ch)
-		}
-	}
-	for ch := range l.ready {
-		signal(ch)
-	}
-}
-
-func signal(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
-// Waiting reports how many subscribers wait on changes to a request.
-func (l *Listener) Waiting(requestID string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.changes[requestID])
 }
