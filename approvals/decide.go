@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/countersign/countersign/store"
 )
 
@@ -40,7 +38,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	if d.Verdict != store.VerdictApprove && d.Verdict != store.VerdictReject {
 		return Outcome{}, fmt.Errorf("unknown verdict %q", d.Verdict)
 	}
-	req, err := store.RequestByID(ctx, s.DB.Pool, d.RequestID)
+	req, err := s.DB.RequestByID(ctx, d.RequestID)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -62,24 +60,20 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		return Outcome{}, ErrNotAllowed
 	}
 
-	var out Outcome
-	err = s.DB.InTx(ctx, func(tx pgx.Tx) error {
-		decidedReq, decision, decided, err := store.DecideTx(ctx, tx, store.DecideParams{
-			RequestID:   d.RequestID,
-			Round:       d.Round,
-			PayloadHash: d.PayloadHash,
-			Verdict:     d.Verdict,
-			DecidedBy:   d.DecidedBy,
-			Via:         d.Via,
-			MaxAttempts: maxAttempts(tool),
-			Now:         s.now(),
-		})
-		out = Outcome{Request: decidedReq, Decision: decision, Created: decided}
-		return err
+	decidedReq, decision, decided, err := s.DB.Decide(ctx, store.DecideParams{
+		RequestID:   d.RequestID,
+		Round:       d.Round,
+		PayloadHash: d.PayloadHash,
+		Verdict:     d.Verdict,
+		DecidedBy:   d.DecidedBy,
+		Via:         d.Via,
+		MaxAttempts: maxAttempts(tool),
+		Now:         s.now(),
 	})
 	if err != nil {
 		return Outcome{}, err
 	}
+	out := Outcome{Request: decidedReq, Decision: decision, Created: decided}
 	if out.Created {
 		s.Logger.Info("request decided", slog.String("key", out.Request.Key),
 			slog.String("verdict", string(d.Verdict)), slog.String("by", d.DecidedBy), slog.Int("round", d.Round))
@@ -91,14 +85,14 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 // explainUndecided says why the conditional write did not happen: the round
 // was decided already, the card is stale, or the request left pending.
 func (s *Service) explainUndecided(ctx context.Context, d Decision) (Outcome, error) {
-	req, err := store.RequestByID(ctx, s.DB.Pool, d.RequestID)
+	req, err := s.DB.RequestByID(ctx, d.RequestID)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if d.Round != req.Round || d.PayloadHash != req.PayloadHash {
 		return Outcome{}, ErrStaleCard
 	}
-	existing, err := store.DecisionFor(ctx, s.DB.Pool, req.ID, req.Round)
+	existing, err := s.DB.DecisionFor(ctx, req.ID, req.Round)
 	switch {
 	case err == nil:
 		return Outcome{Request: req, Decision: existing}, nil
@@ -142,7 +136,7 @@ func (s *Service) MayDecide(ctx context.Context, toolName, user string) (bool, e
 // refuse audits a decision attempt that was not allowed. The refusal changes
 // no state, so a failure to audit it is logged rather than returned.
 func (s *Service) refuse(ctx context.Context, req store.Request, d Decision, reason string) {
-	err := store.AppendEventTx(ctx, s.DB.Pool, store.Event{
+	err := s.DB.AppendEvent(ctx, store.Event{
 		RequestID: req.ID, Actor: d.DecidedBy, Kind: "decision_refused",
 		Data: map[string]any{"reason": reason, "verdict": d.Verdict, "round": d.Round, "via": d.Via},
 	})

@@ -3,8 +3,6 @@ package approvals
 import (
 	"context"
 	"log/slog"
-
-	"github.com/countersign/countersign/store"
 )
 
 // expiryBatch bounds one statement of the expiry sweep.
@@ -17,7 +15,7 @@ const expiryBatch = 500
 func (s *Service) ExpireOnce(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		expired, err := store.ExpireDue(ctx, s.DB.Pool, s.now(), expiryBatch)
+		expired, err := s.DB.ExpireDue(ctx, s.now(), expiryBatch)
 		if err != nil {
 			return total, err
 		}

@@ -20,14 +20,14 @@ const MaxWait = 60 * time.Second
 type Handler struct {
 	svc      *Service
 	agents   Agents
-	listener *store.Listener
+	listener store.Notifier
 	logger   *slog.Logger
 	metrics  *Metrics
 	mux      *http.ServeMux
 }
 
 // NewHandler returns the hook's routes under /v1/.
-func NewHandler(svc *Service, agents Agents, listener *store.Listener, logger *slog.Logger, metrics *Metrics) *Handler {
+func NewHandler(svc *Service, agents Agents, listener store.Notifier, logger *slog.Logger, metrics *Metrics) *Handler {
 	h := &Handler{svc: svc, agents: agents, listener: listener, logger: logger, metrics: metrics, mux: http.NewServeMux()}
 	h.mux.Handle("POST /v1/requests", h.route("create", h.create))
 	h.mux.Handle("GET /v1/requests/{ref}", h.route("get", h.get))

@@ -12,7 +12,7 @@ import (
 
 // Service is intake and review over the store.
 type Service struct {
-	DB     *store.DB
+	DB     store.Store
 	Tools  map[string]Tool
 	Groups GroupResolver // nil: approvers may only be listed by user id
 	Logger *slog.Logger
@@ -49,11 +49,11 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	}
 
 	// A replay is one read; only a new key goes to the (group-committed) insert.
-	existing, postQueued, err := store.ReplayRequest(ctx, s.DB.Pool, key)
+	existing, postQueued, err := s.DB.ReplayRequest(ctx, key)
 	switch {
 	case err == nil:
 		if existing.BasisHash == basisHash && existing.Status == store.RequestPending && existing.CardTS == "" && !postQueued {
-			if err := store.RedriveCard(ctx, s.DB.Pool, existing.ID); err != nil {
+			if err := s.DB.RedriveCard(ctx, existing.ID); err != nil {
 				return store.Request{}, false, err
 			}
 		}
@@ -73,7 +73,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		ttl = DefaultRequestTTL
 	}
 	insert := func(ctx context.Context, p store.NewRequest) (store.Request, bool, error) {
-		return store.InsertRequest(ctx, s.DB.Pool, p)
+		return s.DB.InsertRequest(ctx, p)
 	}
 	if s.Batcher != nil {
 		insert = s.Batcher.Insert
@@ -112,17 +112,17 @@ func replay(existing store.Request, basisHash string) (store.Request, bool, erro
 
 // Get returns the request named by its id or full key.
 func (s *Service) Get(ctx context.Context, ref string) (store.Request, error) {
-	return store.RequestByRef(ctx, s.DB.Pool, ref)
+	return s.DB.RequestByRef(ctx, ref)
 }
 
 // Cancel withdraws a pending request. A request that is no longer pending is
 // a *NotPendingError carrying its status.
 func (s *Service) Cancel(ctx context.Context, ref, actor string) (store.Request, error) {
-	req, err := store.RequestByRef(ctx, s.DB.Pool, ref)
+	req, err := s.DB.RequestByRef(ctx, ref)
 	if err != nil {
 		return store.Request{}, err
 	}
-	req, cancelled, err := store.CancelRequest(ctx, s.DB.Pool, req.ID, actor, s.now())
+	req, cancelled, err := s.DB.CancelRequest(ctx, req.ID, actor, s.now())
 	if err != nil {
 		return store.Request{}, err
 	}

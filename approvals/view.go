@@ -67,14 +67,14 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 	if req.Status == store.RequestPending && req.Round == 1 {
 		return v, nil // nothing decided or executed yet
 	}
-	d, err := store.LatestDecision(ctx, s.DB.Pool, req.ID)
+	d, err := s.DB.LatestDecision(ctx, req.ID)
 	switch {
 	case err == nil:
 		v.Decision = &DecisionView{Verdict: d.Verdict, By: d.DecidedBy, At: d.DecidedAt.UTC(), Via: d.Via, Round: d.Round}
 	case !errors.Is(err, store.ErrNotFound):
 		return View{}, err
 	}
-	e, err := store.LatestExecution(ctx, s.DB.Pool, req.ID)
+	e, err := s.DB.LatestExecution(ctx, req.ID)
 	switch {
 	case err == nil:
 		v.Execution = executionView(e)

@@ -23,7 +23,7 @@ const (
 // Config is what a Bot needs.
 type Config struct {
 	Slack          *slack.Client
-	DB             *store.DB
+	DB             store.Store
 	Review         *approvals.Service
 	SigningSecret  string
 	DefaultChannel string   // for tools without a channel
@@ -41,7 +41,7 @@ type Config struct {
 // slash commands.
 type Bot struct {
 	slack    *slack.Client
-	db       *store.DB
+	db       store.Store
 	review   *approvals.Service
 	secret   string
 	channel  string

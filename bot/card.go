@@ -56,21 +56,21 @@ func (v cardView) settled() bool {
 
 // loadCard reads what a round's card must show.
 func (b *Bot) loadCard(ctx context.Context, requestID string, round int) (cardView, error) {
-	db := b.db.Pool
-	req, err := store.RequestByID(ctx, db, requestID)
+	db := b.db
+	req, err := db.RequestByID(ctx, requestID)
 	if err != nil {
 		return cardView{}, err
 	}
-	state, err := store.CardState(ctx, db, requestID, round)
+	state, err := db.CardState(ctx, requestID, round)
 	if err != nil {
 		return cardView{}, err
 	}
 	v := cardView{Request: req, Round: round, State: state, Tool: b.review.Tools[req.Tool]}
-	d, err := store.DecisionFor(ctx, db, requestID, round)
+	d, err := db.DecisionFor(ctx, requestID, round)
 	switch {
 	case err == nil:
 		v.Decision = &d
-		e, err := store.ExecutionForDecision(ctx, db, d.ID)
+		e, err := db.ExecutionForDecision(ctx, d.ID)
 		switch {
 		case err == nil:
 			v.Execution = &e

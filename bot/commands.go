@@ -78,7 +78,7 @@ func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) commandAnswer
 
 // lookup runs a query and renders the answer.
 func (b *Bot) lookup(ctx context.Context, q Query) (string, error) {
-	db := b.db.Pool
+	db := b.db
 	switch q.Kind {
 	case QueryHelp:
 		if q.Note != "" {
@@ -86,7 +86,7 @@ func (b *Bot) lookup(ctx context.Context, q Query) (string, error) {
 		}
 		return helpText, nil
 	case QueryPending:
-		reqs, err := store.PendingRequests(ctx, db, maxListed)
+		reqs, err := db.PendingRequests(ctx, maxListed)
 		if err != nil {
 			return "", err
 		}
@@ -95,7 +95,7 @@ func (b *Bot) lookup(ctx context.Context, q Query) (string, error) {
 		}
 		return "*Waiting for a decision* (soonest expiry first):\n" + listLines(reqs), nil
 	case QueryUnknown:
-		us, err := store.UnresolvedExecutions(ctx, db, maxListed)
+		us, err := db.UnresolvedExecutions(ctx, maxListed)
 		if err != nil {
 			return "", err
 		}
@@ -110,7 +110,7 @@ func (b *Bot) lookup(ctx context.Context, q Query) (string, error) {
 		}
 		return sb.String(), nil
 	case QueryID:
-		req, err := store.RequestByID(ctx, db, q.Value)
+		req, err := db.RequestByID(ctx, q.Value)
 		if errors.Is(err, store.ErrNotFound) {
 			return "No request has the id `" + q.Value + "`.", nil
 		} else if err != nil {
@@ -118,7 +118,7 @@ func (b *Bot) lookup(ctx context.Context, q Query) (string, error) {
 		}
 		return b.detail(ctx, req)
 	case QueryKey:
-		reqs, err := store.RequestsByKeyPrefix(ctx, db, q.Value, maxMatches+1)
+		reqs, err := db.RequestsByKeyPrefix(ctx, q.Value, maxMatches+1)
 		if err != nil {
 			return "", err
 		}
@@ -130,7 +130,7 @@ func (b *Bot) lookup(ctx context.Context, q Query) (string, error) {
 		}
 		return b.matches(ctx, reqs, "key starting `"+escape(q.Value)+"`")
 	case QueryHexPrefix:
-		reqs, err := store.RequestsByKeyPrefix(ctx, db, "wa_"+strings.ToLower(q.Value), maxMatches+1)
+		reqs, err := db.RequestsByKeyPrefix(ctx, "wa_"+strings.ToLower(q.Value), maxMatches+1)
 		if err != nil {
 			return "", err
 		}
@@ -146,13 +146,13 @@ func (b *Bot) lookup(ctx context.Context, q Query) (string, error) {
 
 // business finds requests by a client-sent key or a string in the effect.
 func (b *Bot) business(ctx context.Context, value string) (string, error) {
-	db := b.db.Pool
-	if req, err := store.RequestByKey(ctx, db, value); err == nil {
+	db := b.db
+	if req, err := db.RequestByKey(ctx, value); err == nil {
 		return b.detail(ctx, req)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
-	reqs, err := store.RequestsByEffectString(ctx, db, value, maxMatches+1)
+	reqs, err := db.RequestsByEffectString(ctx, value, maxMatches+1)
 	if err != nil {
 		return "", err
 	}
@@ -179,7 +179,7 @@ func (b *Bot) matches(ctx context.Context, reqs []store.Request, what string) (s
 // the state, the decision, every execution and attempt, the timeline and the
 // card.
 func (b *Bot) detail(ctx context.Context, req store.Request) (string, error) {
-	db := b.db.Pool
+	db := b.db
 	var sb strings.Builder
 	summary := req.Summary
 	if summary == "" {
@@ -190,7 +190,7 @@ func (b *Bot) detail(ctx context.Context, req store.Request) (string, error) {
 		req.Status, req.Round, escape(req.Tool), escape(req.RunID), escape(string(req.Step)), escape(req.RequestedBy),
 		mention(req.RequestedFor), clock(req.CreatedAt), clock(req.ExpiresAt))
 
-	d, err := store.LatestDecision(ctx, db, req.ID)
+	d, err := db.LatestDecision(ctx, req.ID)
 	switch {
 	case err == nil:
 		fmt.Fprintf(&sb, "Decision: *%s* by %s at %s via %s (round %d)\n", d.Verdict, mention(d.DecidedBy), clock(d.DecidedAt), escape(d.Via), d.Round)
@@ -199,7 +199,7 @@ func (b *Bot) detail(ctx context.Context, req store.Request) (string, error) {
 	default:
 		return "", err
 	}
-	execs, err := store.ExecutionsFor(ctx, db, req.ID)
+	execs, err := db.ExecutionsFor(ctx, req.ID)
 	if err != nil {
 		return "", err
 	}
@@ -220,7 +220,7 @@ func (b *Bot) detail(ctx context.Context, req store.Request) (string, error) {
 		sb.WriteString("\n")
 	}
 
-	events, err := store.EventsFor(ctx, db, req.ID)
+	events, err := db.EventsFor(ctx, req.ID)
 	if err != nil {
 		return "", err
 	}

@@ -3,8 +3,6 @@ package bot
 import (
 	"context"
 	"log/slog"
-
-	"github.com/countersign/countersign/store"
 )
 
 // convergeBatch bounds the deliveries one sweep queues.
@@ -15,7 +13,7 @@ const convergeBatch = 500
 // a post for pending rounds whose card never landed, so Slack converges on the
 // database after outages and restarts. It returns how many it queued.
 func (b *Bot) ConvergeOnce(ctx context.Context) (int, error) {
-	n, err := store.EnqueueStaleCards(ctx, b.db.Pool, convergeBatch)
+	n, err := b.db.EnqueueStaleCards(ctx, convergeBatch)
 	if err != nil {
 		return 0, err
 	}

@@ -48,7 +48,7 @@ func (p *postponed) Error() string { return p.reason }
 // returns how many rows it claimed. Errors of single rows are recorded on the
 // rows; the returned error is only for the claim itself.
 func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
-	rows, err := store.ClaimOutbox(ctx, b.db.Pool, b.batch, b.lease)
+	rows, err := b.db.ClaimOutbox(ctx, b.batch, b.lease)
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
@@ -82,11 +82,11 @@ func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
 // updates and replies, the tool's for posts.
 func (b *Bot) targetChannel(ctx context.Context, row store.OutboxRow) string {
 	if row.Kind != store.OutboxPostCard {
-		if c, err := store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round); err == nil {
+		if c, err := b.db.CardFor(ctx, row.RequestID, row.Round); err == nil {
 			return c.Channel
 		}
 	}
-	req, err := store.RequestByID(ctx, b.db.Pool, row.RequestID)
+	req, err := b.db.RequestByID(ctx, row.RequestID)
 	if err != nil {
 		return ""
 	}
@@ -100,7 +100,7 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 	if until := b.pausedUntil(channel); !until.IsZero() {
 		b.metrics.Deliveries.WithLabelValues(kind, "postponed").Inc()
 		b.record(ctx, log, func(ctx context.Context) error {
-			return store.RetryOutbox(ctx, b.db.Pool, row.ID, time.Until(until), "channel paused by a rate limit", false)
+			return b.db.RetryOutbox(ctx, row.ID, time.Until(until), "channel paused by a rate limit", false)
 		})
 		return
 	}
@@ -127,11 +127,11 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 	switch {
 	case err == nil:
 		b.metrics.Deliveries.WithLabelValues(kind, "delivered").Inc()
-		b.record(ctx, log, func(ctx context.Context) error { return store.MarkOutboxDelivered(ctx, b.db.Pool, row.ID, note) })
+		b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxDelivered(ctx, row.ID, note) })
 	case errors.As(err, &p):
 		b.metrics.Deliveries.WithLabelValues(kind, "postponed").Inc()
 		b.record(ctx, log, func(ctx context.Context) error {
-			return store.RetryOutbox(ctx, b.db.Pool, row.ID, p.delay, p.reason, false)
+			return b.db.RetryOutbox(ctx, row.ID, p.delay, p.reason, false)
 		})
 	case errors.As(err, &rl):
 		wait := max(rl.RetryAfter, time.Second)
@@ -139,29 +139,29 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 		b.metrics.Deliveries.WithLabelValues(kind, "rate_limited").Inc()
 		log.Warn("slack rate limit", slog.String("channel", channel), slog.Duration("retry_after", wait))
 		b.record(ctx, log, func(ctx context.Context) error {
-			return store.RetryOutbox(ctx, b.db.Pool, row.ID, wait, reasonRateLimited, true)
+			return b.db.RetryOutbox(ctx, row.ID, wait, reasonRateLimited, true)
 		})
 	case errors.As(err, &se) && !slices.Contains(transientErrors, se.Err), errors.Is(err, errPermanent):
 		b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
 		log.Error("slack delivery failed for good", slog.String("channel", channel), slog.String("error", err.Error()))
-		b.record(ctx, log, func(ctx context.Context) error { return store.MarkOutboxFailed(ctx, b.db.Pool, row.ID, err.Error()) })
+		b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxFailed(ctx, row.ID, err.Error()) })
 		if row.Kind == store.OutboxUpdateCard && se.Err == "message_not_found" {
 			// Someone deleted the card: stop the sweep from updating it for ever.
 			b.record(ctx, log, func(ctx context.Context) error {
-				return store.MarkCardRendered(ctx, b.db.Pool, row.RequestID, row.Round, "message_not_found", true)
+				return b.db.MarkCardRendered(ctx, row.RequestID, row.Round, "message_not_found", true)
 			})
 		}
 	default:
 		if row.Attempts >= maxTransientTry {
 			b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
 			log.Error("slack delivery gave up", slog.Int("attempts", row.Attempts), slog.String("error", err.Error()))
-			b.record(ctx, log, func(ctx context.Context) error { return store.MarkOutboxFailed(ctx, b.db.Pool, row.ID, err.Error()) })
+			b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxFailed(ctx, row.ID, err.Error()) })
 			return
 		}
 		b.metrics.Deliveries.WithLabelValues(kind, "retry").Inc()
 		log.Warn("slack delivery will be retried", slog.Int("attempts", row.Attempts), slog.String("error", err.Error()))
 		b.record(ctx, log, func(ctx context.Context) error {
-			return store.RetryOutbox(ctx, b.db.Pool, row.ID, backoff(row.Attempts), err.Error(), true)
+			return b.db.RetryOutbox(ctx, row.ID, backoff(row.Attempts), err.Error(), true)
 		})
 	}
 }
@@ -195,7 +195,7 @@ func (b *Bot) post(ctx context.Context, channel string, row store.OutboxRow) (st
 	if channel == "" {
 		return "", fmt.Errorf("%w: no channel configured for the tool", errPermanent)
 	}
-	if _, err := store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round); err == nil {
+	if _, err := b.db.CardFor(ctx, row.RequestID, row.Round); err == nil {
 		return "card already posted", nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return "", err
@@ -228,7 +228,7 @@ func (b *Bot) post(ctx context.Context, channel string, row store.OutboxRow) (st
 				slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(meta)); err != nil {
 				return "", err
 			}
-			_, err := store.RecordCard(ctx, b.db.Pool, store.Card{RequestID: v.Request.ID, Round: row.Round, Channel: channel, TS: ts,
+			_, err := b.db.RecordCard(ctx, store.Card{RequestID: v.Request.ID, Round: row.Round, Channel: channel, TS: ts,
 				RenderedState: v.State, Settled: v.settled()})
 			return "card found in channel history", err
 		}
@@ -245,7 +245,7 @@ func (b *Bot) post(ctx context.Context, channel string, row store.OutboxRow) (st
 	if postedChannel == "" {
 		postedChannel = channel
 	}
-	stood, err := store.RecordCard(ctx, b.db.Pool, store.Card{RequestID: v.Request.ID, Round: row.Round, Channel: postedChannel, TS: ts,
+	stood, err := b.db.RecordCard(ctx, store.Card{RequestID: v.Request.ID, Round: row.Round, Channel: postedChannel, TS: ts,
 		RenderedState: v.State, Settled: v.settled()})
 	if err != nil {
 		return "", err
@@ -269,7 +269,7 @@ func (b *Bot) postMayHaveLanded(ctx context.Context, row store.OutboxRow) (bool,
 	if row.Attempts > 1 && row.LastError != reasonRateLimited {
 		return true, nil
 	}
-	return store.OtherPostRows(ctx, b.db.Pool, row)
+	return b.db.OtherPostRows(ctx, row)
 }
 
 // findCard looks for this round's card in the channel's recent history by its
@@ -328,7 +328,7 @@ func (b *Bot) update(ctx context.Context, row store.OutboxRow) (string, error) {
 		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(cardMetadata(v.Request, row.Round))); err != nil {
 		return "", err
 	}
-	return "", store.MarkCardRendered(ctx, b.db.Pool, row.RequestID, row.Round, v.State, v.settled())
+	return "", b.db.MarkCardRendered(ctx, row.RequestID, row.Round, v.State, v.settled())
 }
 
 // reply answers in a card's thread when its write failed or needs review.
@@ -348,7 +348,7 @@ func (b *Bot) reply(ctx context.Context, channel string, row store.OutboxRow) (s
 // postedCard loads a round's posted card and what it must show. Without a
 // card yet, note and err are noCardYet's answer.
 func (b *Bot) postedCard(ctx context.Context, row store.OutboxRow) (card store.Card, v cardView, note string, err error) {
-	card, err = store.CardFor(ctx, b.db.Pool, row.RequestID, row.Round)
+	card, err = b.db.CardFor(ctx, row.RequestID, row.Round)
 	if errors.Is(err, store.ErrNotFound) {
 		note, err = b.noCardYet(ctx, row)
 		return store.Card{}, cardView{}, note, err
@@ -366,7 +366,7 @@ func (b *Bot) postedCard(ctx context.Context, row store.OutboxRow) (card store.C
 // recorded: wait for a queued post, or drop it when no card will come. It
 // always answers with a note or an error.
 func (b *Bot) noCardYet(ctx context.Context, row store.OutboxRow) (string, error) {
-	pending, err := store.PostPending(ctx, b.db.Pool, row.RequestID, row.Round)
+	pending, err := b.db.PostPending(ctx, row.RequestID, row.Round)
 	if err != nil {
 		return "", err
 	}

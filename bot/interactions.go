@@ -195,7 +195,7 @@ func (b *Bot) resolve(ctx context.Context, c click) (outcome, answer string) {
 	if b.resolver == nil {
 		return "unavailable", "Resolution is not available on this server; ask an operator."
 	}
-	req, err := store.RequestByID(ctx, b.db.Pool, c.Resolve.RequestID)
+	req, err := b.db.RequestByID(ctx, c.Resolve.RequestID)
 	if errors.Is(err, store.ErrNotFound) {
 		return "not_found", "This card's request does not exist here. Nothing was recorded."
 	} else if err != nil {
@@ -208,7 +208,7 @@ func (b *Bot) resolve(ctx context.Context, c click) (outcome, answer string) {
 		return "error", "Your choice could not be recorded just now. Nothing changed; please click again."
 	}
 	if !allowed {
-		if err := store.AppendEventTx(ctx, b.db.Pool, store.Event{RequestID: req.ID, Actor: c.User, Kind: "resolution_refused",
+		if err := b.db.AppendEvent(ctx, store.Event{RequestID: req.ID, Actor: c.User, Kind: "resolution_refused",
 			Data: map[string]any{"reason": "not_an_approver", "action": c.ActionID, "execution_id": c.Resolve.ExecutionID, "via": "slack"}}); err != nil {
 			b.logger.Error("auditing a refused resolution", slog.String("key", req.Key), slog.String("error", err.Error()))
 		}

@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/countersign/countersign/store"
 )
 
@@ -39,7 +37,7 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 // dispatch is DispatchOnce; full, if set, is called as soon as a claim comes
 // back full, before the sends, so another loop can claim the next batch.
 func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
-	claims, err := store.ClaimExecutions(ctx, e.db.Pool, store.ClaimParams{
+	claims, err := e.db.ClaimExecutions(ctx, store.ClaimParams{
 		Worker: e.worker, Limit: e.batch, ClaimTimeouts: e.timeouts, Now: e.now(),
 	})
 	if err != nil || len(claims) == 0 {
@@ -116,18 +114,9 @@ func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
 func (e *Executor) record(ctx context.Context, batch []store.Transition, verifiable bool) error {
 	p := store.TransitionParams{
 		From: store.ExecClaimed, Worker: e.worker, Actor: "executor:" + e.worker, Now: e.now(),
+		AsyncCommit: verifiable,
 	}
-	var applied []store.Applied
-	err := e.db.InTx(ctx, func(tx pgx.Tx) error {
-		if verifiable {
-			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-				return err
-			}
-		}
-		var err error
-		applied, err = store.TransitionExecutions(ctx, tx, p, batch)
-		return err
-	})
+	applied, err := e.db.TransitionExecutions(ctx, p, batch)
 	if err != nil {
 		return err
 	}

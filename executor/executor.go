@@ -17,7 +17,7 @@ import (
 
 // Config is what an Executor needs. Zero values mean the defaults.
 type Config struct {
-	DB    *store.DB
+	DB    store.Store
 	Tools map[string]Tool
 	// Secret signs every dispatch (COUNTERSIGN_DISPATCH_SECRET).
 	Secret []byte
@@ -57,7 +57,7 @@ type Config struct {
 // outcomes. Its methods are safe for concurrent use, and any number of
 // Executors may run against one database.
 type Executor struct {
-	db       *store.DB
+	db       store.Store
 	tools    map[string]Tool
 	timeouts map[string]time.Duration
 	secret   []byte

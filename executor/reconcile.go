@@ -27,7 +27,7 @@ type ReconcileReport struct {
 func (e *Executor) ReconcileOnce(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
 	for {
-		n, err := store.ExpireClaims(ctx, e.db.Pool, e.now(), reconcileBatch)
+		n, err := e.db.ExpireClaims(ctx, e.now(), reconcileBatch)
 		rep.Expired += n
 		if err != nil {
 			return rep, err
@@ -37,13 +37,13 @@ func (e *Executor) ReconcileOnce(ctx context.Context) (ReconcileReport, error) {
 		}
 	}
 	for {
-		unknowns, err := store.LeaseUnknowns(ctx, e.db.Pool, e.now(), e.lease, reconcileBatch)
+		unknowns, err := e.db.LeaseUnknowns(ctx, e.now(), e.lease, reconcileBatch)
 		if err != nil {
 			return rep, err
 		}
 		rep.Verified += len(unknowns)
 		transitions := e.verifyAll(ctx, unknowns)
-		applied, err := store.TransitionExecutions(ctx, e.db.Pool, store.TransitionParams{
+		applied, err := e.db.TransitionExecutions(ctx, store.TransitionParams{
 			From: store.ExecUnknown, Actor: "executor:reconciler", Now: e.now(),
 		}, transitions)
 		if err != nil {
@@ -55,7 +55,7 @@ func (e *Executor) ReconcileOnce(ctx context.Context) (ReconcileReport, error) {
 			break
 		}
 	}
-	unknown, needsReview, err := store.CountUnsettled(ctx, e.db.Pool)
+	unknown, needsReview, err := e.db.CountUnsettled(ctx)
 	if err != nil {
 		return rep, err
 	}

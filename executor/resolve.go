@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/countersign/countersign/store"
 )
 
@@ -36,12 +34,7 @@ func (e *Executor) Resolve(ctx context.Context, requestID string, executionID in
 	default:
 		return fmt.Errorf("%w: %q", ErrUnknownAction, action)
 	}
-	var resolved bool
-	err := e.db.InTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		resolved, err = store.ResolveTx(ctx, tx, p)
-		return err
-	})
+	resolved, err := e.db.Resolve(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/countersign/countersign/store"
 )
 
@@ -55,17 +53,9 @@ func (e *Executor) revalidate(ctx context.Context, tool Tool, c store.Claim) (co
 // supersede retires the claimed execution and sends the request back for a
 // new decision. It reports whether it did.
 func (e *Executor) supersede(ctx context.Context, tool Tool, c store.Claim, code, msg string, log *slog.Logger) bool {
-	var (
-		round int
-		done  bool
-	)
-	err := e.db.InTx(context.WithoutCancel(ctx), func(tx pgx.Tx) error {
-		var err error
-		round, done, err = store.SupersedeTx(ctx, tx, store.SupersedeParams{
-			ExecutionID: c.ID, Attempt: c.Attempts, Worker: e.worker, Code: code, Message: msg,
-			RequestTTL: tool.RequestTTL, Now: e.now(),
-		})
-		return err
+	round, done, err := e.db.Supersede(context.WithoutCancel(ctx), store.SupersedeParams{
+		ExecutionID: c.ID, Attempt: c.Attempts, Worker: e.worker, Code: code, Message: msg,
+		RequestTTL: tool.RequestTTL, Now: e.now(),
 	})
 	switch {
 	case err != nil:

@@ -55,7 +55,7 @@ func (a *app) startExecutor(ctx context.Context) (*executor.Executor, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("scheduling reconcile: %w", err)
 	}
-	wake, unsubscribe := a.listener.SubscribeReady()
+	wake, unsubscribe := a.notifier.SubscribeReady()
 	go func() {
 		defer unsubscribe()
 		ex.Run(ctx, wake, 0)

@@ -33,7 +33,7 @@ type app struct {
 	cfg      *Config
 	logger   *slog.Logger
 	db       *store.DB
-	listener *store.Listener
+	notifier store.Notifier
 	registry *prometheus.Registry
 	mux      *http.ServeMux
 	cron     *cron.Cron
@@ -66,19 +66,20 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		cfg:      cfg,
 		logger:   logger,
 		db:       db,
-		listener: store.NewListener(db, logger.With("component", "listener")),
 		registry: prometheus.NewRegistry(),
 		mux:      http.NewServeMux(),
 	}
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.cron = cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{logger}), cron.Recover(cronLogger{logger})),
 		cron.WithLogger(cronLogger{logger}))
-	go a.listener.Run(ctx)
+	listener := store.NewListener(db, logger.With("component", "listener"))
+	go listener.Run(ctx)
+	a.notifier = listener
 
 	batcher := store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
 	go batcher.Run(ctx)
 	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: batcher, Logger: logger.With("component", "approvals")}
-	hook := approvals.NewHandler(a.review, cfg.AgentList(), a.listener, logger.With("component", "hook"), approvals.NewMetrics(a.registry))
+	hook := approvals.NewHandler(a.review, cfg.AgentList(), a.notifier, logger.With("component", "hook"), approvals.NewMetrics(a.registry))
 	a.mux.Handle("/v1/", hook)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	a.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
