@@ -34,7 +34,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/executor"
-	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
 )
 
@@ -73,7 +73,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: providertest.Noop(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 5 * time.Minute}
+	srv := &http.Server{Handler: sandbox.Noop(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 5 * time.Minute}
 	go srv.Serve(ln)
 	defer srv.Close()
 

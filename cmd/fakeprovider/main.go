@@ -1,4 +1,4 @@
-// Command fakeprovider serves executor/providertest's fake provider for demos
+// Command fakeprovider serves the sandbox provider for demos
 // and benchmarks: writes on any path are stored under their Idempotency-Key,
 // GET /objects?key=K is the verify URL, GET /precondition the precondition.
 //
@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/sandbox"
 )
 
 func main() {
@@ -35,15 +35,15 @@ func main() {
 	precondition := flag.Int("precondition", http.StatusOK, "status of GET /precondition")
 	flag.Parse()
 
-	var handler http.Handler = providertest.Noop()
+	var handler http.Handler = sandbox.Noop()
 	if !*noop {
-		p := providertest.New()
+		p := sandbox.New()
 		if *secret != "" {
 			p.Secret = []byte(*secret)
 		}
 		p.IgnoreKeys(*ignoreKeys)
 		p.SetPrecondition(*precondition)
-		p.Set(providertest.Behavior{Status: *status, Code: *code, RetryAfter: *retryAfter, Hang: *hang,
+		p.Set(sandbox.Behavior{Status: *status, Code: *code, RetryAfter: *retryAfter, Hang: *hang,
 			HangAfterProcess: *hangAfter, DropAfterProcess: *drop, Times: *times})
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			before := p.BadSignatures()

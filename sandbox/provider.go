@@ -1,20 +1,18 @@
-// Package providertest is a fake provider for the executor's tests, demos and
-// benchmarks: it stores each write under its Idempotency-Key and answers a
+// Package sandbox is a provider that performs nothing real, for the local
+// demo tool, the executor's tests and benchmarks: it stores each write under its Idempotency-Key and answers a
 // repeated key with the stored response, and it has knobs to ignore keys, to
 // fail with a status or code, to hang, and to process a write and then drop
 // the connection. Tests count the objects it holds.
-package providertest
+package sandbox
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/countersign/countersign/executor"
@@ -85,18 +83,6 @@ func New() *Provider {
 		precondition: http.StatusOK,
 		release:      make(chan struct{}),
 	}
-}
-
-// Start serves p on a loopback httptest server closed when the test ends.
-func Start(t testing.TB, p *Provider) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(p)
-	t.Cleanup(func() {
-		p.Release()
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	return srv
 }
 
 // IgnoreKeys makes every write create a new object, as a provider that does
