@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -205,28 +204,13 @@ func actor(a string) string {
 
 // eventDetail shows an event's small fields (verdict, code, state, …).
 func eventDetail(data map[string]any) string {
-	if len(data) == 0 {
+	fields := lookup.EventFields(data)
+	if len(fields) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		switch v := data[k].(type) {
-		case string:
-			if k == "payload_hash_seen" || k == "key" {
-				continue
-			}
-			parts = append(parts, k+"="+escape(cut(v, 80)))
-		case float64, bool:
-			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
-		}
-	}
-	if len(parts) == 0 {
-		return ""
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f.Name + "=" + escape(cut(f.Value, 80))
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
 }
