@@ -107,8 +107,8 @@ func TestReject(t *testing.T) {
 func TestRefusedDecisionsSayWhy(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	asOutsider := b.serve(t, outsider)
-	asRequester := b.serve(t, requester)
+	asOutsider := b.serve(t, Options{Reviewer: outsider})
+	asRequester := b.serve(t, Options{Reviewer: requester})
 	cases := []struct {
 		name   string
 		notice string

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,15 +47,21 @@ func setup(t testing.TB) *bundle {
 		Logger: slog.New(slog.DiscardHandler),
 	}
 	b := &bundle{db: db, svc: svc, ctx: context.Background()}
-	b.server = b.serve(t, reviewer)
+	b.server = b.serve(t, Options{Reviewer: reviewer})
 	return b
 }
 
-// serve starts another inbox on the same service, deciding as reviewer.
-func (b *bundle) serve(t testing.TB, reviewer string) *httptest.Server {
+// serve starts an inbox on the bundle's service; opts that leave Service,
+// Store or Logger unset get the bundle's.
+func (b *bundle) serve(t testing.TB, opts Options) *httptest.Server {
 	t.Helper()
+	opts.Service = cmp.Or(opts.Service, b.svc)
+	if opts.Store == nil {
+		opts.Store = b.db
+	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	mux := http.NewServeMux()
-	mux.Handle(DefaultPrefix+"/", New(Options{Service: b.svc, Store: b.db, Reviewer: reviewer, Logger: slog.New(slog.DiscardHandler)}))
+	mux.Handle(DefaultPrefix+"/", New(opts))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
