@@ -3,24 +3,21 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
 
-// Lookup limits.
+// Slack answer limits.
 const (
-	maxMatches     = 5  // an ambiguous prefix or business id lists this many
-	maxListed      = 10 // pending and unknown list this many
 	maxTimeline    = 25 // events shown for one request
 	maxAnswerBytes = 12000
 )
@@ -66,120 +63,72 @@ type commandAnswer struct {
 
 // command answers one slash command from either transport.
 func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) commandAnswer {
-	q := ParseQuery(cmd.Text)
+	q := lookup.Parse(cmd.Text)
 	b.metrics.Commands.WithLabelValues(string(q.Kind)).Inc()
-	text, err := b.lookup(ctx, q)
+	text := ""
+	answer, err := lookup.Run(ctx, b.db, q)
 	if err != nil {
 		b.logger.Error("slash command lookup", slog.String("kind", string(q.Kind)), slog.String("error", err.Error()))
 		text = "The lookup failed just now; please try again."
+	} else {
+		text = LookupText(answer)
 	}
 	return commandAnswer{ResponseType: slack.ResponseTypeEphemeral, Text: cut(text, maxAnswerBytes)}
 }
 
-// lookup runs a query and renders the answer.
-func (b *Bot) lookup(ctx context.Context, q Query) (string, error) {
-	db := b.db
-	switch q.Kind {
-	case QueryHelp:
-		if q.Note != "" {
-			return q.Note + "\n\n" + helpText, nil
+// LookupText renders a lookup answer as the slash command's mrkdwn.
+func LookupText(a lookup.Answer) string {
+	switch a.Kind {
+	case lookup.AnswerHelp:
+		if a.Note != "" {
+			return a.Note + "\n\n" + helpText
 		}
-		return helpText, nil
-	case QueryPending:
-		reqs, err := db.PendingRequests(ctx, maxListed)
-		if err != nil {
-			return "", err
+		return helpText
+	case lookup.AnswerPending:
+		if len(a.Requests) == 0 {
+			return "Nothing is waiting for a decision."
 		}
-		if len(reqs) == 0 {
-			return "Nothing is waiting for a decision.", nil
-		}
-		return "*Waiting for a decision* (soonest expiry first):\n" + listLines(reqs), nil
-	case QueryUnknown:
-		us, err := db.UnresolvedExecutions(ctx, maxListed)
-		if err != nil {
-			return "", err
-		}
-		if len(us) == 0 {
-			return "No write is unknown or waiting for a human.", nil
+		return "*Waiting for a decision* (soonest expiry first):\n" + listLines(a.Requests)
+	case lookup.AnswerUnresolved:
+		if len(a.Unresolved) == 0 {
+			return "No write is unknown or waiting for a human."
 		}
 		var sb strings.Builder
 		sb.WriteString("*Unknown or needing review:*\n")
-		for _, u := range us {
+		for _, u := range a.Unresolved {
 			fmt.Fprintf(&sb, "• `%s` *%s* after %s%s · %s · %s\n", u.Request.Key, u.Execution.State, plural(u.Execution.Attempts, "attempt"),
 				codeOf(u.Execution), escape(u.Request.Tool), escape(cut(u.Request.Summary, 80)))
 		}
-		return sb.String(), nil
-	case QueryID:
-		req, err := db.RequestByID(ctx, q.Value)
-		if errors.Is(err, store.ErrNotFound) {
-			return "No request has the id `" + q.Value + "`.", nil
-		} else if err != nil {
-			return "", err
+		return sb.String()
+	case lookup.AnswerNone:
+		switch a.Match {
+		case lookup.MatchID:
+			return "No request has the id `" + escape(a.Value) + "`."
+		case lookup.MatchKeyPrefix:
+			return "No request has a key starting `" + escape(a.Value) + "`."
 		}
-		return b.detail(ctx, req)
-	case QueryKey:
-		reqs, err := db.RequestsByKeyPrefix(ctx, q.Value, maxMatches+1)
-		if err != nil {
-			return "", err
+		return "No request's effect holds `" + escape(a.Value) + "`.\n\n" + helpText
+	case lookup.AnswerMatches:
+		what := "key starting `" + escape(a.Value) + "`"
+		if a.Match == lookup.MatchEffect {
+			what = "effect holding `" + escape(a.Value) + "`"
 		}
-		if q.Suffix != "" {
-			reqs = filterSuffix(reqs, q.Suffix)
+		head := fmt.Sprintf("%d requests have a %s:\n", len(a.Requests), what)
+		if a.More {
+			head = fmt.Sprintf("More than %d requests have a %s; the first %d:\n", lookup.MaxMatches, what, lookup.MaxMatches)
 		}
-		if len(reqs) == 0 {
-			return "No request has a key starting `" + escape(q.Value) + "`.", nil
-		}
-		return b.matches(ctx, reqs, "key starting `"+escape(q.Value)+"`")
-	case QueryHexPrefix:
-		reqs, err := db.RequestsByKeyPrefix(ctx, "wa_"+strings.ToLower(q.Value), maxMatches+1)
-		if err != nil {
-			return "", err
-		}
-		if len(reqs) > 0 {
-			return b.matches(ctx, reqs, "key starting `wa_"+escape(strings.ToLower(q.Value))+"`")
-		}
-		return b.business(ctx, q.Value)
-	case QueryBusiness:
-		return b.business(ctx, q.Value)
+		return head + listLines(a.Requests) + "Type more of the key to see one in full."
+	case lookup.AnswerDetail:
+		return detailText(*a.Detail)
 	}
-	return helpText, nil
+	return helpText
 }
 
-// business finds requests by a client-sent key or a string in the effect.
-func (b *Bot) business(ctx context.Context, value string) (string, error) {
-	db := b.db
-	if req, err := db.RequestByKey(ctx, value); err == nil {
-		return b.detail(ctx, req)
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return "", err
-	}
-	reqs, err := db.RequestsByEffectString(ctx, value, maxMatches+1)
-	if err != nil {
-		return "", err
-	}
-	if len(reqs) == 0 {
-		return "No request's effect holds `" + escape(value) + "`.\n\n" + helpText, nil
-	}
-	return b.matches(ctx, reqs, "effect holding `"+escape(value)+"`")
-}
-
-// matches shows one request in full, or lists several.
-func (b *Bot) matches(ctx context.Context, reqs []store.Request, what string) (string, error) {
-	if len(reqs) == 1 {
-		return b.detail(ctx, reqs[0])
-	}
-	head := fmt.Sprintf("%d requests have a %s:\n", len(reqs), what)
-	if len(reqs) > maxMatches {
-		reqs = reqs[:maxMatches]
-		head = fmt.Sprintf("More than %d requests have a %s; the first %d:\n", maxMatches, what, maxMatches)
-	}
-	return head + listLines(reqs) + "Type more of the key to see one in full.", nil
-}
-
-// detail is everything a support engineer needs about one request: the key,
-// the state, the decision, every execution and attempt, the timeline and the
-// card.
-func (b *Bot) detail(ctx context.Context, req store.Request) (string, error) {
-	db := b.db
+// detailText is everything a support engineer needs about one request: the
+// key, the state, the decision, every execution and attempt, the timeline and
+// the card.
+func detailText(d lookup.Detail) string {
+	req := d.Request
 	var sb strings.Builder
 	summary := req.Summary
 	if summary == "" {
@@ -190,23 +139,15 @@ func (b *Bot) detail(ctx context.Context, req store.Request) (string, error) {
 		req.Status, req.Round, escape(req.Tool), escape(req.RunID), escape(string(req.Step)), escape(req.RequestedBy),
 		mention(req.RequestedFor), clock(req.CreatedAt), clock(req.ExpiresAt))
 
-	d, err := db.LatestDecision(ctx, req.ID)
-	switch {
-	case err == nil:
-		fmt.Fprintf(&sb, "Decision: *%s* by %s at %s via %s (round %d)\n", d.Verdict, mention(d.DecidedBy), clock(d.DecidedAt), escape(d.Via), d.Round)
-	case errors.Is(err, store.ErrNotFound):
+	if dec := d.Decision; dec != nil {
+		fmt.Fprintf(&sb, "Decision: *%s* by %s at %s via %s (round %d)\n", dec.Verdict, mention(dec.DecidedBy), clock(dec.DecidedAt), escape(dec.Via), dec.Round)
+	} else {
 		sb.WriteString("Decision: none yet\n")
-	default:
-		return "", err
 	}
-	execs, err := db.ExecutionsFor(ctx, req.ID)
-	if err != nil {
-		return "", err
-	}
-	if len(execs) == 0 {
+	if len(d.Executions) == 0 {
 		sb.WriteString("Execution: none\n")
 	}
-	for _, e := range execs {
+	for _, e := range d.Executions {
 		fmt.Fprintf(&sb, "Execution #%d: *%s* · %s of %d%s", e.ID, e.State, plural(e.Attempts, "attempt"), e.MaxAttempts, codeOf(e))
 		if e.ResponseStatus != nil {
 			fmt.Fprintf(&sb, " · HTTP %d", *e.ResponseStatus)
@@ -220,10 +161,7 @@ func (b *Bot) detail(ctx context.Context, req store.Request) (string, error) {
 		sb.WriteString("\n")
 	}
 
-	events, err := db.EventsFor(ctx, req.ID)
-	if err != nil {
-		return "", err
-	}
+	events := d.Events
 	if len(events) > 0 {
 		sb.WriteString("Timeline:\n")
 		if len(events) > maxTimeline {
@@ -239,7 +177,7 @@ func (b *Bot) detail(ctx context.Context, req store.Request) (string, error) {
 	} else {
 		sb.WriteString("The card has not been posted yet.\n")
 	}
-	return sb.String(), nil
+	return sb.String()
 }
 
 func listLines(reqs []store.Request) string {
@@ -248,16 +186,6 @@ func listLines(reqs []store.Request) string {
 		fmt.Fprintf(&sb, "• `%s` *%s* · %s · %s · expires %s\n", r.Key, r.Status, escape(r.Tool), escape(cut(r.Summary, 80)), clock(r.ExpiresAt))
 	}
 	return sb.String()
-}
-
-func filterSuffix(reqs []store.Request, suffix string) []store.Request {
-	out := reqs[:0:0]
-	for _, r := range reqs {
-		if strings.HasSuffix(r.Key, suffix) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 func codeOf(e store.Execution) string {
@@ -276,28 +204,13 @@ func actor(a string) string {
 
 // eventDetail shows an event's small fields (verdict, code, state, …).
 func eventDetail(data map[string]any) string {
-	if len(data) == 0 {
+	fields := lookup.EventFields(data)
+	if len(fields) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		switch v := data[k].(type) {
-		case string:
-			if k == "payload_hash_seen" || k == "key" {
-				continue
-			}
-			parts = append(parts, k+"="+escape(cut(v, 80)))
-		case float64, bool:
-			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
-		}
-	}
-	if len(parts) == 0 {
-		return ""
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f.Name + "=" + escape(cut(f.Value, 80))
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
 }

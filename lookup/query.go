@@ -1,11 +1,15 @@
-package bot
+// Package lookup answers the support engineer's question "did this write
+// happen, and how many times?" for a key prefix, a business id, or the lists
+// of pending and unresolved requests. It returns structured answers; the Slack
+// slash command and the local inbox each render them their own way.
+package lookup
 
 import (
 	"strings"
 	"unicode"
 )
 
-// QueryKind is what a /countersign text asks for.
+// QueryKind is what a lookup text asks for.
 type QueryKind string
 
 // Query kinds.
@@ -25,7 +29,7 @@ const minPrefix = 8
 // maxBusinessID bounds a business id (the index holds values of up to 200 bytes).
 const maxBusinessID = 200
 
-// Query is a parsed /countersign text.
+// Query is a parsed lookup text.
 type Query struct {
 	Kind   QueryKind
 	Value  string // the prefix, id or business id
@@ -33,9 +37,9 @@ type Query struct {
 	Note   string // why a help answer was given, if not asked for
 }
 
-// ParseQuery reads the text after /countersign. It never fails: unknown
-// input is a help query with a note.
-func ParseQuery(text string) Query {
+// Parse reads a lookup text (what follows /countersign, or the inbox's
+// lookup box). It never fails: unknown input is a help query with a note.
+func Parse(text string) Query {
 	t := strings.TrimSpace(text)
 	t = strings.Trim(t, "`'\"")
 	t = strings.TrimSpace(t)

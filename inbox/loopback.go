@@ -1,0 +1,37 @@
+package inbox
+
+import (
+	"net"
+	"net/http"
+	"strings"
+)
+
+// loopbackOnly refuses requests whose Host is not a loopback name or address.
+// Binding to 127.0.0.1 is not enough: a page on an attacker's domain that
+// resolves to 127.0.0.1 (DNS rebinding) reaches the listener with its own
+// name in Host, and would otherwise read the inbox as same-origin.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, "The inbox answers only on localhost, 127.0.0.1 or [::1].", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header, with or without a port, names
+// this machine's loopback interface.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

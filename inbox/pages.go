@@ -1,0 +1,164 @@
+package inbox
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/countersign/countersign/lookup"
+	"github.com/countersign/countersign/store"
+)
+
+// Inbox limits.
+const (
+	maxPending = 50 // cards on the inbox page
+	maxDecided = 10 // recently decided requests on the inbox page
+)
+
+// card is what a request's card shows, as on Slack.
+type card struct {
+	Request    store.Request
+	Reversible bool
+}
+
+// Pending reports whether the card offers Approve and Reject.
+func (c card) Pending() bool { return c.Request.Status == store.RequestPending }
+
+func (h *Handler) card(req store.Request) card {
+	return card{Request: req, Reversible: h.svc.Tools[req.Tool].Reversible}
+}
+
+type inboxPage struct {
+	page
+	Cards []card
+	// Decided is nil when the store cannot list recent decisions.
+	Decided []lookup.Detail
+}
+
+// inbox shows the pending requests, newest first, and the recently decided.
+func (h *Handler) inbox(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	pending, err := h.db.PendingRequests(ctx, maxPending)
+	if err != nil {
+		h.internal(w, "listing pending requests", err)
+		return
+	}
+	slices.SortFunc(pending, func(a, b store.Request) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	p := inboxPage{page: page{Title: "Inbox"}}
+	for _, req := range pending {
+		p.Cards = append(p.Cards, h.card(req))
+	}
+	if p.Decided, err = h.recentlyDecided(ctx); err != nil {
+		h.internal(w, "listing decided requests", err)
+		return
+	}
+	h.render(w, http.StatusOK, "inbox", p)
+}
+
+// recentLister is the store read behind "recently decided": requests that
+// left pending, most recently changed first. A store without it leaves the
+// list out.
+type recentLister interface {
+	RecentlyDecided(ctx context.Context, limit int) ([]store.Request, error)
+}
+
+func (h *Handler) recentlyDecided(ctx context.Context) ([]lookup.Detail, error) {
+	rl, ok := h.db.(recentLister)
+	if !ok {
+		return nil, nil
+	}
+	reqs, err := rl.RecentlyDecided(ctx, maxDecided)
+	if err != nil {
+		return nil, err
+	}
+	details := []lookup.Detail{}
+	for _, req := range reqs {
+		d, err := lookup.Load(ctx, h.db, req)
+		if err != nil {
+			return nil, err
+		}
+		details = append(details, d)
+	}
+	return details, nil
+}
+
+type requestPage struct {
+	page
+	Card   card
+	Detail lookup.Detail
+	Notice *notice
+}
+
+// request shows one request: its card, its decision, its execution's
+// progress and its timeline.
+func (h *Handler) request(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	req, err := h.svc.Get(ctx, r.PathValue("ref"))
+	if errors.Is(err, store.ErrNotFound) {
+		h.fail(w, http.StatusNotFound, "No request has that id or key.")
+		return
+	} else if err != nil {
+		h.internal(w, "reading a request", err)
+		return
+	}
+	d, err := lookup.Load(ctx, h.db, req)
+	if err != nil {
+		h.internal(w, "reading a request", err)
+		return
+	}
+	p := requestPage{page: page{Title: cmp.Or(req.Summary, req.Tool)}, Card: h.card(req), Detail: d, Notice: notices[r.URL.Query().Get("notice")]}
+	p.Follow = running(d)
+	h.render(w, http.StatusOK, "request", p)
+}
+
+// running reports whether an approved write has yet to settle, so its page
+// should follow it.
+func running(d lookup.Detail) bool {
+	if d.Request.Status != store.RequestApproved {
+		return false
+	}
+	e := d.LatestExecution()
+	if e == nil {
+		return true
+	}
+	switch e.State {
+	case store.ExecReady, store.ExecClaimed, store.ExecUnknown:
+		return true
+	case store.ExecSucceeded, store.ExecFailed, store.ExecNeedsReview, store.ExecSuperseded:
+		return false
+	}
+	return false
+}
+
+type lookupPage struct {
+	page
+	Answer lookup.Answer
+	Card   *card // a detail answer's card
+}
+
+// lookup answers the lookup box as the slash command answers /countersign.
+func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) {
+	text := strings.TrimSpace(r.URL.Query().Get("q"))
+	q, answer, err := lookup.Find(r.Context(), h.db, text)
+	if err != nil {
+		h.logger.Error("inbox lookup", slog.String("kind", string(q.Kind)), slog.String("error", err.Error()))
+		h.fail(w, http.StatusInternalServerError, "The lookup failed just now; please try again.")
+		return
+	}
+	p := lookupPage{page: page{Title: "Lookup", Query: text}, Answer: answer}
+	if answer.Detail != nil {
+		c := h.card(answer.Detail.Request)
+		p.Card = &c
+	}
+	h.render(w, http.StatusOK, "lookup", p)
+}
+
+// internal logs a failure and answers 500 without its details.
+func (h *Handler) internal(w http.ResponseWriter, doing string, err error) {
+	h.logger.Error(doing, slog.String("error", err.Error()))
+	h.fail(w, http.StatusInternalServerError, "Something went wrong "+doing+"; please try again.")
+}

@@ -1,0 +1,92 @@
+package inbox
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/store"
+)
+
+// A page that reaches the listener under another name (DNS rebinding) is
+// refused before anything is read.
+func TestNonLoopbackHostIsForbidden(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for host, want := range map[string]int{
+		"evil.example":           http.StatusForbidden,
+		"evil.example:8080":      http.StatusForbidden,
+		"127.0.0.1.nip.io":       http.StatusForbidden,
+		"localhost.evil.example": http.StatusForbidden,
+		"10.0.0.5:8080":          http.StatusForbidden,
+		"localhost":              http.StatusOK,
+		"LOCALHOST:8080":         http.StatusOK,
+		"127.0.0.1:8080":         http.StatusOK,
+		"[::1]:8080":             http.StatusOK,
+		"[::1]":                  http.StatusOK,
+	} {
+		r, err := http.NewRequest(http.MethodGet, b.server.URL+DefaultPrefix+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Host = host
+		resp, err := noRedirects.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status, body := readAll(t, resp); status != want {
+			t.Errorf("Host %s: %d, want %d\n%s", host, status, want, body)
+		}
+	}
+}
+
+// A form posted from another site decides nothing.
+func TestCrossOriginPostIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	req := b.submit(t, nil)
+	form := decisionForm(req, store.VerdictApprove)
+	for name, header := range map[string]http.Header{
+		"Sec-Fetch-Site cross-site": {"Sec-Fetch-Site": {"cross-site"}},
+		"foreign Origin":            {"Sec-Fetch-Site": nil, "Origin": {"http://evil.example"}},
+	} {
+		resp := post(t, b.server, DefaultPrefix+"/decide", form, header)
+		status, body := readAll(t, resp)
+		if status != http.StatusForbidden || !strings.Contains(body, "sent from another site") {
+			t.Errorf("%s: %d\n%s", name, status, body)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM decisions`); n != 0 {
+		t.Fatalf("%d decisions recorded by cross-origin posts", n)
+	}
+}
+
+func TestOversizeFormIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	form := decisionForm(b.submit(t, nil), store.VerdictApprove)
+	form.Set("padding", strings.Repeat("x", maxFormBytes))
+	status, _ := readAll(t, post(t, b.server, DefaultPrefix+"/decide", form, nil))
+	if status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversize form: %d, want 413", status)
+	}
+	malformed := url.Values{fieldRequestID: {"x"}, fieldVerdict: {"approve"}}
+	if status, _ := readAll(t, post(t, b.server, DefaultPrefix+"/decide", malformed, nil)); status != http.StatusBadRequest {
+		t.Fatalf("incomplete form: %d, want 400", status)
+	}
+}
+
+// The pages cannot be framed, so a hidden Approve button cannot be clickjacked.
+func TestPagesRefuseFraming(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	resp, err := noRedirects.Get(b.server.URL + DefaultPrefix + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("headers: %v", resp.Header)
+	}
+}

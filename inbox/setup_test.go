@@ -1,0 +1,191 @@
+package inbox
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+const (
+	toolName  = "billing.credit"
+	reviewer  = "U0REVIEWER"
+	requester = "U0REQUESTER"
+	outsider  = "U0OUTSIDER"
+)
+
+// bundle is what most inbox tests share: a service on a fresh database and
+// the inbox serving it on a loopback test server.
+type bundle struct {
+	db     *store.DB
+	svc    *approvals.Service
+	server *httptest.Server
+	ctx    context.Context
+}
+
+func setup(t testing.TB) *bundle {
+	t.Helper()
+	db := storetest.NewDB(t)
+	svc := &approvals.Service{
+		DB: db,
+		Tools: map[string]approvals.Tool{
+			toolName: {Name: toolName, Approvers: []string{reviewer, requester}, RequestTTL: time.Hour, MaxAttempts: 3},
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	b := &bundle{db: db, svc: svc, ctx: context.Background()}
+	b.server = b.serve(t, Options{Reviewer: reviewer})
+	return b
+}
+
+// serve starts an inbox on the bundle's service; opts that leave Service,
+// Store or Logger unset get the bundle's.
+func (b *bundle) serve(t testing.TB, opts Options) *httptest.Server {
+	t.Helper()
+	opts.Service = cmp.Or(opts.Service, b.svc)
+	if opts.Store == nil {
+		opts.Store = b.db
+	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	mux := http.NewServeMux()
+	mux.Handle(DefaultPrefix+"/", New(opts))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// intentOpts overrides parts of the default intent; nil fields keep the default.
+type intentOpts struct {
+	Summary, Reason, Effect *string
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var runs atomic.Int64
+
+// submit stores a fresh intent, made for requester, and fails the test on error.
+func (b *bundle) submit(t testing.TB, opts *intentOpts) store.Request {
+	t.Helper()
+	in := approvals.Intent{
+		RunID: fmt.Sprintf("r-%d-%d", time.Now().UnixNano(), runs.Add(1)), Step: json.RawMessage(`6`), Tool: toolName,
+		Effect:       json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
+		Summary:      "Credit 42.00 USD to inv_8841",
+		Reason:       "customer reported duplicate charge per ticket 5512",
+		RequestedFor: requester,
+	}
+	if opts != nil {
+		if opts.Summary != nil {
+			in.Summary = *opts.Summary
+		}
+		if opts.Reason != nil {
+			in.Reason = *opts.Reason
+		}
+		if opts.Effect != nil {
+			in.Effect = json.RawMessage(*opts.Effect)
+		}
+	}
+	req, _, err := b.svc.Submit(b.ctx, "billing-agent", in)
+	if err != nil {
+		t.Fatalf("submitting: %v", err)
+	}
+	return req
+}
+
+// count returns a single integer from a query.
+func (b *bundle) count(t testing.TB, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.db.Pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// noRedirects is a client that hands back redirects instead of following them.
+var noRedirects = &http.Client{
+	Timeout:       10 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// get fetches a page and returns its status and body.
+func get(t testing.TB, srv *httptest.Server, path string) (int, string) {
+	t.Helper()
+	resp, err := noRedirects.Get(srv.URL + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return readAll(t, resp)
+}
+
+func readAll(t testing.TB, resp *http.Response) (int, string) {
+	t.Helper()
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// decisionForm is what a card's Approve or Reject button posts.
+func decisionForm(req store.Request, verdict store.Verdict) url.Values {
+	return url.Values{
+		fieldRequestID: {req.ID}, fieldRound: {fmt.Sprint(req.Round)},
+		fieldPayloadHash: {req.PayloadHash}, fieldVerdict: {string(verdict)},
+	}
+}
+
+// post sends a form as a same-origin browser would, with extra headers.
+func post(t testing.TB, srv *httptest.Server, path string, form url.Values, header http.Header) *http.Response {
+	t.Helper()
+	r, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	for k, vs := range header {
+		r.Header[k] = vs
+	}
+	resp, err := noRedirects.Do(r)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	return resp
+}
+
+// decide posts a decision, expects the redirect to the request page, and
+// returns the notice code it carries and the page it leads to.
+func decide(t testing.TB, srv *httptest.Server, form url.Values) (notice, page string) {
+	t.Helper()
+	resp := post(t, srv, DefaultPrefix+"/decide", form, nil)
+	status, body := readAll(t, resp)
+	if status != http.StatusSeeOther {
+		t.Fatalf("decision answered %d, want 303:\n%s", status, body)
+	}
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := DefaultPrefix + "/requests/" + form.Get(fieldRequestID); loc.Path != want {
+		t.Fatalf("redirected to %s, want %s", loc.Path, want)
+	}
+	status, page = get(t, srv, loc.RequestURI())
+	if status != http.StatusOK {
+		t.Fatalf("request page answered %d:\n%s", status, page)
+	}
+	return loc.Query().Get("notice"), page
+}

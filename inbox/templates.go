@@ -1,0 +1,86 @@
+package inbox
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/lookup"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// pageNames are the pages; each is parsed with the layout and the shared parts.
+var pageNames = []string{"inbox", "request", "lookup", "error"}
+
+// parsePages builds every page once. Agent text reaches the pages only as
+// data, so html/template escapes it for the context it lands in.
+func parsePages(prefix string) map[string]*template.Template {
+	funcs := template.FuncMap{
+		"prefix":   func() string { return prefix },
+		"shortKey": approvals.ShortKey,
+		"pretty":   prettyJSON,
+		"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"fields":   lookup.EventFields,
+		"deref":    func(s *string) string { return deref(s) },
+	}
+	pages := make(map[string]*template.Template, len(pageNames))
+	for _, name := range pageNames {
+		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
+			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
+	}
+	return pages
+}
+
+// page is what the layout needs from every page.
+type page struct {
+	Title  string
+	Query  string // the lookup box's text
+	Follow bool   // reload every few seconds: the page follows a running write
+}
+
+// render writes a page, or a plain 500 if the template fails before anything
+// was sent.
+func (h *Handler) render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := h.pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		h.logger.Error("rendering page", slog.String("page", name), slog.String("error", err.Error()))
+		http.Error(w, "The page could not be rendered.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+type errorPage struct {
+	page
+	Message string
+}
+
+// fail answers with an error page carrying a sentence for the reviewer.
+func (h *Handler) fail(w http.ResponseWriter, status int, message string) {
+	h.render(w, status, "error", errorPage{page: page{Title: http.StatusText(status)}, Message: message})
+}
+
+// prettyJSON indents a snapshot for reading; bytes that are not JSON are shown as they are.
+func prettyJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
