@@ -18,8 +18,10 @@ run:
 	COUNTERSIGN_LISTEN=127.0.0.1:8080 \
 	bin/countersign serve
 
-# Every test, on the real PostgreSQL at 127.0.0.1:5432 (COUNTERSIGN_TEST_DATABASE_URL overrides).
+# Every test, on the real PostgreSQL at 127.0.0.1:5432 (COUNTERSIGN_TEST_DATABASE_URL
+# overrides) and a headless Chromium; scripts/test-deps starts or installs them.
 test:
+	scripts/test-deps
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
 

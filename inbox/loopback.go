@@ -6,13 +6,16 @@ import (
 	"strings"
 )
 
-// loopbackOnly refuses requests whose Host is not a loopback name or address.
-// Binding to 127.0.0.1 is not enough: a page on an attacker's domain that
-// resolves to 127.0.0.1 (DNS rebinding) reaches the listener with its own
-// name in Host, and would otherwise read the inbox as same-origin.
+// loopbackOnly refuses requests that do not come from this machine to a
+// loopback name. The inbox has no login, so the peer must be local: serve may
+// listen on every interface (COUNTERSIGN_LISTEN=:8080), and a remote client
+// can write any Host header. And Host must be a loopback name: a page on an
+// attacker's domain that resolves to 127.0.0.1 (DNS rebinding) reaches the
+// listener with its own name in Host, and would otherwise read the inbox as
+// same-origin.
 func loopbackOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) {
+		if !loopbackPeer(r.RemoteAddr) || !loopbackHost(r.Host) {
 			http.Error(w, "The inbox answers only on localhost, 127.0.0.1 or [::1].", http.StatusForbidden)
 			return
 		}
@@ -31,6 +34,16 @@ func loopbackHost(hostport string) bool {
 	}
 	if strings.EqualFold(host, "localhost") {
 		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackPeer reports whether the connection comes from a loopback address.
+func loopbackPeer(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return false
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()

@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -37,6 +38,28 @@ func TestNonLoopbackHostIsForbidden(t *testing.T) {
 		}
 		if status, body := readAll(t, resp); status != want {
 			t.Errorf("Host %s: %d, want %d\n%s", host, status, want, body)
+		}
+	}
+}
+
+// A client on another machine is refused even when it writes a loopback Host:
+// serve may listen on every interface.
+func TestRemotePeerIsForbidden(t *testing.T) {
+	t.Parallel()
+	h := setup(t).server.Config.Handler
+	for remote, want := range map[string]int{
+		"203.0.113.7:51000": http.StatusForbidden,
+		"[2001:db8::1]:443": http.StatusForbidden,
+		"not-an-address":    http.StatusForbidden,
+		"127.0.0.1:51000":   http.StatusOK,
+		"[::1]:51000":       http.StatusOK,
+	} {
+		r := httptest.NewRequest(http.MethodGet, DefaultPrefix+"/", nil)
+		r.Host, r.RemoteAddr = "127.0.0.1:8080", remote
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("peer %s: %d, want %d", remote, w.Code, want)
 		}
 	}
 }
