@@ -55,16 +55,16 @@ func TestRequestsByEffectString(t *testing.T) {
 		insert(t, b, first)
 		insert(t, b, second)
 		for value, want := range map[string]string{
-			"inv_8841":   "wa_effect_2,wa_effect_1", // newest first, at any depth
-			"sku_1":      "wa_effect_1",             // inside an array of objects
-			"inv_9":      "wa_effect_2",             // an array element
-			atLimit:      "wa_effect_1",
-			long:         "", // too long to be an id
-			"invoice":    "", // keys are not values
-			"4200":       "", // numbers are not strings
-			"true":       "",
-			"inv":        "",
-			"":           "",
+			"inv_8841": "wa_effect_2,wa_effect_1", // newest first, at any depth
+			"sku_1":    "wa_effect_1",             // inside an array of objects
+			"inv_9":    "wa_effect_2",             // an array element
+			atLimit:    "wa_effect_1",
+			long:       "", // too long to be an id
+			"invoice":  "", // keys are not values
+			"4200":     "", // numbers are not strings
+			"true":     "",
+			"inv":      "",
+			"":         "",
 		} {
 			got, err := b.RequestsByEffectString(ctx, value, 10)
 			if err != nil || keysOf(got) != want {
