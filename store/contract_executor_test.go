@@ -277,3 +277,39 @@ func TestExpiredClaimsBecomeUnknownAndAreLeased(t *testing.T) {
 		}
 	})
 }
+
+func TestTransitionBatchAppliesOnlyTheRowsThatMatch(t *testing.T) {
+	forEachStore(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		for _, key := range []string{"wa_batch_a", "wa_batch_b", "wa_batch_c"} {
+			approved(t, b, key)
+		}
+		claims, err := b.ClaimExecutions(ctx, claimParams("w", 10))
+		if err != nil || len(claims) != 3 {
+			t.Fatalf("ClaimExecutions = %d, %v", len(claims), err)
+		}
+		ts := make([]store.Transition, len(claims))
+		for i, c := range claims {
+			ts[i] = store.Transition{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecFailed, Code: "declined", Event: "failed",
+				Reply: "declined by the provider"}
+		}
+		ts[1].Attempt++ // this worker's view of the second row is stale
+		applied, err := b.TransitionExecutions(ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w"}, ts)
+		if err != nil || len(applied) != 2 {
+			t.Fatalf("applied = %+v, %v; want 2", applied, err)
+		}
+		got := map[int64]bool{applied[0].ExecutionID: true, applied[1].ExecutionID: true}
+		if !got[claims[0].ID] || !got[claims[2].ID] || got[claims[1].ID] {
+			t.Errorf("applied %v, want executions %d and %d", got, claims[0].ID, claims[2].ID)
+		}
+		if n := b.count(t, `SELECT count(*) FROM executions WHERE state = 'failed'`); n != 2 {
+			t.Errorf("failed executions = %d, want 2", n)
+		}
+		if n := b.count(t, `SELECT count(*) FROM outbox WHERE kind = 'thread_reply'`); n != 2 {
+			t.Errorf("thread replies = %d, want 2", n)
+		}
+		if n := b.count(t, `SELECT count(*) FROM events WHERE kind = 'failed' AND actor = 'executor:w'`); n != 2 {
+			t.Errorf("failed events = %d, want 2", n)
+		}
+	})
+}
