@@ -133,7 +133,8 @@ func TestTransitionRetryKeepsResponseAndQueuesReply(t *testing.T) {
 		req, _ := approved(t, b, "wa_retry")
 		c := claimOne(t, b, "w")
 		now := c.DBNow
-		applied, err := b.TransitionExecutions(ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w", Now: &now},
+		// AsyncCommit may lose the outcome with the machine, never change it.
+		applied, err := b.TransitionExecutions(ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w", Now: &now, AsyncCommit: true},
 			[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecReady, Status: 503, Code: "provider_5xx",
 				Error: "unavailable", Delay: time.Hour, Event: "retry", Reply: "the provider is down"}})
 		if err != nil || len(applied) != 1 {

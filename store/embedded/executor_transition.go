@@ -14,14 +14,12 @@ import (
 // caller saw (and, when p.Worker is set, still held by p.Worker), and each
 // move writes its audit event, its card update and, when asked, a thread
 // reply. It returns the transitions that took effect.
-//
-// p.AsyncCommit is not honoured: every commit here is durable (synchronous
-// FULL), which is what the flag relaxes, never what it requires.
+// With p.AsyncCommit the commit does not wait for the disk (see transact).
 func (s *Store) TransitionExecutions(ctx context.Context, p store.TransitionParams, ts []store.Transition) (applied []store.Applied, err error) {
 	if len(ts) == 0 {
 		return nil, nil
 	}
-	err = s.write(ctx, func(tx *writeTx) error {
+	err = s.transact(ctx, !p.AsyncCommit, func(tx *writeTx) error {
 		applied = nil
 		now := clock(p.Now)
 		for _, t := range ts {

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 )
 
@@ -39,11 +40,31 @@ func (tx *writeTx) executionMoved(requestID, state string) {
 	}
 }
 
-// write runs fn in one transaction on the writer connection (BEGIN IMMEDIATE)
-// and commits when fn returns nil; after the commit it wakes the subscribers
-// of what changed.
+// write runs fn in one durable transaction; see transact.
 func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
-	sqlTx, err := s.writer.BeginTx(ctx, nil)
+	return s.transact(ctx, true, fn)
+}
+
+// transact runs fn in one transaction on the writer connection (BEGIN
+// IMMEDIATE) and commits when fn returns nil; after the commit it wakes the
+// subscribers of what changed. A transaction that is not durable commits
+// without syncing the WAL (synchronous NORMAL): it survives a crash of the
+// process but may be lost with the machine, like PostgreSQL's
+// synchronous_commit off. SQLite refuses to change synchronous inside a
+// transaction, so it is set around it on the one writer connection.
+func (s *Store) transact(ctx context.Context, durable bool, fn func(tx *writeTx) error) error {
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer conn.Close()
+	if !durable {
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+			return fmt.Errorf("relaxing durability: %w", err)
+		}
+		defer restoreDurability(conn)
+	}
+	sqlTx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
 	}
@@ -62,4 +83,13 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 		s.NotifyReady()
 	}
 	return nil
+}
+
+// restoreDurability puts the writer connection back to synchronous FULL, or
+// discards it: a connection that would commit without syncing must not
+// serve the next writer.
+func restoreDurability(conn *sql.Conn) {
+	if _, err := conn.ExecContext(context.Background(), "PRAGMA synchronous = FULL"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
 }
