@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"strings"
 	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -36,6 +37,10 @@ var (
 // Open opens the ledger file at path, creating it if missing. Call Migrate
 // before first use.
 func Open(ctx context.Context, path string) (*Store, error) {
+	// The driver reads options after the first '?'; such a path would be cut.
+	if strings.Contains(path, "?") {
+		return nil, fmt.Errorf("opening %s: the path may not contain '?'", path)
+	}
 	writer, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)

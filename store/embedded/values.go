@@ -2,15 +2,10 @@ package embedded
 
 import (
 	"crypto/rand"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/countersign/countersign/store"
 )
@@ -77,22 +72,4 @@ func nullBytes(b []byte) any {
 		return nil
 	}
 	return b
-}
-
-// translate turns driver errors into the store's domain errors, in one place.
-func translate(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	var sqlErr *sqlite.Error
-	if errors.As(err, &sqlErr) {
-		switch sqlErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return errors.Join(store.ErrConflict, err)
-		}
-	}
-	return err
 }
