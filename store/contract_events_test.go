@@ -85,3 +85,27 @@ func TestChangesWakeSubscribers(t *testing.T) {
 		}
 	})
 }
+
+func TestExecutionsBackToReadyWakeTheDispatcher(t *testing.T) {
+	forEachStore(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		n := b.notifier(t)
+		req, _ := approved(t, b, "wa_wake_ready")
+		c := toNeedsReview(t, b)
+		ready, stop := n.SubscribeReady()
+		defer stop()
+		change, stopChange := n.SubscribeChange(req.ID)
+		defer stopChange()
+		if ok, err := b.Resolve(ctx, store.ResolveParams{RequestID: req.ID, ExecutionID: c.ID, To: store.ExecReady, By: "U9"}); err != nil || !ok {
+			t.Fatalf("Resolve = %v, %v", ok, err)
+		}
+		waitWake(t, ready, "a resolve to ready")
+		waitWake(t, change, "a resolve to ready")
+		c = claimOne(t, b, "w")
+		if applied, err := b.TransitionExecutions(ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w"},
+			[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecReady, Event: "retry"}}); err != nil || len(applied) != 1 {
+			t.Fatalf("retry = %v, %v", applied, err)
+		}
+		waitWake(t, ready, "a retry")
+	})
+}
