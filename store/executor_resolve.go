@@ -26,7 +26,7 @@ type ResolveParams struct {
 // execution exists but is not in needs_review; a missing execution is
 // ErrNotFound.
 func ResolveTx(ctx context.Context, tx pgx.Tx, p ResolveParams) (resolved bool, err error) {
-	if !isUUID(p.RequestID) {
+	if !IsUUID(p.RequestID) {
 		return false, ErrNotFound
 	}
 	var (

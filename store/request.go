@@ -214,7 +214,7 @@ func RequestByKey(ctx context.Context, db DBTX, key string) (Request, error) {
 
 // RequestByID returns the request with the given id.
 func RequestByID(ctx context.Context, db DBTX, id string) (Request, error) {
-	if !isUUID(id) {
+	if !IsUUID(id) {
 		return Request{}, ErrNotFound
 	}
 	return queryRequest(ctx, db, `SELECT `+requestColumns+` FROM requests WHERE id = $1`, id)
@@ -222,7 +222,7 @@ func RequestByID(ctx context.Context, db DBTX, id string) (Request, error) {
 
 // RequestByRef returns the request named by its id or its full key.
 func RequestByRef(ctx context.Context, db DBTX, ref string) (Request, error) {
-	if isUUID(ref) {
+	if IsUUID(ref) {
 		return RequestByID(ctx, db, ref)
 	}
 	return RequestByKey(ctx, db, ref)
@@ -230,7 +230,7 @@ func RequestByRef(ctx context.Context, db DBTX, ref string) (Request, error) {
 
 // RequestForUpdateTx locks and returns a request inside the caller's transaction.
 func RequestForUpdateTx(ctx context.Context, tx pgx.Tx, id string) (Request, error) {
-	if !isUUID(id) {
+	if !IsUUID(id) {
 		return Request{}, ErrNotFound
 	}
 	return queryRequest(ctx, tx, `SELECT `+requestColumns+` FROM requests WHERE id = $1 FOR UPDATE`, id)
@@ -251,7 +251,7 @@ func queryRequest(ctx context.Context, db DBTX, sql string, args ...any) (Reques
 // CancelRequest moves a pending request to cancelled with its audit event and
 // card update. cancelled is false when the request was no longer pending.
 func CancelRequest(ctx context.Context, db DBTX, id, actor string, now *time.Time) (req Request, cancelled bool, err error) {
-	if !isUUID(id) {
+	if !IsUUID(id) {
 		return Request{}, false, ErrNotFound
 	}
 	rows, err := db.Query(ctx, `
@@ -322,9 +322,9 @@ func SetCard(ctx context.Context, db DBTX, id, channel, ts string) error {
 	return nil
 }
 
-// isUUID reports whether s has the textual shape of a UUID, so a key is never
-// sent to PostgreSQL as one.
-func isUUID(s string) bool {
+// IsUUID reports whether s has the textual shape of a UUID, so a key is never
+// sent to the database as an id.
+func IsUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}

@@ -1,0 +1,107 @@
+package embedded
+
+import (
+	"database/sql"
+	"encoding/json"
+
+	"github.com/countersign/countersign/store"
+)
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+const requestColumns = `id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
+	summary, reason, requested_by, requested_for, status, round, expires_at,
+	coalesce(card_channel, ''), coalesce(card_ts, ''), created_at, updated_at`
+
+func scanRequest(row scanner) (store.Request, error) { return scanRequestWith(row) }
+
+// scanRequestWith scans requestColumns followed by extra columns.
+func scanRequestWith(row scanner, extra ...any) (store.Request, error) {
+	var (
+		r                         store.Request
+		step                      string
+		expires, created, updated int64
+	)
+	err := row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &step, &r.Tool, &r.Snapshot, &r.PayloadHash,
+		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &expires,
+		&r.CardChannel, &r.CardTS, &created, &updated}, extra...)...)
+	if err != nil {
+		return store.Request{}, translate(err)
+	}
+	r.Step = json.RawMessage(step)
+	r.ExpiresAt, r.CreatedAt, r.UpdatedAt = fromMicros(expires), fromMicros(created), fromMicros(updated)
+	return r, nil
+}
+
+const decisionColumns = `id, request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at`
+
+func scanDecision(row scanner) (store.Decision, error) {
+	var (
+		d  store.Decision
+		at int64
+	)
+	if err := row.Scan(&d.ID, &d.RequestID, &d.Round, &d.Verdict, &d.DecidedBy, &d.Via, &d.PayloadHashSeen, &at); err != nil {
+		return store.Decision{}, translate(err)
+	}
+	d.DecidedAt = fromMicros(at)
+	return d, nil
+}
+
+const executionColumns = `id, request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
+	attempts, max_attempts, next_attempt_at, claimed_by, claim_expires_at, last_code, last_error,
+	response_status, response_body, provider_ref, approved_at, created_at, updated_at`
+
+func scanExecution(row scanner) (store.Execution, error) { return scanExecutionWith(row) }
+
+// scanExecutionWith scans executionColumns followed by extra columns.
+func scanExecutionWith(row scanner, extra ...any) (store.Execution, error) {
+	var (
+		e                                store.Execution
+		next, approved, created, updated int64
+		claimedBy, code, msg, ref        sql.NullString
+		claimExpires, status             sql.NullInt64
+	)
+	dest := append([]any{&e.ID, &e.RequestID, &e.DecisionID, &e.Key, &e.Tool, &e.Snapshot, &e.SnapshotHash, &e.State,
+		&e.Attempts, &e.MaxAttempts, &next, &claimedBy, &claimExpires, &code, &msg,
+		&status, &e.ResponseBody, &ref, &approved, &created, &updated}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return store.Execution{}, translate(err)
+	}
+	e.NextAttemptAt, e.ApprovedAt = fromMicros(next), fromMicros(approved)
+	e.CreatedAt, e.UpdatedAt = fromMicros(created), fromMicros(updated)
+	e.ClaimedBy, e.LastCode, e.LastError, e.ProviderRef = stringPtr(claimedBy), stringPtr(code), stringPtr(msg), stringPtr(ref)
+	if claimExpires.Valid {
+		t := fromMicros(claimExpires.Int64)
+		e.ClaimExpiresAt = &t
+	}
+	if status.Valid {
+		s := int(status.Int64)
+		e.ResponseStatus = &s
+	}
+	return e, nil
+}
+
+func stringPtr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+// collect scans every row with scan and closes rows.
+func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}

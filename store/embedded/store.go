@@ -1,0 +1,105 @@
+package embedded
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/countersign/countersign/store"
+)
+
+// Store is the embedded ledger. It wakes its own subscribers (store.Notifier)
+// after each commit that changes what they wait for.
+type Store struct {
+	*store.Hub
+	// writer holds a single connection: writes queue for it in Go instead of
+	// spinning on SQLITE_BUSY, and each begins IMMEDIATE (see dsn).
+	writer *sql.DB
+	// reader serves statements that only read; WAL lets them run beside the
+	// writer and see the last commit.
+	reader *sql.DB
+	// migrating serialises Migrate calls in this process; SQLite has no
+	// advisory lock for goose to take.
+	migrating sync.Mutex
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
+)
+
+// Open opens the ledger file at path, creating it if missing. Call Migrate
+// before first use.
+func Open(ctx context.Context, path string) (*Store, error) {
+	// The driver reads options after the first '?'; such a path would be cut.
+	if strings.Contains(path, "?") {
+		return nil, fmt.Errorf("opening %s: the path may not contain '?'", path)
+	}
+	writer, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	// The writer connects first, so the file exists and is in WAL mode before
+	// a reader opens it.
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	reader, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	reader.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	return &Store{Hub: store.NewHub(), writer: writer, reader: reader}, nil
+}
+
+// dsn configures every connection:
+//   - WAL: readers never block the writer nor the writer them.
+//   - synchronous FULL: a commit is on disk when it returns. NORMAL may lose
+//     the last commits on power loss, and a lost claim breaks write-ahead (a
+//     write sent under a claim the ledger no longer remembers).
+//   - busy_timeout: another process holding the write lock is waited for,
+//     not failed.
+//   - _txlock=immediate: every transaction takes the write lock at BEGIN, so
+//     a claim's select and update see no commit in between and two
+//     transactions never deadlock upgrading a read lock.
+//   - query_only on reader connections, so a write can never bypass the
+//     serialised writer.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	}
+	// Without a "file:" prefix the driver takes the options off and opens
+	// path as a plain file name.
+	return path + "?" + q.Encode()
+}
+
+// Ping reports whether the file answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.writer.PingContext(ctx); err != nil {
+		return err
+	}
+	return s.reader.PingContext(ctx)
+}
+
+// Close closes both connection pools.
+func (s *Store) Close() {
+	s.reader.Close()
+	s.writer.Close()
+}

@@ -1,0 +1,95 @@
+package embedded
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+)
+
+// querier is what a statement needs: a pool or a transaction.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// writeTx is a write transaction that remembers which wake-ups its commit
+// owes, as PostgreSQL's triggers queue NOTIFYs that fire on commit.
+type writeTx struct {
+	*sql.Tx
+	changed map[string]struct{}
+	ready   bool
+}
+
+// requestChanged records a change to a request's status or round, or to the
+// state of one of its executions.
+func (tx *writeTx) requestChanged(requestID string) {
+	if tx.changed == nil {
+		tx.changed = make(map[string]struct{})
+	}
+	tx.changed[requestID] = struct{}{}
+}
+
+// executionMoved records an execution entering state: its request changed,
+// and a ready execution wakes the dispatcher.
+func (tx *writeTx) executionMoved(requestID, state string) {
+	tx.requestChanged(requestID)
+	if state == "ready" {
+		tx.ready = true
+	}
+}
+
+// write runs fn in one durable transaction; see transact.
+func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
+	return s.transact(ctx, true, fn)
+}
+
+// transact runs fn in one transaction on the writer connection (BEGIN
+// IMMEDIATE) and commits when fn returns nil; after the commit it wakes the
+// subscribers of what changed. A transaction that is not durable commits
+// without syncing the WAL (synchronous NORMAL): it survives a crash of the
+// process but may be lost with the machine, like PostgreSQL's
+// synchronous_commit off. SQLite refuses to change synchronous inside a
+// transaction, so it is set around it on the one writer connection.
+func (s *Store) transact(ctx context.Context, durable bool, fn func(tx *writeTx) error) error {
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer conn.Close()
+	if !durable {
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+			return fmt.Errorf("relaxing durability: %w", err)
+		}
+		defer restoreDurability(conn)
+	}
+	sqlTx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	tx := &writeTx{Tx: sqlTx}
+	if err := fn(tx); err != nil {
+		_ = sqlTx.Rollback()
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("committing: %w", translate(err))
+	}
+	for id := range tx.changed {
+		s.NotifyChange(id)
+	}
+	if tx.ready {
+		s.NotifyReady()
+	}
+	return nil
+}
+
+// restoreDurability puts the writer connection back to synchronous FULL, or
+// discards it: a connection that would commit without syncing must not
+// serve the next writer.
+func restoreDurability(conn *sql.Conn) {
+	if _, err := conn.ExecContext(context.Background(), "PRAGMA synchronous = FULL"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+}

@@ -1,0 +1,75 @@
+package embedded
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/store"
+)
+
+// Times are stored as unix microseconds: PostgreSQL's precision, so both
+// stores return the same instants, and integers compare and sort like times.
+
+// clock returns now, or the current time when now is nil, at the stored
+// precision. PostgreSQL's now() is one value per transaction; callers take
+// the clock once per transaction for the same reason.
+func clock(now *time.Time) time.Time {
+	if now != nil {
+		return fromMicros(now.UnixMicro())
+	}
+	return fromMicros(time.Now().UnixMicro())
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// jsonTime renders a time inside JSON data as PostgreSQL's jsonb_build_object
+// does for a timestamptz in a UTC session.
+func jsonTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.999999-07:00") }
+
+// newID returns a random (version 4) UUID in PostgreSQL's text form.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// canonicalID returns id as stored (lowercase), and whether it is a UUID at
+// all; PostgreSQL's uuid type compares case-insensitively.
+func canonicalID(id string) (string, bool) {
+	return strings.ToLower(id), store.IsUUID(id)
+}
+
+// encodeData renders event and outbox data; nil is the empty object.
+func encodeData(data map[string]any) (string, error) {
+	if data == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return "", fmt.Errorf("encoding data: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeData(raw string) (map[string]any, error) {
+	var data map[string]any
+	if err := json.Unmarshal([]byte(raw), &data); err != nil {
+		return nil, fmt.Errorf("decoding data: %w", err)
+	}
+	return data, nil
+}
+
+// nullBytes binds a nil slice as NULL, as pgx does.
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
