@@ -27,9 +27,19 @@ type Config struct {
 	SlackAppToken      string
 	SlackAPIURL        string
 	DispatchSecret     string
+	// DataDir holds the embedded store and the local agent token; set
+	// when either is needed.
+	DataDir string
+	// InboxReviewer is the user id the local review inbox decides as.
+	InboxReviewer string
+	// InboxSetting is COUNTERSIGN_INBOX: "on", "off", or empty for on
+	// exactly when Slack is not configured.
+	InboxSetting string
 
 	File FileConfig
 
+	// dataDirErr says why no data directory could be found, when one is needed.
+	dataDirErr error
 	// missingVars lists ${VAR} references with no value in the environment.
 	missingVars []string
 }
@@ -112,9 +122,17 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		SlackAppToken:      getenv("SLACK_APP_TOKEN"),
 		SlackAPIURL:        getenv("COUNTERSIGN_SLACK_API_URL"),
 		DispatchSecret:     getenv("COUNTERSIGN_DISPATCH_SECRET"),
+		InboxReviewer:      orDefault(getenv("COUNTERSIGN_INBOX_REVIEWER"), defaultInboxReviewer),
+		InboxSetting:       getenv("COUNTERSIGN_INBOX"),
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
+		if cfg.Local() {
+			cfg.Listen = localListen
+		}
+	}
+	if cfg.DatabaseURL == "" || cfg.Local() {
+		cfg.DataDir, cfg.dataDirErr = dataDir(getenv)
 	}
 	if cfg.ConfigPath != "" {
 		raw, err := os.ReadFile(cfg.ConfigPath)
@@ -210,11 +228,19 @@ func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
+	if c.dataDirErr != nil {
+		errs = append(errs, c.dataDirErr)
+	}
 	for _, name := range c.missingVars {
 		add("the config refers to ${%s}, but %s is not set in the environment", name, name)
 	}
-	if c.DatabaseURL == "" {
-		add("COUNTERSIGN_DATABASE_URL is not set: point it at PostgreSQL, for example postgres://postgres@127.0.0.1:5432/countersign")
+	switch c.InboxSetting {
+	case "", "on", "off":
+	default:
+		add("COUNTERSIGN_INBOX is %q: use on, off, or leave it unset (on when Slack is not configured)", c.InboxSetting)
+	}
+	if !strings.HasPrefix(c.InboxReviewer, localApproverPrefix) {
+		add("COUNTERSIGN_INBOX_REVIEWER %q must start with %q, so it never passes for a Slack user", c.InboxReviewer, localApproverPrefix)
 	}
 	if c.DispatchSecret == "" {
 		add("COUNTERSIGN_DISPATCH_SECRET is not set: providers use it to check that a call came through countersign")
@@ -267,8 +293,8 @@ func (c *Config) Validate() error {
 			add("tools.%s: approvers is empty, so nobody could approve it", name)
 		}
 		for _, id := range t.Approvers {
-			if !(strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") || strings.HasPrefix(id, "S")) {
-				add("tools.%s: approver %q is not a Slack user id (U…, W…) or user-group id (S…)", name, id)
+			if !(strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") || strings.HasPrefix(id, "S") || strings.HasPrefix(id, localApproverPrefix)) {
+				add("tools.%s: approver %q is not a Slack user id (U…, W…), a user-group id (S…) or a local reviewer (local:name)", name, id)
 			}
 		}
 		if c.SlackBotToken != "" && t.Channel == "" {
@@ -304,6 +330,24 @@ func (c *Config) Validate() error {
 func validHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// localApproverPrefix marks approvers who decide in the local review inbox.
+const localApproverPrefix = "local:"
+
+// Local reports whether serve runs without a configuration file, on the
+// local defaults (see local.go).
+func (c *Config) Local() bool { return c.ConfigPath == "" }
+
+// InboxEnabled reports whether serve mounts the local review inbox.
+func (c *Config) InboxEnabled() bool {
+	switch c.InboxSetting {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return c.SlackBotToken == ""
 }
 
 // ReviewTools is what the approvals package needs of each tool.

@@ -95,7 +95,8 @@ tools:
     claim_timeout: 10s
     verify: {url: "${MISSING_VAR}"}
 `)
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "SLACK_BOT_TOKEN": "xoxb-1"}))
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "SLACK_BOT_TOKEN": "xoxb-1",
+		"COUNTERSIGN_INBOX": "yes", "COUNTERSIGN_INBOX_REVIEWER": "U0ANA"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,9 @@ tools:
 		t.Fatal("Validate accepted a broken configuration")
 	}
 	for _, want := range []string{
-		"COUNTERSIGN_DATABASE_URL is not set",
+		"neither COUNTERSIGN_DATA_DIR nor HOME is set",
+		`COUNTERSIGN_INBOX is "yes"`,
+		`COUNTERSIGN_INBOX_REVIEWER "U0ANA" must start with "local:"`,
 		"COUNTERSIGN_DISPATCH_SECRET is not set",
 		"SLACK_SIGNING_SECRET is not",
 		"${MISSING_VAR}",

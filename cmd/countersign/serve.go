@@ -17,6 +17,8 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/inbox"
+	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
 )
 
@@ -32,7 +34,7 @@ const (
 type app struct {
 	cfg      *Config
 	logger   *slog.Logger
-	db       *store.DB
+	db       store.Store
 	notifier store.Notifier
 	registry *prometheus.Registry
 	mux      *http.ServeMux
@@ -46,35 +48,46 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	// Listening comes first: the local demo tool dispatches to this address.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	defer ln.Close()
+	base := "http://" + ln.Addr().String()
+	var localToken string
+	if cfg.Local() && cfg.dataDirErr == nil {
+		if err := makeDataDir(cfg.DataDir); err != nil {
+			return err
+		}
+		if localToken, err = localAgentToken(cfg.DataDir); err != nil {
+			return err
+		}
+		cfg.applyLocalDefaults(base, localToken)
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("the configuration has problems:\n%w", err)
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 
-	db, err := store.Open(ctx, cfg.DatabaseURL)
+	b, err := openBackend(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if n, err := db.Migrate(ctx, logger.With("component", "migrate")); err != nil {
-		return err
-	} else if n > 0 {
-		logger.Info("applied migrations", slog.Int("count", n))
-	}
+	defer b.store.Close()
+	db := b.store
 
 	a := &app{
 		cfg:      cfg,
 		logger:   logger,
 		db:       db,
+		notifier: b.notifier,
 		registry: prometheus.NewRegistry(),
 		mux:      http.NewServeMux(),
 	}
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.cron = cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{logger}), cron.Recover(cronLogger{logger})),
 		cron.WithLogger(cronLogger{logger}))
-	listener := store.NewListener(db, logger.With("component", "listener"))
-	go listener.Run(ctx)
-	a.notifier = listener
 
 	batcher := store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
 	go batcher.Run(ctx)
@@ -100,8 +113,16 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}); err != nil {
 		return fmt.Errorf("scheduling expiry: %w", err)
 	}
-	if cfg.SlackBotToken == "" {
-		logger.Warn("SLACK_BOT_TOKEN is not set: cards wait in the outbox until Slack is configured")
+	if cfg.SlackBotToken == "" && !cfg.InboxEnabled() {
+		logger.Warn("SLACK_BOT_TOKEN is not set and the inbox is off: cards wait in the outbox until Slack is configured")
+	}
+	if cfg.InboxEnabled() {
+		a.mux.Handle(inbox.DefaultPrefix+"/", inbox.New(inbox.Options{
+			Service: a.review, Reviewer: cfg.InboxReviewer, Logger: logger.With("component", "inbox"),
+		}))
+	}
+	if cfg.Local() {
+		a.mux.Handle(sandboxPath+"/", http.StripPrefix(sandboxPath, sandbox.New()))
 	}
 
 	if a.executor, err = a.startExecutor(ctx); err != nil {
@@ -112,14 +133,13 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	a.cron.Start()
 	defer func() { <-a.cron.Stop().Done() }()
-	return a.listenAndServe(ctx)
+	if cfg.Local() {
+		printLocalBanner(stderr, base, b.where, localToken)
+	}
+	return a.serveHTTP(ctx, ln)
 }
 
-func (a *app) listenAndServe(ctx context.Context) error {
-	ln, err := net.Listen("tcp", a.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", a.cfg.Listen, err)
-	}
+func (a *app) serveHTTP(ctx context.Context, ln net.Listener) error {
 	server := &http.Server{
 		Handler:           a.mux,
 		ReadHeaderTimeout: 5 * time.Second,

@@ -52,12 +52,18 @@ tools:
     approvers: [U0ANA]
     dispatch: {url: "http://127.0.0.1:9/credits"}
 `, hex.EncodeToString(sum[:])))
-	env := envFrom(map[string]string{
+	return startServeWith(t, envFrom(map[string]string{
 		"COUNTERSIGN_DATABASE_URL":    storetest.NewURL(t),
 		"COUNTERSIGN_CONFIG":          cfgPath,
 		"COUNTERSIGN_DISPATCH_SECRET": smokeSecret,
 		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
-	})
+	}))
+}
+
+// startServeWith runs `countersign serve` in-process with env until the test
+// ends, and returns its base URL and its output.
+func startServeWith(t *testing.T, env func(string) string) (string, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	exited := make(chan int, 1)
@@ -144,8 +150,13 @@ func TestServeEndToEnd(t *testing.T) {
 func TestServeRefusesAnInvalidConfiguration(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"serve"}, envFrom(map[string]string{"COUNTERSIGN_DISPATCH_SECRET": smokeSecret}), nil, io.Discard, &stderr)
-	if code != 1 || !strings.Contains(stderr.String(), "COUNTERSIGN_DATABASE_URL is not set") {
+	code := run(context.Background(), []string{"serve"}, envFrom(map[string]string{
+		"COUNTERSIGN_DISPATCH_SECRET": smokeSecret,
+		"COUNTERSIGN_DATA_DIR":        t.TempDir(),
+		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
+		"COUNTERSIGN_INBOX":           "maybe",
+	}), nil, io.Discard, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), `COUNTERSIGN_INBOX is "maybe"`) {
 		t.Errorf("exit %d: %s", code, stderr.String())
 	}
 	if strings.Contains(stderr.String(), smokeSecret) {

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/embedded"
+)
+
+// backend is the opened store and what wakes its waiters.
+type backend struct {
+	store    store.Store
+	notifier store.Notifier
+	// where names the store for people: PostgreSQL, or the embedded file.
+	where string
+}
+
+// openBackend opens the store, applies its migrations and starts what
+// delivers its wake-ups; the PostgreSQL listener runs until ctx ends.
+func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backend, error) {
+	s, where, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.Migrate(ctx, logger.With("component", "migrate"))
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if n > 0 {
+		logger.Info("applied migrations", slog.Int("count", n))
+	}
+	b := &backend{store: s, where: where}
+	switch s := s.(type) {
+	case *store.DB:
+		listener := store.NewListener(s, logger.With("component", "listener"))
+		go listener.Run(ctx)
+		b.notifier = listener
+	case *embedded.Store:
+		b.notifier = s // it wakes its own subscribers after each commit
+		if !cfg.Local() {
+			logger.Warn("COUNTERSIGN_DATABASE_URL is not set: using the embedded store, which serves one process on one machine",
+				slog.String("path", where))
+		}
+	}
+	return b, nil
+}
+
+// openStore opens PostgreSQL when COUNTERSIGN_DATABASE_URL is set, else the
+// embedded store in the data directory (created, owner only, if missing).
+func openStore(ctx context.Context, cfg *Config) (store.Store, string, error) {
+	if cfg.DatabaseURL != "" {
+		db, err := store.Open(ctx, cfg.DatabaseURL)
+		return db, "PostgreSQL", err
+	}
+	if cfg.dataDirErr != nil {
+		return nil, "", cfg.dataDirErr
+	}
+	if err := makeDataDir(cfg.DataDir); err != nil {
+		return nil, "", err
+	}
+	path := filepath.Join(cfg.DataDir, storeFile)
+	s, err := embedded.Open(ctx, path)
+	return s, path, err
+}
+
+// makeDataDir creates the data directory, readable by its owner only: it
+// holds the ledger and the local agent token.
+func makeDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the data directory: %w", err)
+	}
+	return nil
+}

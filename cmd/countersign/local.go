@@ -1,0 +1,122 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// The local run: what serve fills in when it starts without COUNTERSIGN_CONFIG,
+// so that `go run ./cmd/countersign serve` shows the whole loop on a machine
+// with Go alone.
+const (
+	localListen    = "127.0.0.1:8080"
+	localAgent     = "local-agent"
+	localTool      = "demo.refund"
+	localTokenFile = "local-agent-token"
+	storeFile      = "countersign.db"
+	// sandboxPath is where serve mounts the built-in sandbox provider that the
+	// demo tool dispatches to.
+	sandboxPath = "/sandbox"
+	// defaultInboxReviewer is who decides through the inbox unless
+	// COUNTERSIGN_INBOX_REVIEWER names someone else.
+	defaultInboxReviewer = "local:reviewer"
+)
+
+// dataDir is where the embedded store and the local agent token live:
+// COUNTERSIGN_DATA_DIR, else the platform's per-user data directory.
+func dataDir(getenv func(string) string) (string, error) {
+	if d := getenv("COUNTERSIGN_DATA_DIR"); d != "" {
+		return d, nil
+	}
+	if runtime.GOOS != "linux" && runtime.GOOS != "freebsd" && runtime.GOOS != "openbsd" {
+		base, err := os.UserConfigDir() // ~/Library/Application Support, %AppData%
+		if err != nil {
+			return "", fmt.Errorf("finding a data directory (set COUNTERSIGN_DATA_DIR): %w", err)
+		}
+		return filepath.Join(base, "countersign"), nil
+	}
+	if x := getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "countersign"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("neither COUNTERSIGN_DATA_DIR nor HOME is set, so there is nowhere to keep the embedded store")
+	}
+	return filepath.Join(home, ".local", "share", "countersign"), nil
+}
+
+// localAgentToken returns the local agent's bearer token, created on first
+// use and kept in the data directory so that a pasted curl keeps working
+// across restarts. It is readable by its owner only.
+func localAgentToken(dir string) (string, error) {
+	path := filepath.Join(dir, localTokenFile)
+	raw, err := os.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(raw))) >= 32 {
+		return strings.TrimSpace(string(raw)), nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("reading the local agent token: %w", err)
+	}
+	token := "cs_local_" + randomString(24)
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing the local agent token: %w", err)
+	}
+	return token, nil
+}
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// applyLocalDefaults gives a configuration without a file one agent, the
+// demo tool dispatching to the sandbox served at base, and a dispatch secret
+// of its own. The demo tool's approver is whoever decides in the inbox.
+func (c *Config) applyLocalDefaults(base, token string) {
+	sum := sha256.Sum256([]byte(token))
+	c.File.Agents = []AgentConfig{{Name: localAgent, TokenSHA256: hex.EncodeToString(sum[:])}}
+	c.File.Tools = map[string]ToolConfig{localTool: {
+		Approvers:   []string{c.InboxReviewer},
+		Dispatch:    DispatchConfig{Method: "POST", URL: base + sandboxPath + "/refunds", Timeout: 5 * time.Second},
+		KeyAware:    true,
+		Verify:      &EndpointConfig{URL: base + sandboxPath + "/objects?key={key}"},
+		MaxAttempts: 5,
+		// Short enough that a local reviewer sees expiry happen.
+		RequestTTL:  time.Hour,
+		ApprovalTTL: time.Hour,
+	}}
+	if c.DispatchSecret == "" {
+		c.DispatchSecret = randomString(32)
+	}
+	c.applyDefaults()
+}
+
+// printLocalBanner tells the person at the terminal how to use the local run.
+// It prints the local agent's token on purpose: it only opens this machine's
+// sandbox, and the curl below needs it.
+func printLocalBanner(w io.Writer, base, storePath, token string) {
+	fmt.Fprintf(w, `
+countersign is running locally (no COUNTERSIGN_CONFIG).
+  store:        %s (embedded; set COUNTERSIGN_DATABASE_URL for PostgreSQL)
+  review inbox: %s/inbox/
+  agent token:  %s
+  demo tool:    %s, dispatching to the built-in sandbox at %s%s
+
+Post an intent, then approve it in the inbox:
+
+curl -s %s/v1/requests -H 'Authorization: Bearer %s' -d '{"run_id": "run-1", "step": 1, "tool": "%s", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}, "summary": "Refund 12.50 EUR on ord_1001", "reason": "parcel lost in transit"}'
+
+`, storePath, base, token, localTool, base, sandboxPath, base, token, localTool)
+}

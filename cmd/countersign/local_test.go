@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The local run: no configuration and no database URL. An agent's curl
+// creates a request, the inbox approves it, and the executor delivers it to
+// the built-in sandbox, all on the embedded store.
+func TestLocalRunApprovesThroughTheInboxToTheSandbox(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, out := startServeWith(t, envFrom(map[string]string{
+		"COUNTERSIGN_DATA_DIR": dir,
+		"COUNTERSIGN_LISTEN":   "127.0.0.1:0",
+	}))
+	if _, err := os.Stat(filepath.Join(dir, storeFile)); err != nil {
+		t.Fatalf("no embedded store in the data directory: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, localTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(raw))
+	banner := waitFor(t, out, "curl -s "+base+"/v1/requests")
+	if !strings.Contains(banner, "Authorization: Bearer "+token) || !strings.Contains(banner, base+"/inbox/") {
+		t.Fatalf("the banner lacks the token or the inbox address:\n%s", banner)
+	}
+
+	// The intent from the banner's curl.
+	call := func(method, path string, body io.Reader, header map[string]string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, body)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	agent := map[string]string{"Authorization": "Bearer " + token}
+	code, body := call(http.MethodPost, "/v1/requests", strings.NewReader(
+		`{"run_id": "run-1", "step": 1, "tool": "demo.refund", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}, "summary": "Refund <b>12.50</b> EUR"}`), agent)
+	if code != http.StatusCreated {
+		t.Fatalf("POST = %d %s", code, body)
+	}
+	var created struct {
+		ID          string `json:"id"`
+		Key         string `json:"key"`
+		PayloadHash string `json:"payload_hash"`
+	}
+	if err := json.Unmarshal(body, &created); err != nil {
+		t.Fatal(err)
+	}
+
+	// The card is in the inbox, escaped.
+	code, page := call(http.MethodGet, "/inbox/", nil, nil)
+	if code != http.StatusOK || !strings.Contains(string(page), created.Key[:12]) || !strings.Contains(string(page), "Refund &lt;b&gt;12.50&lt;/b&gt; EUR") {
+		t.Fatalf("inbox = %d, lacks the escaped card:\n%s", code, page)
+	}
+
+	// Approve twice, as a double click would: one decision.
+	form := url.Values{"request_id": {created.ID}, "round": {"1"}, "payload_hash": {created.PayloadHash}, "verdict": {"approve"}, "confirm": {"yes"}}
+	for range 2 {
+		if code, body := call(http.MethodPost, "/inbox/decide", strings.NewReader(form.Encode()),
+			map[string]string{"Content-Type": "application/x-www-form-urlencoded"}); code != http.StatusSeeOther {
+			t.Fatalf("decide = %d %s", code, body)
+		}
+	}
+
+	// The agent long-polls until the sandbox has the write.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body := call(http.MethodGet, "/v1/requests/"+created.Key+"?wait=5s", nil, agent)
+		if code != http.StatusOK {
+			t.Fatalf("GET = %d %s", code, body)
+		}
+		var view struct {
+			Status    string `json:"status"`
+			Decision  *struct{ Via, By string }
+			Execution *struct {
+				State    string `json:"state"`
+				Attempts int    `json:"attempts"`
+			} `json:"execution"`
+		}
+		if err := json.Unmarshal(body, &view); err != nil {
+			t.Fatal(err)
+		}
+		if view.Execution != nil && view.Execution.State == "succeeded" {
+			if view.Status != "approved" || view.Decision == nil || view.Decision.Via != "inbox" || view.Decision.By != defaultInboxReviewer || view.Execution.Attempts != 1 {
+				t.Fatalf("view = %s", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never succeeded: %s\n%s", body, out.String())
+		}
+	}
+	if code, body := call(http.MethodGet, "/sandbox/objects?key="+created.Key, nil, nil); code != http.StatusOK || !strings.Contains(string(body), created.Key) {
+		t.Fatalf("the sandbox does not hold the write: %d %s", code, body)
+	}
+
+	// The request page shows the outcome and the timeline; the lookup finds it.
+	if code, page := call(http.MethodGet, "/inbox/requests/"+created.ID, nil, nil); code != http.StatusOK ||
+		!strings.Contains(string(page), "succeeded") || !strings.Contains(string(page), "requested") {
+		t.Fatalf("request page = %d:\n%s", code, page)
+	}
+	if code, page := call(http.MethodGet, "/inbox/lookup?q=ord_1001", nil, nil); code != http.StatusOK || !strings.Contains(string(page), created.Key[:12]) {
+		t.Fatalf("lookup = %d:\n%s", code, page)
+	}
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// waitFor polls a process's output until it contains s, and returns it.
+func waitFor(t *testing.T, out *syncBuffer, s string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if o := out.String(); strings.Contains(o, s) {
+			return o
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the output never contained %q:\n%s", s, out.String())
+	return ""
+}
