@@ -59,19 +59,9 @@ func (h *Handler) inbox(w http.ResponseWriter, r *http.Request) {
 	h.render(w, http.StatusOK, "inbox", p)
 }
 
-// recentLister is the store read behind "recently decided": requests that
-// left pending, most recently changed first. A store without it leaves the
-// list out.
-type recentLister interface {
-	RecentlyDecided(ctx context.Context, limit int) ([]store.Request, error)
-}
-
+// recentlyDecided loads the requests that most recently left pending.
 func (h *Handler) recentlyDecided(ctx context.Context) ([]lookup.Detail, error) {
-	rl, ok := h.db.(recentLister)
-	if !ok {
-		return nil, nil
-	}
-	reqs, err := rl.RecentlyDecided(ctx, maxDecided)
+	reqs, err := h.db.RecentlyDecided(ctx, maxDecided)
 	if err != nil {
 		return nil, err
 	}

@@ -109,3 +109,32 @@ func TestPendingAndUnresolvedLookups(t *testing.T) {
 		}
 	})
 }
+
+func TestRecentlyDecidedListsRequestsThatLeftPending(t *testing.T) {
+	forEachStore(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		insertRequest(t, b, "wa_still_pending")
+		base := time.Now().UTC().Truncate(time.Second)
+		at := func(d time.Duration) *time.Time { t := base.Add(d); return &t }
+		p := decide(insertRequest(t, b, "wa_approved_first"), store.VerdictApprove, "U1")
+		p.Now = at(time.Second)
+		if _, _, ok, err := b.Decide(ctx, p); err != nil || !ok {
+			t.Fatalf("Decide = %v, %v", ok, err)
+		}
+		p = decide(insertRequest(t, b, "wa_rejected_second"), store.VerdictReject, "U1")
+		p.Now = at(2 * time.Second)
+		if _, _, ok, err := b.Decide(ctx, p); err != nil || !ok {
+			t.Fatalf("Decide = %v, %v", ok, err)
+		}
+		if _, ok, err := b.CancelRequest(ctx, insertRequest(t, b, "wa_cancelled_third").ID, "agent:a", at(3*time.Second)); err != nil || !ok {
+			t.Fatalf("CancelRequest = %v, %v", ok, err)
+		}
+		got, err := b.RecentlyDecided(ctx, 10)
+		if err != nil || keysOf(got) != "wa_cancelled_third,wa_rejected_second,wa_approved_first" {
+			t.Errorf("RecentlyDecided = %s, %v", keysOf(got), err)
+		}
+		if got, err := b.RecentlyDecided(ctx, 1); err != nil || keysOf(got) != "wa_cancelled_third" {
+			t.Errorf("limited = %s, %v", keysOf(got), err)
+		}
+	})
+}

@@ -30,6 +30,13 @@ func PendingRequests(ctx context.Context, db DBTX, limit int) ([]Request, error)
 WHERE status = 'pending' ORDER BY expires_at LIMIT $1`, limit)
 }
 
+// RecentlyDecided returns up to limit requests that left pending (decided,
+// expired or cancelled), most recently changed first.
+func RecentlyDecided(ctx context.Context, db DBTX, limit int) ([]Request, error) {
+	return queryRequests(ctx, db, `SELECT `+requestColumns+` FROM requests
+WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT $1`, limit)
+}
+
 // Unresolved is a request whose write is in doubt: its execution is unknown
 // (being reconciled) or needs a human.
 type Unresolved struct {

@@ -199,6 +199,10 @@ func (db *DB) PendingRequests(ctx context.Context, limit int) ([]Request, error)
 	return PendingRequests(ctx, db.Pool, limit)
 }
 
+func (db *DB) RecentlyDecided(ctx context.Context, limit int) ([]Request, error) {
+	return RecentlyDecided(ctx, db.Pool, limit)
+}
+
 func (db *DB) UnresolvedExecutions(ctx context.Context, limit int) ([]Unresolved, error) {
 	return UnresolvedExecutions(ctx, db.Pool, limit)
 }

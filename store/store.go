@@ -66,6 +66,7 @@ type Store interface {
 	RequestsByKeyPrefix(ctx context.Context, prefix string, limit int) ([]Request, error)
 	RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error)
 	PendingRequests(ctx context.Context, limit int) ([]Request, error)
+	RecentlyDecided(ctx context.Context, limit int) ([]Request, error)
 	UnresolvedExecutions(ctx context.Context, limit int) ([]Unresolved, error)
 }
 

@@ -29,6 +29,13 @@ func (s *Store) PendingRequests(ctx context.Context, limit int) ([]store.Request
 WHERE status = 'pending' ORDER BY expires_at LIMIT ?`, limit)
 }
 
+// RecentlyDecided returns up to limit requests that left pending (decided,
+// expired or cancelled), most recently changed first.
+func (s *Store) RecentlyDecided(ctx context.Context, limit int) ([]store.Request, error) {
+	return s.queryRequests(ctx, `SELECT `+requestColumns+` FROM requests
+WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT ?`, limit)
+}
+
 // UnresolvedExecutions returns up to limit executions in unknown or
 // needs_review, oldest change first, with their requests.
 func (s *Store) UnresolvedExecutions(ctx context.Context, limit int) ([]store.Unresolved, error) {
