@@ -122,7 +122,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		}))
 	}
 	if cfg.Local() {
-		a.mux.Handle(sandboxPath+"/", http.StripPrefix(sandboxPath, sandbox.New()))
+		provider := sandbox.New()
+		provider.Secret = []byte(cfg.DispatchSecret) // it counts writes that did not come through the gate
+		a.mux.Handle(sandboxPath+"/", http.StripPrefix(sandboxPath, provider))
 	}
 
 	if a.executor, err = a.startExecutor(ctx); err != nil {
