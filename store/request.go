@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -96,13 +97,29 @@ type InsertResult struct {
 func InsertRequests(ctx context.Context, db DBTX, ps []NewRequest, now *time.Time) ([]InsertResult, error) {
 	byKey := make(map[string]InsertResult, len(ps))
 	missing := ps
-	// A key committed by another transaction after the statement's snapshot
-	// was taken is neither inserted nor seen; the next statement sees it.
+	// The insert returns only the rows it inserted; a key that conflicted is
+	// read after it. (Reading them in the same statement, key = ANY($1), got
+	// a sequential-scan plan while the table was small, and the connection
+	// kept that cached plan: one full scan per batch as the table grew.) A
+	// key whose insert then rolled back is neither inserted nor found, and is
+	// inserted again.
 	for range 2 {
 		if err := insertRequests(ctx, db, missing, now, byKey); err != nil {
 			return nil, err
 		}
 		missing = slices.DeleteFunc(slices.Clone(missing), func(p NewRequest) bool { _, ok := byKey[p.Key]; return ok })
+		// Existing keys are rare here (the service reads before it inserts),
+		// so each is one lookup on the unique index.
+		for _, p := range missing {
+			req, err := RequestByKey(ctx, db, p.Key)
+			switch {
+			case err == nil:
+				byKey[p.Key] = InsertResult{Request: req}
+			case !errors.Is(err, ErrNotFound):
+				return nil, fmt.Errorf("inserting requests: %w", err)
+			}
+		}
+		missing = slices.DeleteFunc(missing, func(p NewRequest) bool { _, ok := byKey[p.Key]; return ok })
 		if len(missing) == 0 {
 			break
 		}
@@ -149,12 +166,8 @@ WITH input AS (
 ), o AS (
 	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
 	SELECT 'post_card', id, round, created_at FROM r
-), existing AS (
-	SELECT * FROM requests WHERE key = ANY($1) AND key NOT IN (SELECT key FROM r)
 )
-SELECT `+requestColumns+`, true AS inserted FROM r
-UNION ALL
-SELECT `+requestColumns+`, false AS inserted FROM existing`,
+SELECT `+requestColumns+`, true AS inserted FROM r`,
 		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, now)
 	if err != nil {
 		return fmt.Errorf("inserting requests: %w", err)
