@@ -69,6 +69,8 @@ type NewRequest struct {
 	RequestedFor string
 	TTL          time.Duration
 	Now          *time.Time
+	// EffectStrings is EffectStrings(Snapshot); nil has it computed at insert.
+	EffectStrings []string
 }
 
 // InsertRequest stores a new request with its "requested" audit event and the
@@ -138,24 +140,32 @@ func insertRequests(ctx context.Context, db DBTX, ps []NewRequest, now *time.Tim
 	n := len(ps)
 	keys, basis, runs, steps, tools := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	snapshots, hashes, summaries, reasons := make([][]byte, n), make([]string, n), make([]string, n), make([]string, n)
-	by, forWhom, ttls := make([]string, n), make([]string, n), make([]int64, n)
+	by, forWhom, ttls, strs := make([]string, n), make([]string, n), make([]int64, n), make([]string, n)
 	for i, p := range ps {
 		keys[i], basis[i], runs[i], steps[i], tools[i] = p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool
 		snapshots[i], hashes[i], summaries[i], reasons[i] = p.Snapshot, p.PayloadHash, p.Summary, p.Reason
 		by[i], forWhom[i], ttls[i] = p.RequestedBy, p.RequestedFor, p.TTL.Microseconds()
+		values := p.EffectStrings
+		if values == nil {
+			var err error
+			if values, err = EffectStrings(p.Snapshot); err != nil {
+				return fmt.Errorf("inserting requests: key %s: %w", p.Key, err)
+			}
+		}
+		strs[i] = arrayLiteral(values)
 	}
 	rows, err := db.Query(ctx, `
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[])
-		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us)
+		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[])
+		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings)
 ), r AS (
-	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect, snapshot, payload_hash,
+	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
 		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
-	SELECT key, basis_hash, run_id, step::jsonb, tool, convert_from(snapshot, 'UTF8')::jsonb, snapshot, payload_hash,
+	SELECT key, basis_hash, run_id, step::jsonb, tool, effect_strings::text[], snapshot, payload_hash,
 		summary, reason, requested_by, requested_for,
-		coalesce($13::timestamptz, now()) + ttl_us * interval '1 microsecond',
-		coalesce($13::timestamptz, now()), coalesce($13::timestamptz, now())
+		coalesce($14::timestamptz, now()) + ttl_us * interval '1 microsecond',
+		coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now())
 	FROM input
 	ORDER BY key -- batches take their key locks in one order, so two never deadlock
 	ON CONFLICT (key) DO NOTHING
@@ -168,7 +178,7 @@ WITH input AS (
 	SELECT 'post_card', id, round, created_at FROM r
 )
 SELECT `+requestColumns+`, true AS inserted FROM r`,
-		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, now)
+		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, strs, now)
 	if err != nil {
 		return fmt.Errorf("inserting requests: %w", err)
 	}
