@@ -38,7 +38,7 @@ type Intent struct {
 
 // Basis returns the fields the key is derived from.
 func (in Intent) Basis() Basis {
-	return Basis{RunID: in.RunID, Step: in.Step, Tool: in.Tool, Effect: in.Effect}
+	return Basis{RunID: in.RunID, Step: in.Step, Tool: in.Tool, Effect: in.Effect, CanonicalEffect: in.Snapshot}
 }
 
 var intentFields = []string{"run_id", "step", "tool", "effect", "summary", "reason", "requested_for", "idempotency_key"}

@@ -19,17 +19,48 @@ type Basis struct {
 	Step   json.RawMessage // an integer or a string, exactly as sent
 	Tool   string
 	Effect json.RawMessage // a JSON object
+	// CanonicalEffect, when set, is the effect's RFC 8785 form (Canonicalize),
+	// already computed at decode; it is not canonicalized a second time.
+	CanonicalEffect []byte
 }
 
 // Canonical returns the RFC 8785 (JCS) bytes of
 // {"run": …, "step": …, "tool": …, "effect": …}.
 func (b Basis) Canonical() ([]byte, error) {
+	if b.CanonicalEffect != nil {
+		// JCS orders members by name, and "effect" sorts before "run", "step"
+		// and "tool": the whole is {"effect":E, then the rest's members.
+		rest, err := Basis{RunID: b.RunID, Step: b.Step, Tool: b.Tool}.canonicalRest()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]byte, 0, len(`{"effect":,`)+len(b.CanonicalEffect)+len(rest))
+		out = append(append(append(out, `{"effect":`...), b.CanonicalEffect...), ',')
+		return append(out, rest[1:]...), nil
+	}
 	raw, err := json.Marshal(struct {
 		Run    string          `json:"run"`
 		Step   json.RawMessage `json:"step"`
 		Tool   string          `json:"tool"`
 		Effect json.RawMessage `json:"effect"`
 	}{b.RunID, b.Step, b.Tool, b.Effect})
+	if err != nil {
+		return nil, fmt.Errorf("encoding key basis: %w", err)
+	}
+	canonical, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, fmt.Errorf("canonicalizing key basis: %w", err)
+	}
+	return canonical, nil
+}
+
+// canonicalRest returns the RFC 8785 bytes of {"run": …, "step": …, "tool": …}.
+func (b Basis) canonicalRest() ([]byte, error) {
+	raw, err := json.Marshal(struct {
+		Run  string          `json:"run"`
+		Step json.RawMessage `json:"step"`
+		Tool string          `json:"tool"`
+	}{b.RunID, b.Step, b.Tool})
 	if err != nil {
 		return nil, fmt.Errorf("encoding key basis: %w", err)
 	}
