@@ -130,6 +130,9 @@ func TestCanonicalWithCanonicalEffectIsTheSame(t *testing.T) {
 		{RunID: "r", Step: json.RawMessage(`1`), Tool: "t", Effect: json.RawMessage(`{"b": 2, "a": [1.0, "é\u00e9"]}`)},
 		{RunID: "run \"7\"\n", Step: json.RawMessage(`"step-\u0041"`), Tool: "billing.credit", Effect: json.RawMessage(`{}`)},
 		{RunID: "ü€😀", Step: json.RawMessage(`-42`), Tool: "<t>&", Effect: json.RawMessage(`{"z":{"y":1e21,"x":null}}`)},
+		{RunID: "\x01\x1f\x7f\u2028\b\f\r\t/", Step: json.RawMessage(`"\u2028\u0007\\"`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)},
+		{RunID: "r", Step: json.RawMessage(`-0`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)},
+		{RunID: "r", Step: json.RawMessage(`9007199254740992`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)},
 	} {
 		whole, err := b.Canonical()
 		if err != nil {
