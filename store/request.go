@@ -196,22 +196,26 @@ SELECT `+requestColumns+`, true AS inserted FROM r`,
 // for its current round is queued. It only reads: replays never write, except
 // through RedriveCard.
 func ReplayRequest(ctx context.Context, db DBTX, key string) (req Request, postQueued bool, err error) {
-	rows, err := db.Query(ctx, `SELECT `+requestColumns+`, EXISTS (SELECT 1 FROM outbox o
+	// Every replay runs this, so its row is scanned by position rather than
+	// matched to the struct by column name.
+	row := db.QueryRow(ctx, `SELECT `+requestColumns+`, EXISTS (SELECT 1 FROM outbox o
 		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending') AS post_queued
 FROM requests WHERE key = $1`, key)
-	if err != nil {
+	if err := scanRequest(row, &req, &postQueued); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Request{}, false, ErrNotFound
+		}
 		return Request{}, false, fmt.Errorf("reading request: %w", err)
 	}
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[replayedRequest])
-	if err != nil {
-		return Request{}, false, translate(err)
-	}
-	return r.Request, r.PostQueued, nil
+	return req, postQueued, nil
 }
 
-type replayedRequest struct {
-	Request
-	PostQueued bool `db:"post_queued"`
+// scanRequest scans a row that starts with requestColumns, in their order,
+// followed by extra.
+func scanRequest(row pgx.Row, r *Request, extra ...any) error {
+	return row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &r.Step, &r.Tool, &r.Snapshot, &r.PayloadHash,
+		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &r.ExpiresAt,
+		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt}, extra...)...)
 }
 
 // RedriveCard queues a card post for the request's round when it is pending,
