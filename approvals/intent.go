@@ -38,7 +38,7 @@ type Intent struct {
 
 // Basis returns the fields the key is derived from.
 func (in Intent) Basis() Basis {
-	return Basis{RunID: in.RunID, Step: in.Step, Tool: in.Tool, Effect: in.Effect}
+	return Basis{RunID: in.RunID, Step: in.Step, Tool: in.Tool, Effect: in.Effect, CanonicalEffect: in.Snapshot}
 }
 
 var intentFields = []string{"run_id", "step", "tool", "effect", "summary", "reason", "requested_for", "idempotency_key"}
@@ -170,6 +170,17 @@ func CheckJSON(body []byte) error {
 	if !utf8.Valid(body) {
 		return &InputError{Code: CodeMalformedJSON, Message: "the body is not valid UTF-8"}
 	}
+	// Most bodies are well-formed and pass: one scan without allocating a
+	// token per value says so. Anything it doubts takes the token walk,
+	// which names the problem.
+	if json.Valid(body) && passes(body) {
+		return nil
+	}
+	return checkJSONTokens(body)
+}
+
+// checkJSONTokens is CheckJSON by a token walk, which names the problem.
+func checkJSONTokens(body []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := walkValue(dec, "", 0); err != nil {
@@ -179,6 +190,142 @@ func CheckJSON(body []byte) error {
 		return &InputError{Code: CodeMalformedJSON, Message: "the body has data after its JSON value"}
 	}
 	return nil
+}
+
+// passes reports whether a body that json.Valid accepts has no duplicate
+// member names, no nesting deeper than maxDepth and no number checkNumber
+// refuses. It allocates only for escaped member names and large objects.
+func passes(body []byte) bool {
+	w := validWalker{b: body}
+	return w.value(0)
+}
+
+// validWalker walks JSON already known to be well-formed.
+type validWalker struct {
+	b []byte
+	i int
+}
+
+func (w *validWalker) space() {
+	for w.i < len(w.b) {
+		switch w.b[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
+	}
+}
+
+func (w *validWalker) value(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	w.space()
+	switch c := w.b[w.i]; c {
+	case '{':
+		w.i++
+		w.space()
+		if w.b[w.i] == '}' {
+			w.i++
+			return true
+		}
+		var small [16]string
+		names := small[:0]
+		var many map[string]struct{}
+		for {
+			w.space()
+			name, ok := w.str()
+			if !ok {
+				return false
+			}
+			if many != nil {
+				if _, dup := many[name]; dup {
+					return false
+				}
+				many[name] = struct{}{}
+			} else {
+				for _, n := range names {
+					if n == name {
+						return false
+					}
+				}
+				if names = append(names, name); len(names) == len(small) {
+					many = make(map[string]struct{}, 2*len(small))
+					for _, n := range names {
+						many[n] = struct{}{}
+					}
+				}
+			}
+			w.space()
+			w.i++ // the colon
+			if !w.value(depth + 1) {
+				return false
+			}
+			w.space()
+			if w.b[w.i] == ',' {
+				w.i++
+				continue
+			}
+			w.i++ // the closing brace
+			return true
+		}
+	case '[':
+		w.i++
+		w.space()
+		if w.b[w.i] == ']' {
+			w.i++
+			return true
+		}
+		for {
+			if !w.value(depth + 1) {
+				return false
+			}
+			w.space()
+			if w.b[w.i] == ',' {
+				w.i++
+				continue
+			}
+			w.i++ // the closing bracket
+			return true
+		}
+	case '"':
+		_, ok := w.str()
+		return ok
+	case 't', 'n':
+		w.i += 4
+		return true
+	case 'f':
+		w.i += 5
+		return true
+	default:
+		start := w.i
+		for w.i < len(w.b) && strings.IndexByte("+-0123456789.eE", w.b[w.i]) >= 0 {
+			w.i++
+		}
+		return checkNumber(json.Number(w.b[start:w.i]), "") == nil
+	}
+}
+
+// str reads a string at w.i and returns its decoded value.
+func (w *validWalker) str() (string, bool) {
+	start, escaped := w.i, false
+	for w.i++; w.b[w.i] != '"'; w.i++ {
+		if w.b[w.i] == '\\' {
+			escaped = true
+			w.i++
+		}
+	}
+	w.i++
+	raw := w.b[start:w.i]
+	if !escaped {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 func walkValue(dec *json.Decoder, path string, depth int) error {

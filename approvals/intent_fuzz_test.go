@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecodeIntent feeds untrusted bytes to the intake decoder. Whatever it
@@ -19,10 +21,16 @@ func FuzzDecodeIntent(f *testing.F) {
 		`{"run_id":"r","step":1,"tool":"t","effect":{"a":12345678901234567890}}`,
 		`{"run_id":"r","step":1,"tool":"t","effect":{"\u00e9":"\ud83c\udf89"}}`,
 		`[]`, `{`, `null`, `{"run_id":"r"} x`,
+		`{"a":{"b":1,"c":2,"d":3,"e":4,"f":5,"g":6,"h":7,"i":8,"j":9,"k":10,"l":11,"m":12,"n":13,"o":14,"p":15,"q":16,"r":17,"b":18}}`,
+		`{"a\u0062":1,"ab":2}`, `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
+		`{"n":-9007199254740993,"f":1e400,"g":-0.0,"h":1E-400}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if fast, tokens := CheckJSON(body), checkJSONTokens(body); fmt.Sprint(fast) != fmt.Sprint(tokens) && utf8.Valid(body) {
+			t.Fatalf("CheckJSON says %v, the token walk %v", fast, tokens)
+		}
 		in, err := DecodeIntent(body)
 		if err != nil {
 			var input *InputError

@@ -122,3 +122,31 @@ func TestValidClientKey(t *testing.T) {
 		}
 	}
 }
+
+// A basis that carries its effect's canonical form gives the same bytes as
+// one canonicalized whole.
+func TestCanonicalWithCanonicalEffectIsTheSame(t *testing.T) {
+	for _, b := range []Basis{
+		{RunID: "r", Step: json.RawMessage(`1`), Tool: "t", Effect: json.RawMessage(`{"b": 2, "a": [1.0, "é\u00e9"]}`)},
+		{RunID: "run \"7\"\n", Step: json.RawMessage(`"step-\u0041"`), Tool: "billing.credit", Effect: json.RawMessage(`{}`)},
+		{RunID: "ü€😀", Step: json.RawMessage(`-42`), Tool: "<t>&", Effect: json.RawMessage(`{"z":{"y":1e21,"x":null}}`)},
+		{RunID: "\x01\x1f\x7f\u2028\b\f\r\t/", Step: json.RawMessage(`"\u2028\u0007\\"`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)},
+		{RunID: "r", Step: json.RawMessage(`-0`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)},
+		{RunID: "r", Step: json.RawMessage(`9007199254740992`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)},
+	} {
+		whole, err := b.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.CanonicalEffect, err = Canonicalize(b.Effect); err != nil {
+			t.Fatal(err)
+		}
+		spliced, err := b.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(spliced) != string(whole) {
+			t.Errorf("spliced %s, whole %s", spliced, whole)
+		}
+	}
+}

@@ -18,6 +18,9 @@ type Service struct {
 	Logger *slog.Logger
 	// Batcher, when set, group-commits new requests; nil inserts each alone.
 	Batcher *store.IntakeBatcher
+	// Reader, when set, batches the read every intent starts with; nil reads
+	// each alone.
+	Reader *store.ReplayReader
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
 }
@@ -49,7 +52,11 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	}
 
 	// A replay is one read; only a new key goes to the (group-committed) insert.
-	existing, postQueued, err := s.DB.ReplayRequest(ctx, key)
+	read := s.DB.ReplayRequest
+	if s.Reader != nil {
+		read = s.Reader.Read
+	}
+	existing, postQueued, err := read(ctx, key)
 	switch {
 	case err == nil:
 		if existing.BasisHash == basisHash && existing.Status == store.RequestPending && existing.CardTS == "" && !postQueued {

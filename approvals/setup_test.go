@@ -57,6 +57,8 @@ func setup(t testing.TB) *bundle {
 	t.Cleanup(cancel)
 	svc.Batcher = store.NewIntakeBatcher(db, 2, 16)
 	go svc.Batcher.Run(ctx)
+	svc.Reader = store.NewReplayReader(db.Pool, 2, 16)
+	go svc.Reader.Run(ctx)
 	listener := store.NewListener(db, logger)
 	go listener.Run(ctx)
 	select {

@@ -199,10 +199,10 @@ func seed(b *testing.B, bb *bundle, rows int) {
 	start := time.Now()
 	for _, sql := range []string{
 		`DROP INDEX requests_effect_strings`,
-		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect, snapshot, payload_hash, summary, reason,
+		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, summary, reason,
 	requested_by, requested_for, status, expires_at, created_at, updated_at, card_channel, card_ts)
 SELECT 'wa_' || encode(sha256(convert_to('seed' || i, 'UTF8')), 'hex'), 'sha256:' || md5(i::text), 'r-' || (i / 10), to_jsonb(i %% 10),
-	'billing.credit', e, convert_to(e::text, 'UTF8'), 'sha256:' || md5(e::text), 'Credit inv_' || i, 'seeded',
+	'billing.credit', countersign_effect_strings(e), convert_to(e::text, 'UTF8'), 'sha256:' || md5(e::text), 'Credit inv_' || i, 'seeded',
 	'billing-agent', 'UREQ', CASE WHEN i %% 10 = 0 THEN 'approved' ELSE 'pending' END,
 	now() + interval '3 days', now() - (i || ' seconds')::interval, now(), 'C0BILLING', '1700000000.' || lpad(i::text, 6, '0')
 FROM generate_series(1, %d) AS i,
@@ -213,7 +213,7 @@ SELECT id, 1, 'approve', 'UANA', 'slack', payload_hash FROM requests WHERE statu
 		`INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, state, attempts, max_attempts, approved_at, provider_ref)
 SELECT d.request_id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, 'succeeded', 1, 5, d.decided_at, 'cr_' || d.id
 FROM decisions d JOIN requests r ON r.id = d.request_id`,
-		`CREATE INDEX requests_effect_strings ON requests USING gin (countersign_effect_strings(effect))`,
+		`CREATE INDEX requests_effect_strings ON requests USING gin (effect_strings)`,
 		`VACUUM ANALYZE requests`, `VACUUM ANALYZE decisions`, `VACUUM ANALYZE executions`,
 	} {
 		t0 := time.Now()

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -41,6 +42,13 @@ func NewIntakeBatcher(db Store, flushers, maxBatch int) *IntakeBatcher {
 // ends before the batch commits, the request may still be stored; a retry of
 // the same intent then replays it.
 func (b *IntakeBatcher) Insert(ctx context.Context, p NewRequest) (Request, bool, error) {
+	if p.EffectStrings == nil {
+		// In the caller's goroutine, not the flusher's.
+		var err error
+		if p.EffectStrings, err = EffectStrings(p.Snapshot); err != nil {
+			return Request{}, false, fmt.Errorf("inserting request: %w", err)
+		}
+	}
 	q := &queuedInsert{p: p, done: make(chan InsertResult, 1)} // q.err is set before done is sent
 	select {
 	case b.queue <- q:

@@ -17,11 +17,11 @@ WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3`, prefix, prefix+"\x7f", limi
 }
 
 // RequestsByEffectString returns up to limit requests, newest first, whose
-// effect holds value as a string at any depth (countersign_effect_strings,
-// GIN-indexed).
+// effect holds value as a string at any depth (EffectStrings, stored at
+// intake and GIN-indexed).
 func RequestsByEffectString(ctx context.Context, db DBTX, value string, limit int) ([]Request, error) {
 	return queryRequests(ctx, db, `SELECT `+requestColumns+` FROM requests
-WHERE countersign_effect_strings(effect) @> ARRAY[$1::text] ORDER BY created_at DESC LIMIT $2`, value, limit)
+WHERE effect_strings @> ARRAY[$1::text] ORDER BY created_at DESC LIMIT $2`, value, limit)
 }
 
 // PendingRequests returns up to limit pending requests, soonest expiry first.

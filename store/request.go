@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -68,6 +69,8 @@ type NewRequest struct {
 	RequestedFor string
 	TTL          time.Duration
 	Now          *time.Time
+	// EffectStrings is EffectStrings(Snapshot); nil has it computed at insert.
+	EffectStrings []string
 }
 
 // InsertRequest stores a new request with its "requested" audit event and the
@@ -96,13 +99,29 @@ type InsertResult struct {
 func InsertRequests(ctx context.Context, db DBTX, ps []NewRequest, now *time.Time) ([]InsertResult, error) {
 	byKey := make(map[string]InsertResult, len(ps))
 	missing := ps
-	// A key committed by another transaction after the statement's snapshot
-	// was taken is neither inserted nor seen; the next statement sees it.
+	// The insert returns only the rows it inserted; a key that conflicted is
+	// read after it. (Reading them in the same statement, key = ANY($1), got
+	// a sequential-scan plan while the table was small, and the connection
+	// kept that cached plan: one full scan per batch as the table grew.) A
+	// key whose insert then rolled back is neither inserted nor found, and is
+	// inserted again.
 	for range 2 {
 		if err := insertRequests(ctx, db, missing, now, byKey); err != nil {
 			return nil, err
 		}
 		missing = slices.DeleteFunc(slices.Clone(missing), func(p NewRequest) bool { _, ok := byKey[p.Key]; return ok })
+		// Existing keys are rare here (the service reads before it inserts),
+		// so each is one lookup on the unique index.
+		for _, p := range missing {
+			req, err := RequestByKey(ctx, db, p.Key)
+			switch {
+			case err == nil:
+				byKey[p.Key] = InsertResult{Request: req}
+			case !errors.Is(err, ErrNotFound):
+				return nil, fmt.Errorf("inserting requests: %w", err)
+			}
+		}
+		missing = slices.DeleteFunc(missing, func(p NewRequest) bool { _, ok := byKey[p.Key]; return ok })
 		if len(missing) == 0 {
 			break
 		}
@@ -121,24 +140,32 @@ func insertRequests(ctx context.Context, db DBTX, ps []NewRequest, now *time.Tim
 	n := len(ps)
 	keys, basis, runs, steps, tools := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	snapshots, hashes, summaries, reasons := make([][]byte, n), make([]string, n), make([]string, n), make([]string, n)
-	by, forWhom, ttls := make([]string, n), make([]string, n), make([]int64, n)
+	by, forWhom, ttls, strs := make([]string, n), make([]string, n), make([]int64, n), make([]string, n)
 	for i, p := range ps {
 		keys[i], basis[i], runs[i], steps[i], tools[i] = p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool
 		snapshots[i], hashes[i], summaries[i], reasons[i] = p.Snapshot, p.PayloadHash, p.Summary, p.Reason
 		by[i], forWhom[i], ttls[i] = p.RequestedBy, p.RequestedFor, p.TTL.Microseconds()
+		values := p.EffectStrings
+		if values == nil {
+			var err error
+			if values, err = EffectStrings(p.Snapshot); err != nil {
+				return fmt.Errorf("inserting requests: key %s: %w", p.Key, err)
+			}
+		}
+		strs[i] = arrayLiteral(values)
 	}
 	rows, err := db.Query(ctx, `
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[])
-		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us)
+		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[])
+		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings)
 ), r AS (
-	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect, snapshot, payload_hash,
+	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
 		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
-	SELECT key, basis_hash, run_id, step::jsonb, tool, convert_from(snapshot, 'UTF8')::jsonb, snapshot, payload_hash,
+	SELECT key, basis_hash, run_id, step::jsonb, tool, effect_strings::text[], snapshot, payload_hash,
 		summary, reason, requested_by, requested_for,
-		coalesce($13::timestamptz, now()) + ttl_us * interval '1 microsecond',
-		coalesce($13::timestamptz, now()), coalesce($13::timestamptz, now())
+		coalesce($14::timestamptz, now()) + ttl_us * interval '1 microsecond',
+		coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now())
 	FROM input
 	ORDER BY key -- batches take their key locks in one order, so two never deadlock
 	ON CONFLICT (key) DO NOTHING
@@ -149,13 +176,9 @@ WITH input AS (
 ), o AS (
 	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
 	SELECT 'post_card', id, round, created_at FROM r
-), existing AS (
-	SELECT * FROM requests WHERE key = ANY($1) AND key NOT IN (SELECT key FROM r)
 )
-SELECT `+requestColumns+`, true AS inserted FROM r
-UNION ALL
-SELECT `+requestColumns+`, false AS inserted FROM existing`,
-		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, now)
+SELECT `+requestColumns+`, true AS inserted FROM r`,
+		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, strs, now)
 	if err != nil {
 		return fmt.Errorf("inserting requests: %w", err)
 	}
@@ -173,22 +196,26 @@ SELECT `+requestColumns+`, false AS inserted FROM existing`,
 // for its current round is queued. It only reads: replays never write, except
 // through RedriveCard.
 func ReplayRequest(ctx context.Context, db DBTX, key string) (req Request, postQueued bool, err error) {
-	rows, err := db.Query(ctx, `SELECT `+requestColumns+`, EXISTS (SELECT 1 FROM outbox o
+	// Every replay runs this, so its row is scanned by position rather than
+	// matched to the struct by column name.
+	row := db.QueryRow(ctx, `SELECT `+requestColumns+`, EXISTS (SELECT 1 FROM outbox o
 		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending') AS post_queued
 FROM requests WHERE key = $1`, key)
-	if err != nil {
+	if err := scanRequest(row, &req, &postQueued); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Request{}, false, ErrNotFound
+		}
 		return Request{}, false, fmt.Errorf("reading request: %w", err)
 	}
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[replayedRequest])
-	if err != nil {
-		return Request{}, false, translate(err)
-	}
-	return r.Request, r.PostQueued, nil
+	return req, postQueued, nil
 }
 
-type replayedRequest struct {
-	Request
-	PostQueued bool `db:"post_queued"`
+// scanRequest scans a row that starts with requestColumns, in their order,
+// followed by extra.
+func scanRequest(row pgx.Row, r *Request, extra ...any) error {
+	return row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &r.Step, &r.Tool, &r.Snapshot, &r.PayloadHash,
+		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &r.ExpiresAt,
+		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt}, extra...)...)
 }
 
 // RedriveCard queues a card post for the request's round when it is pending,

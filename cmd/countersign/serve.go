@@ -30,6 +30,14 @@ const (
 	intakeMaxBatch = 64
 )
 
+// Every intent starts with a read of its key (is it a replay?); reads that
+// arrive together share one query, up to 64 keys, from replayReaders
+// concurrent queries.
+const (
+	replayReaders  = 2
+	replayMaxBatch = 64
+)
+
 // app is what serve's components share.
 type app struct {
 	cfg      *Config
@@ -91,7 +99,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 	batcher := store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
 	go batcher.Run(ctx)
-	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: batcher, Logger: logger.With("component", "approvals")}
+	reader := store.NewReplayReader(db.Pool, replayReaders, replayMaxBatch)
+	go reader.Run(ctx)
+	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: batcher, Reader: reader, Logger: logger.With("component", "approvals")}
 	hook := approvals.NewHandler(a.review, cfg.AgentList(), a.notifier, logger.With("component", "hook"), approvals.NewMetrics(a.registry))
 	a.mux.Handle("/v1/", hook)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
