@@ -15,6 +15,9 @@ import (
 type backend struct {
 	store    store.Store
 	notifier store.Notifier
+	// replays batches the read every intent starts with; nil reads each
+	// alone (the embedded store reads in-process, with no round trip to share).
+	replays *store.ReplayReader
 	// where names the store for people: PostgreSQL, or the embedded file.
 	where string
 }
@@ -40,6 +43,8 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 		listener := store.NewListener(s, logger.With("component", "listener"))
 		go listener.Run(ctx)
 		b.notifier = listener
+		b.replays = store.NewReplayReader(s.Pool, replayReaders, replayMaxBatch)
+		go b.replays.Run(ctx)
 	case *embedded.Store:
 		b.notifier = s // it wakes its own subscribers after each commit
 		if !cfg.Local() {

@@ -99,9 +99,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 	batcher := store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
 	go batcher.Run(ctx)
-	reader := store.NewReplayReader(db.Pool, replayReaders, replayMaxBatch)
-	go reader.Run(ctx)
-	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: batcher, Reader: reader, Logger: logger.With("component", "approvals")}
+	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: batcher, Reader: b.replays, Logger: logger.With("component", "approvals")}
 	hook := approvals.NewHandler(a.review, cfg.AgentList(), a.notifier, logger.With("component", "hook"), approvals.NewMetrics(a.registry))
 	a.mux.Handle("/v1/", hook)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })

@@ -32,9 +32,12 @@ func (s *Store) InsertRequests(ctx context.Context, ps []store.NewRequest, now *
 		if !json.Valid(p.Step) {
 			return nil, fmt.Errorf("inserting requests: step of %s is not JSON", p.Key)
 		}
-		var err error
-		if strs[i], err = effectStrings(p.Snapshot); err != nil {
-			return nil, fmt.Errorf("inserting requests: %s: %w", p.Key, err)
+		strs[i] = p.EffectStrings
+		if strs[i] == nil {
+			var err error
+			if strs[i], err = store.EffectStrings(p.Snapshot); err != nil {
+				return nil, fmt.Errorf("inserting requests: %s: %w", p.Key, err)
+			}
 		}
 	}
 	results := make([]store.InsertResult, len(ps))
