@@ -150,3 +150,30 @@ func TestCanonicalWithCanonicalEffectIsTheSame(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCanonicalBasis checks the key basis written directly (run, step and
+// tool spliced after the effect's canonical form) against the RFC 8785
+// library on the whole basis, for any run, tool and step.
+func FuzzCanonicalBasis(f *testing.F) {
+	f.Add("r-7f3a", "6", "billing.credit")
+	f.Add("ü€😀\x00\u2028", `"step \"6\""`, "<t>&")
+	f.Add("r", "-9007199254740992", "t")
+	f.Add("r", "1e3", "t")
+	f.Fuzz(func(t *testing.T, run, step, tool string) {
+		b := Basis{RunID: run, Step: json.RawMessage(step), Tool: tool, Effect: json.RawMessage(`{"b":[1.5,"x"],"a":null}`)}
+		whole, err := b.Canonical()
+		if err != nil {
+			return // not a step DecodeIntent would accept
+		}
+		if b.CanonicalEffect, err = Canonicalize(b.Effect); err != nil {
+			t.Fatal(err)
+		}
+		spliced, err := b.Canonical()
+		if err != nil {
+			t.Fatalf("the spliced basis fails where the whole succeeds: %v", err)
+		}
+		if string(spliced) != string(whole) {
+			t.Errorf("spliced %q, whole %q", spliced, whole)
+		}
+	})
+}
