@@ -203,15 +203,27 @@ func buildTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = admin.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name)
+	if _, err = admin.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+		return err
+	}
+	_, err = admin.Exec(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS 'built %d'", name, time.Now().Unix()))
 	return err
 }
 
+// staleAfter is how long another schema version's template is kept: two
+// checkouts on different branches may be testing against one server at once,
+// and dropping the other's template under it would fail its tests.
+const staleAfter = 24 * time.Hour
+
 // dropOtherVersions removes the templates and shared databases of other
-// schema versions. It is best effort: one still in use stays.
+// schema versions built more than staleAfter ago (or before templates were
+// stamped). It is best effort: one still in use stays.
 func dropOtherVersions(ctx context.Context, admin *pgx.Conn, sum string) {
-	rows, err := admin.Query(ctx, `SELECT datname FROM pg_database
-WHERE (datname LIKE 'cs\_template\_%' OR datname LIKE 'cs\_shared\_%') AND datname NOT LIKE '%' || $1`, sum)
+	rows, err := admin.Query(ctx, `SELECT d.datname FROM pg_database d
+LEFT JOIN pg_database t ON t.datname = replace(d.datname, 'cs_shared_', 'cs_template_')
+WHERE (d.datname LIKE 'cs\_template\_%' OR d.datname LIKE 'cs\_shared\_%') AND d.datname NOT LIKE '%' || $1
+	AND coalesce(substring(shobj_description(t.oid, 'pg_database') FROM '^built ([0-9]+)$')::bigint, 0) < $2`,
+		sum, time.Now().Add(-staleAfter).Unix())
 	if err != nil {
 		return
 	}
