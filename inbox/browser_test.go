@@ -2,11 +2,7 @@ package inbox
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/internal/browsertest"
 	"github.com/countersign/countersign/store"
 )
 
@@ -27,50 +24,29 @@ const browserBudget = 30 * time.Second
 // the key.
 func TestBrowserApprovesAndFollowsTheWrite(t *testing.T) {
 	t.Parallel()
-	chromium := findChromium(t)
+	browser := browsertest.New(t, browserBudget)
 	b := setup(t)
 	provider := runExecutor(t, b)
 	req := b.submit(t, &intentOpts{Summary: ptr("Credit 42.00 USD to inv_browser")})
 
-	ctx, cancel := context.WithTimeout(context.Background(), browserBudget)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1200, 1400))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-
 	card := "#card-" + req.ID
-	must(t, "opening the inbox", chromedp.Do(browser,
+	browser.Do("opening the inbox",
 		chromedp.Navigate(b.server.URL+DefaultPrefix+"/"),
 		chromedp.WaitVisible(chromedp.CSS(card)),
-	))
-	title, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS(card+" h2")))
-	must(t, "reading the card", err)
-	if !strings.Contains(title, "inv_browser") {
+	)
+	if title := browser.Text("reading the card", card+" h2"); !strings.Contains(title, "inv_browser") {
 		t.Fatalf("the card's title is %q", title)
 	}
-	saveScreenshot(t, browser, "inbox-card.png")
+	browser.Screenshot("inbox-card.png")
 
-	must(t, "approving", chromedp.Do(browser,
+	browser.Do("approving",
 		chromedp.Click(chromedp.CSS(card+` input[name="confirm"]`)),
 		chromedp.Click(chromedp.CSS(card+" button.approve")),
 		chromedp.WaitVisible(chromedp.CSS("#notice")),
-	))
-	// The page reloads itself while the write runs; read it until it settles.
-	state := ""
-	deadline := time.Now().Add(15 * time.Second)
-	for state != string(store.ExecSucceeded) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the request page still shows execution %q", state)
-		}
-		// An evaluation that lands on a reload fails; the next one reads the new page.
-		state, _ = chromedp.Run(browser, chromedp.Evaluate[string](`(document.querySelector(".exec-state") || {}).textContent || ""`))
-		time.Sleep(100 * time.Millisecond) // polling interval, not a wait for an event
-	}
-	saveScreenshot(t, browser, "inbox-request-succeeded.png")
+	)
+	// The page reloads itself while the write runs.
+	browser.PollText(".exec-state", 15*time.Second, func(s string) bool { return s == string(store.ExecSucceeded) })
+	browser.Screenshot("inbox-request-succeeded.png")
 	if n := provider.Writes(req.Key); n != 1 {
 		t.Fatalf("the provider received %d writes under %s, want 1", n, req.Key)
 	}
@@ -78,17 +54,15 @@ func TestBrowserApprovesAndFollowsTheWrite(t *testing.T) {
 		t.Fatalf("the provider holds %d objects for %s, want 1", n, req.Key)
 	}
 
-	must(t, "looking the key up", chromedp.Do(browser,
+	browser.Do("looking the key up",
 		chromedp.SetValue(chromedp.CSS("#q"), req.Key[:16]),
 		chromedp.Click(chromedp.CSS("#lookup")),
 		chromedp.WaitVisible(chromedp.CSS("code.full-key")),
-	))
-	found, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS("code.full-key")))
-	must(t, "reading the lookup", err)
-	if found != req.Key {
+	)
+	if found := browser.Text("reading the lookup", "code.full-key"); found != req.Key {
 		t.Fatalf("the lookup shows key %q, want %q", found, req.Key)
 	}
-	saveScreenshot(t, browser, "inbox-lookup.png")
+	browser.Screenshot("inbox-lookup.png")
 }
 
 // runExecutor dispatches approved writes to a fake provider the moment they
@@ -121,66 +95,4 @@ func runExecutor(t *testing.T, b *bundle) *providertest.Provider {
 	t.Cleanup(unsubscribe)
 	go ex.Run(ctx, wake, time.Second)
 	return provider
-}
-
-// findChromium returns the browser chromedp would start. A missing browser
-// fails the test: skipping would hide that nothing was checked.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell", "headless_shell"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	t.Fatal("Chromium is not installed, so the browser test cannot run: install it with `apt-get install -y chromium` (Debian's package) and run the tests again")
-	return ""
-}
-
-// saveScreenshot writes a PNG of the whole page into the artifacts directory.
-func saveScreenshot(t *testing.T, browser context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
-	must(t, "taking a screenshot", err)
-	dir := artifactsDir(t)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-}
-
-// artifactsDir is COUNTERSIGN_TEST_ARTIFACTS, or artifacts/ at the
-// repository root.
-func artifactsDir(t *testing.T) string {
-	t.Helper()
-	if dir := os.Getenv("COUNTERSIGN_TEST_ARTIFACTS"); dir != "" {
-		return dir
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "artifacts")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-}
-
-func must(t *testing.T, doing string, err error) {
-	t.Helper()
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%s: the browser test ran out of its %s: %v", doing, browserBudget, err)
-		}
-		t.Fatalf("%s: %v", doing, err)
-	}
 }
