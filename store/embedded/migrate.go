@@ -29,9 +29,34 @@ func (s *Store) Migrate(ctx context.Context, logger *slog.Logger) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("preparing migrations: %w", err)
 	}
-	results, err := provider.Up(ctx)
-	if err != nil {
-		return len(results), fmt.Errorf("applying migrations: %w", err)
+	// goose has no lock for SQLite, so two processes starting on a fresh file
+	// can both try a migration: the second waits for the first's write lock,
+	// then fails (the table exists) and rolls back. Each migration commits
+	// with its version row, so running Up again applies only what is left.
+	applied := 0
+	for attempt := 1; ; attempt++ {
+		results, err := provider.Up(ctx)
+		applied += countApplied(results)
+		if err == nil {
+			return applied, nil
+		}
+		if attempt == maxMigrateAttempts || ctx.Err() != nil {
+			return applied, fmt.Errorf("applying migrations: %w", err)
+		}
 	}
-	return len(results), nil
+}
+
+// maxMigrateAttempts bounds Up's retries: one per migration another process
+// may win, with room to spare.
+const maxMigrateAttempts = 5
+
+// countApplied counts the migrations Up applied, leaving out one that failed.
+func countApplied(results []*goose.MigrationResult) int {
+	n := 0
+	for _, r := range results {
+		if r.Error == nil {
+			n++
+		}
+	}
+	return n
 }
