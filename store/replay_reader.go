@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -14,114 +13,46 @@ import (
 // under load, one round trip and one statement serve many agents. With a
 // single caller a batch is just that caller. It only reads.
 type ReplayReader struct {
-	db       DBTX
-	queue    chan *queuedRead
-	maxBatch int
-	readers  int
-	stopped  chan struct{} // closed when Run has ended
-}
-
-type queuedRead struct {
-	key  string
-	done chan replayRead
+	*batch[string, replayRead]
 }
 
 type replayRead struct {
 	req        Request
 	postQueued bool
-	err        error
+	found      bool
 }
-
-// NewReplayReader returns a reader that looks up to maxBatch keys at a time
-// from readers concurrent queries. Run starts it.
-func NewReplayReader(db DBTX, readers, maxBatch int) *ReplayReader {
-	return &ReplayReader{
-		db: db, queue: make(chan *queuedRead, maxBatch*readers),
-		maxBatch: maxBatch, readers: readers, stopped: make(chan struct{}),
-	}
-}
-
-// Read returns what ReplayRequest returns for key, from whichever batch it joins.
-func (r *ReplayReader) Read(ctx context.Context, key string) (req Request, postQueued bool, err error) {
-	q := &queuedRead{key: key, done: make(chan replayRead, 1)}
-	select {
-	case r.queue <- q:
-	case <-r.stopped:
-		return Request{}, false, ErrReaderStopped
-	case <-ctx.Done():
-		return Request{}, false, ctx.Err()
-	}
-	select {
-	case res := <-q.done:
-		return res.req, res.postQueued, res.err
-	case <-r.stopped:
-		return Request{}, false, ErrReaderStopped
-	case <-ctx.Done():
-		return Request{}, false, ctx.Err()
-	}
-}
-
-// Done is closed once Run has ended.
-func (r *ReplayReader) Done() <-chan struct{} { return r.stopped }
 
 // ErrReaderStopped is returned by Read once the reader's Run has ended.
 var ErrReaderStopped = errors.New("replay reader stopped")
 
-// Run reads batches until ctx ends; Read fails afterwards.
-func (r *ReplayReader) Run(ctx context.Context) {
-	defer close(r.stopped)
-	done := make(chan struct{})
-	for range r.readers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case first := <-r.queue:
-					r.read(r.collect(first))
-				}
+// NewReplayReader returns a reader that looks up to maxBatch keys at a time
+// from readers concurrent queries. Run starts it.
+func NewReplayReader(db DBTX, readers, maxBatch int) *ReplayReader {
+	return &ReplayReader{newBatch(readers, maxBatch, ErrReaderStopped,
+		func(ctx context.Context, keys []string) ([]replayRead, error) {
+			found, err := replayRequests(ctx, db, keys)
+			if err != nil {
+				return nil, err
 			}
-		}()
-	}
-	for range r.readers {
-		<-done
-	}
+			out := make([]replayRead, len(keys))
+			for i, key := range keys {
+				f, ok := found[key]
+				out[i] = replayRead{req: f.req, postQueued: f.postQueued, found: ok}
+			}
+			return out, nil
+		})}
 }
 
-// collect takes what is already queued behind first, without waiting.
-func (r *ReplayReader) collect(first *queuedRead) []*queuedRead {
-	batch := []*queuedRead{first}
-	for len(batch) < r.maxBatch {
-		select {
-		case q := <-r.queue:
-			batch = append(batch, q)
-		default:
-			return batch
-		}
+// Read returns what ReplayRequest returns for key, from whichever batch it joins.
+func (r *ReplayReader) Read(ctx context.Context, key string) (req Request, postQueued bool, err error) {
+	res, err := r.call(ctx, key)
+	switch {
+	case err != nil:
+		return Request{}, false, err
+	case !res.found:
+		return Request{}, false, ErrNotFound
 	}
-	return batch
-}
-
-func (r *ReplayReader) read(batch []*queuedRead) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	keys := make([]string, len(batch))
-	for i, q := range batch {
-		keys[i] = q.key
-	}
-	found, err := replayRequests(ctx, r.db, keys)
-	for _, q := range batch {
-		res := replayRead{err: err}
-		if err == nil {
-			if f, ok := found[q.key]; ok {
-				res.req, res.postQueued = f.req, f.postQueued
-			} else {
-				res.err = ErrNotFound
-			}
-		}
-		q.done <- res
-	}
+	return res.req, res.postQueued, nil
 }
 
 type replayed struct {

@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// batchTimeout bounds one batch's statement. It runs on its own context:
+// the statement must finish even if its callers have gone, since they may
+// retry, and a half-known outcome is worse than a completed one.
+const batchTimeout = 30 * time.Second
+
+// batch gathers calls that arrive while earlier ones run: each worker takes
+// whatever is queued, up to maxBatch, and serves it with one call of do.
+// With a single caller a batch is just that caller. IntakeBatcher and
+// ReplayReader are built on it.
+type batch[In, Out any] struct {
+	// do serves ins in order, one Out per In; an error fails the whole batch.
+	do       func(ctx context.Context, ins []In) ([]Out, error)
+	queue    chan *batchCall[In, Out]
+	maxBatch int
+	workers  int
+	stopErr  error         // what calls get once Run has ended
+	stopped  chan struct{} // closed when Run has ended
+}
+
+type batchCall[In, Out any] struct {
+	in   In
+	done chan batchResult[Out]
+}
+
+type batchResult[Out any] struct {
+	out Out
+	err error
+}
+
+func newBatch[In, Out any](workers, maxBatch int, stopErr error, do func(context.Context, []In) ([]Out, error)) *batch[In, Out] {
+	return &batch[In, Out]{
+		do: do, queue: make(chan *batchCall[In, Out], maxBatch*workers),
+		maxBatch: maxBatch, workers: workers, stopErr: stopErr, stopped: make(chan struct{}),
+	}
+}
+
+// call queues in and waits for its batch's answer. If ctx ends first, the
+// batch may still run.
+func (b *batch[In, Out]) call(ctx context.Context, in In) (Out, error) {
+	var zero Out
+	c := &batchCall[In, Out]{in: in, done: make(chan batchResult[Out], 1)}
+	select {
+	case b.queue <- c:
+	case <-b.stopped:
+		return zero, b.stopErr
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+	select {
+	case r := <-c.done:
+		return r.out, r.err
+	case <-b.stopped:
+		return zero, b.stopErr
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// Done is closed once Run has ended.
+func (b *batch[In, Out]) Done() <-chan struct{} { return b.stopped }
+
+// Run serves batches from its workers until ctx ends; calls fail afterwards.
+func (b *batch[In, Out]) Run(ctx context.Context) {
+	defer close(b.stopped)
+	done := make(chan struct{})
+	for range b.workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case first := <-b.queue:
+					b.serve(b.collect(first))
+				}
+			}
+		}()
+	}
+	for range b.workers {
+		<-done
+	}
+}
+
+// collect takes what is already queued behind first, without waiting.
+func (b *batch[In, Out]) collect(first *batchCall[In, Out]) []*batchCall[In, Out] {
+	calls := []*batchCall[In, Out]{first}
+	for len(calls) < b.maxBatch {
+		select {
+		case c := <-b.queue:
+			calls = append(calls, c)
+		default:
+			return calls
+		}
+	}
+	return calls
+}
+
+func (b *batch[In, Out]) serve(calls []*batchCall[In, Out]) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	ins := make([]In, len(calls))
+	for i, c := range calls {
+		ins[i] = c.in
+	}
+	outs, err := b.do(ctx, ins)
+	for i, c := range calls {
+		r := batchResult[Out]{err: err}
+		if err == nil {
+			r.out = outs[i]
+		}
+		c.done <- r
+	}
+}
