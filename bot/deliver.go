@@ -418,22 +418,6 @@ func (b *Bot) pausedUntil(channel string) time.Time {
 	return until
 }
 
-func earliest(ts ...time.Time) time.Time {
-	out := ts[0]
-	for _, t := range ts[1:] {
-		if t.Before(out) {
-			out = t
-		}
-	}
-	return out
-}
+func earliest(ts ...time.Time) time.Time { return slices.MinFunc(ts, time.Time.Compare) }
 
-func latest(ts ...time.Time) time.Time {
-	out := ts[0]
-	for _, t := range ts[1:] {
-		if t.After(out) {
-			out = t
-		}
-	}
-	return out
-}
+func latest(ts ...time.Time) time.Time { return slices.MaxFunc(ts, time.Time.Compare) }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/store"
 )
 
 // Parse never panics and never sends a short prefix or an oversize id to
@@ -30,7 +32,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("business query %q from %q", q.Value, text)
 			}
 		case QueryID:
-			if !isUUID(q.Value) {
+			if !store.IsUUID(q.Value) {
 				t.Fatalf("id query %q from %q", q.Value, text)
 			}
 		case QueryHelp, QueryPending, QueryUnknown:

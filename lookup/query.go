@@ -7,6 +7,8 @@ package lookup
 import (
 	"strings"
 	"unicode"
+
+	"github.com/countersign/countersign/store"
 )
 
 // QueryKind is what a lookup text asks for.
@@ -54,7 +56,7 @@ func Parse(text string) Query {
 	if strings.IndexFunc(t, unicode.IsSpace) >= 0 {
 		return Query{Kind: QueryHelp, Note: "Look up one key or id at a time."}
 	}
-	if isUUID(t) {
+	if store.IsUUID(t) {
 		return Query{Kind: QueryID, Value: strings.ToLower(t)}
 	}
 	if rest, ok := strings.CutPrefix(t, "wa_"); ok {
@@ -96,25 +98,6 @@ func isHex(s string) bool {
 		c := s[i]
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
 			return false
-		}
-	}
-	return true
-}
-
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch i {
-		case 8, 13, 18, 23:
-			if s[i] != '-' {
-				return false
-			}
-		default:
-			if !isHex(s[i : i+1]) {
-				return false
-			}
 		}
 	}
 	return true

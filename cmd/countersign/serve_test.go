@@ -83,12 +83,8 @@ func startServeWith(t *testing.T, env func(string) string) (string, *syncBuffer)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, line := range strings.Split(logs.String(), "\n") {
-			var entry struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening" {
-				return "http://" + entry.Addr, logs
+			if addr, ok := listeningAddr([]byte(line)); ok {
+				return "http://" + addr, logs
 			}
 		}
 		select {
@@ -99,6 +95,18 @@ func startServeWith(t *testing.T, env func(string) string) (string, *syncBuffer)
 	}
 	t.Fatalf("serve never listened: %s", logs.String())
 	return "", nil
+}
+
+// listeningAddr returns the address of serve's "listening" log line.
+func listeningAddr(line []byte) (string, bool) {
+	var entry struct {
+		Msg  string `json:"msg"`
+		Addr string `json:"addr"`
+	}
+	if json.Unmarshal(line, &entry) != nil || entry.Msg != "listening" {
+		return "", false
+	}
+	return entry.Addr, true
 }
 
 func TestServeEndToEnd(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,13 +48,7 @@ func startToReady(b *testing.B, bin string) time.Duration {
 	addr := ""
 	lines := bufio.NewScanner(stderr)
 	for addr == "" && lines.Scan() {
-		var entry struct {
-			Msg  string `json:"msg"`
-			Addr string `json:"addr"`
-		}
-		if json.Unmarshal(lines.Bytes(), &entry) == nil && entry.Msg == "listening" {
-			addr = entry.Addr
-		}
+		addr, _ = listeningAddr(lines.Bytes())
 	}
 	if addr == "" {
 		b.Fatal("serve exited without listening")
