@@ -60,12 +60,12 @@ func (s *Store) InsertRequests(ctx context.Context, ps []store.NewRequest, now *
 
 func insertRequest(ctx context.Context, tx *writeTx, p store.NewRequest, effectStrings []string, at time.Time) (store.Request, bool, error) {
 	req, err := scanRequest(tx.QueryRowContext(ctx, `
-INSERT INTO requests (id, key, basis_hash, run_id, step, tool, effect, snapshot, payload_hash,
+INSERT INTO requests (id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO NOTHING
 RETURNING `+requestColumns,
-		newID(), p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, string(p.Snapshot), p.Snapshot, p.PayloadHash,
+		newID(), p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
 		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, micros(at)+p.TTL.Microseconds(), micros(at), micros(at)))
 	if errors.Is(err, store.ErrNotFound) {
 		// The key exists: nothing was written, and the stored request stands.

@@ -15,7 +15,6 @@ CREATE TABLE requests (
     run_id        TEXT    NOT NULL,
     step          TEXT    NOT NULL,
     tool          TEXT    NOT NULL,
-    effect        TEXT    NOT NULL,
     snapshot      BLOB    NOT NULL,
     payload_hash  TEXT    NOT NULL,
     summary       TEXT    NOT NULL DEFAULT '',
