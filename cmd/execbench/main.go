@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -41,24 +42,30 @@ import (
 const tool = "billing.credit"
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// run is main with its deferred clean-up (the scratch database) kept on errors.
-func run() error {
-	dbURL := flag.String("database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL server; a scratch database is created beside this one")
-	n := flag.Int("executions", 20000, "approved executions to burn down")
-	trickle := flag.Int("trickle", 200, "single approvals, one at a time, to measure approval-to-dispatch latency")
-	batch := flag.Int("batch", 500, "executor claim batch size")
-	conc := flag.Int("concurrency", 100, "sends in flight per dispatch loop")
-	lanes := flag.Int("lanes", 2, "dispatch loops")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the burn-down to this file")
-	flag.Parse()
-	ctx := context.Background()
+// run is main with its deferred clean-up (the scratch database) kept on
+// errors; the smoke test calls it with tiny sizes.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	flags := flag.NewFlagSet("execbench", flag.ContinueOnError)
+	dbURL := flags.String("database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL server; a scratch database is created beside this one")
+	n := flags.Int("executions", 20000, "approved executions to burn down")
+	trickle := flags.Int("trickle", 200, "single approvals, one at a time, to measure approval-to-dispatch latency")
+	batch := flags.Int("batch", 500, "executor claim batch size")
+	conc := flags.Int("concurrency", 100, "sends in flight per dispatch loop")
+	lanes := flags.Int("lanes", 2, "dispatch loops")
+	cpuprofile := flags.String("cpuprofile", "", "write a CPU profile of the burn-down to this file")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
 
-	scratch, drop := scratchDatabase(ctx, *dbURL)
+	scratch, drop, err := scratchDatabase(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
 	defer drop()
 	db, err := store.Open(ctx, scratch)
 	if err != nil {
@@ -141,8 +148,14 @@ func run() error {
 	start := time.Now()
 	go ex.Run(runCtx, kick, time.Second)
 	go func() { // as serve's reconcile cron does at its default schedule
-		for runCtx.Err() == nil {
-			time.Sleep(15 * time.Second)
+		tick := time.NewTicker(15 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+			}
 			if rep, err := ex.ReconcileOnce(runCtx); err == nil && rep.Settled > 0 {
 				log.Printf("reconciled %d executions", rep.Settled)
 			}
@@ -196,12 +209,12 @@ func run() error {
 		}
 	}
 
-	fmt.Printf("countersign burn-down: %d executions in %s = %.0f executions/s (batch %d, %d sends in flight, %d lanes)\n",
+	fmt.Fprintf(stdout, "countersign burn-down: %d executions in %s = %.0f executions/s (batch %d, %d sends in flight, %d lanes)\n",
 		*n, elapsed.Round(time.Millisecond), float64(*n)/elapsed.Seconds(), *batch, *conc, *lanes)
-	fmt.Printf("  (%d of them needed more than one attempt)\n", detours)
-	fmt.Printf("countersign approval-to-dispatch latency over %d single approvals: p50 %s p99 %s\n",
+	fmt.Fprintf(stdout, "  (%d of them needed more than one attempt)\n", detours)
+	fmt.Fprintf(stdout, "countersign approval-to-dispatch latency over %d single approvals: p50 %s p99 %s\n",
 		len(fromApproval), pct(fromApproval, .50), pct(fromApproval, .99))
-	fmt.Printf("  (from the call to Decide, including its reads: p50 %s p99 %s)\n", pct(fromCall, .50), pct(fromCall, .99))
+	fmt.Fprintf(stdout, "  (from the call to Decide, including its reads: p50 %s p99 %s)\n", pct(fromCall, .50), pct(fromCall, .99))
 	return nil
 }
 
@@ -219,11 +232,15 @@ func pct(d []time.Duration, p float64) time.Duration {
 func seed(ctx context.Context, db *store.DB, n int) error {
 	effect := `{"amount_cents":4200,"currency":"USD","invoice":"inv_8841"}`
 	hash := "sha256:" + sha256Hex([]byte(effect))
+	strs, err := store.EffectStrings([]byte(effect))
+	if err != nil {
+		return err
+	}
 	return db.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
-INSERT INTO requests (key, basis_hash, run_id, step, tool, effect, snapshot, payload_hash, requested_by, status, expires_at)
-SELECT 'wa_bench_' || g, 'b', 'bench', to_jsonb(g), $2, $3::text::jsonb, convert_to($3::text, 'UTF8'), $4, 'bench', 'approved', now() + interval '1 day'
-FROM generate_series(1, $1) g`, n, tool, effect, hash); err != nil {
+INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, requested_by, status, expires_at)
+SELECT 'wa_bench_' || g, 'b', 'bench', to_jsonb(g), $2, $3, convert_to($4::text, 'UTF8'), $5, 'bench', 'approved', now() + interval '1 day'
+FROM generate_series(1, $1) g`, n, tool, strs, effect, hash); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `
@@ -240,26 +257,27 @@ SELECT r.id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, 5, now() FROM requ
 
 // scratchDatabase creates an empty database on the server of rawURL and
 // returns its URL and a function that drops it.
-func scratchDatabase(ctx context.Context, rawURL string) (string, func()) {
+func scratchDatabase(ctx context.Context, rawURL string) (string, func(), error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("parsing -database-url: %w", err)
+	}
 	admin, err := pgx.Connect(ctx, rawURL)
 	if err != nil {
-		log.Fatal(err)
+		return "", nil, err
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	name := "execbench_" + hex.EncodeToString(b)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		log.Fatal(err)
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		log.Fatal(err)
+		admin.Close(ctx)
+		return "", nil, err
 	}
 	u.Path = "/" + name
 	return u.String(), func() {
 		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 		admin.Close(context.Background())
-	}
+	}, nil
 }
 
 func sha256Hex(b []byte) string {
