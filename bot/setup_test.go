@@ -113,6 +113,14 @@ func (b *bundle) submit(in intent) store.Request {
 	return req
 }
 
+// cancel withdraws a pending request as the agent that submitted it.
+func (b *bundle) cancel(req store.Request) {
+	b.t.Helper()
+	if _, err := b.review.Cancel(b.ctx, approvals.Agent{Name: "billing-agent"}, req.ID); err != nil {
+		b.t.Fatalf("cancelling: %v", err)
+	}
+}
+
 // deliver runs the outbox worker until nothing is pending, polling with a
 // deadline for rows that wait on a retry or a rate limit.
 func (b *bundle) deliver() {

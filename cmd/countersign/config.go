@@ -62,10 +62,12 @@ type ExecutorConfig struct {
 	CardSchedule      string `yaml:"card_schedule"`
 }
 
-// AgentConfig names an agent and the sha256 hex of its bearer token.
+// AgentConfig names an agent and the sha256 hex of its bearer token. An
+// admin agent reads and cancels every agent's requests.
 type AgentConfig struct {
 	Name        string `yaml:"name"`
 	TokenSHA256 string `yaml:"token_sha256"`
+	Admin       bool   `yaml:"admin"`
 }
 
 // ToolConfig is one tool an agent may ask to use.
@@ -367,6 +369,7 @@ func (c *Config) AgentList() approvals.Agents {
 	var agents approvals.Agents
 	for _, a := range c.File.Agents {
 		if agent, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err == nil {
+			agent.Admin = a.Admin
 			agents = append(agents, agent)
 		}
 	}

@@ -43,7 +43,7 @@ func TestLoadConfigExampleIsValid(t *testing.T) {
 	}
 	if agents := cfg.AgentList(); len(agents) != 1 {
 		t.Fatalf("agents = %d", len(agents))
-	} else if name, ok := agents.Authenticate("Bearer dev-agent-token"); !ok || name != "billing-agent" {
+	} else if agent, ok := agents.Authenticate("Bearer dev-agent-token"); !ok || agent.Name != "billing-agent" {
 		t.Errorf("the example token does not authenticate")
 	}
 }
@@ -124,5 +124,22 @@ tools:
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate does not report %q; it said:\n%v", want, err)
 		}
+	}
+}
+
+func TestAgentListCarriesAdmin(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+agents:
+  - {name: billing-agent, token_sha256: "`+strings.Repeat("ab", 32)+`"}
+  - {name: auditor, token_sha256: "`+strings.Repeat("cd", 32)+`", admin: true}
+`)
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := cfg.AgentList()
+	if len(agents) != 2 || agents[0].Name != "billing-agent" || agents[0].Admin || agents[1].Name != "auditor" || !agents[1].Admin {
+		t.Fatalf("agents = %+v, want billing-agent and the admin auditor", agents)
 	}
 }
