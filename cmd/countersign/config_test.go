@@ -143,3 +143,50 @@ agents:
 		t.Fatalf("agents = %+v, want billing-agent and the admin auditor", agents)
 	}
 }
+
+func TestValidateLookupAllowed(t *testing.T) {
+	t.Parallel()
+	load := func(t *testing.T, slack string) (*Config, error) {
+		t.Helper()
+		path := writeConfig(t, slack+`
+agents: [{name: a, token_sha256: "`+strings.Repeat("ab", 32)+`"}]
+tools:
+  t:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits"}
+`)
+		cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path,
+			"COUNTERSIGN_DATABASE_URL": "postgres://localhost/countersign", "COUNTERSIGN_DISPATCH_SECRET": "s"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg, cfg.Validate()
+	}
+
+	cfg, err := load(t, "slack: {lookup_allowed: [U024BE7LH, W0ENTERPRISE, S0SUPPORT, C0SUPPORT, G0LEGACY]}")
+	if err != nil {
+		t.Fatalf("valid ids refused: %v", err)
+	}
+	if got := cfg.File.Slack.LookupAllowed; len(got) != 5 || got[2] != "S0SUPPORT" {
+		t.Errorf("lookup_allowed = %v", got)
+	}
+	if cfg, err := load(t, ""); err != nil || cfg.File.Slack.LookupAllowed != nil {
+		t.Errorf("unset: %v, %v", cfg.File.Slack.LookupAllowed, err)
+	}
+
+	_, err = load(t, `slack: {lookup_allowed: [U024BE7LH, "local:reviewer", D0DIRECT, u0lower, "", "C 1"]}`)
+	if err == nil {
+		t.Fatal("Validate accepted ids that are not users, groups or channels")
+	}
+	for _, bad := range []string{`"local:reviewer"`, `"D0DIRECT"`, `"u0lower"`, `""`, `"C 1"`} {
+		if !strings.Contains(err.Error(), "slack.lookup_allowed: "+bad+" is not") {
+			t.Errorf("Validate does not report %s; it said:\n%v", bad, err)
+		}
+	}
+	if strings.Contains(err.Error(), "U024BE7LH") {
+		t.Errorf("Validate refused a user id: %v", err)
+	}
+	if _, err := load(t, "slack: {lookup_allowed: []}"); err == nil || !strings.Contains(err.Error(), "slack.lookup_allowed is empty") {
+		t.Errorf("an empty list: %v", err)
+	}
+}
