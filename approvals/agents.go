@@ -6,12 +6,17 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/countersign/countersign/store"
 )
 
 // Agent is a caller of the hook, known by the sha256 of its bearer token.
 type Agent struct {
 	Name        string
 	TokenSHA256 [32]byte
+	// Admin agents read, wait on and cancel every agent's requests; the
+	// others only their own.
+	Admin bool
 }
 
 // ParseAgent builds an Agent from its configured name and sha256 hex.
@@ -25,23 +30,30 @@ func ParseAgent(name, tokenSHA256Hex string) (Agent, error) {
 	return a, nil
 }
 
+// Sees reports whether the agent may read, wait on and cancel req: its own
+// requests, or every request for an admin.
+func (a Agent) Sees(req store.Request) bool {
+	return a.Admin || req.RequestedBy == a.Name
+}
+
 // Agents authenticates bearer tokens.
 type Agents []Agent
 
 // Authenticate returns the agent whose token is in the Authorization header.
 // Every configured hash is compared in constant time, and all are compared,
 // so timing reveals neither the token nor which agent matched.
-func (as Agents) Authenticate(authorization string) (string, bool) {
+func (as Agents) Authenticate(authorization string) (Agent, bool) {
 	token, ok := strings.CutPrefix(authorization, "Bearer ")
 	if !ok || token == "" {
-		return "", false
+		return Agent{}, false
 	}
 	sum := sha256.Sum256([]byte(token))
-	name, found := "", 0
+	var agent Agent
+	found := 0
 	for _, a := range as {
 		if subtle.ConstantTimeCompare(sum[:], a.TokenSHA256[:]) == 1 {
-			name, found = a.Name, 1
+			agent, found = a, 1
 		}
 	}
-	return name, found == 1
+	return agent, found == 1
 }

@@ -166,7 +166,7 @@ func TestDecideAfterExpiryIsNotPending(t *testing.T) {
 	if n, err := b.svc.ExpireOnce(b.ctx); err != nil || n != 0 {
 		t.Fatalf("second ExpireOnce = %d, %v; want 0", n, err)
 	}
-	got, err := b.svc.Get(b.ctx, req.Key)
+	got, err := b.svc.Get(b.ctx, billingAgent, req.Key)
 	if err != nil || got.Status != store.RequestExpired {
 		t.Fatalf("after expiry: %s, %v", got.Status, err)
 	}

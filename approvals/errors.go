@@ -23,9 +23,12 @@ const (
 var (
 	// ErrKeyReused: the key already names a request with other effect fields.
 	ErrKeyReused = errors.New("key already used for a different write")
+	// ErrKeyTaken: the key names another agent's request. It is a kind of
+	// ErrKeyReused (409 key_reused) that says nothing about that request.
+	ErrKeyTaken = fmt.Errorf("key already names another agent's request: %w", ErrKeyReused)
 	// ErrUnknownTool: the intent names a tool the configuration does not have.
 	ErrUnknownTool = errors.New("unknown tool")
-	// ErrNotFound: no request has that id or key.
+	// ErrNotFound: no request has that id or key, or none the caller may see.
 	ErrNotFound = store.ErrNotFound
 	// ErrStaleCard: the click carries an old round or a payload hash that is
 	// no longer the request's.

@@ -38,7 +38,7 @@ func NewHandler(svc *Service, agents Agents, listener store.Notifier, logger *sl
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 // route authenticates the agent and times the request.
-func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Request, agent string) int) http.Handler {
+func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Request, agent Agent) int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		agent, ok := h.agents.Authenticate(r.Header.Get("Authorization"))
@@ -55,7 +55,7 @@ func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Requ
 	})
 }
 
-func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent string) int {
+func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent Agent) int {
 	if r.ContentLength > MaxBodyBytes {
 		return writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "the body is larger than 1 MiB")
 	}
@@ -74,11 +74,14 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent string) i
 	var req store.Request
 	var created bool
 	if err == nil {
-		req, created, err = h.svc.Submit(r.Context(), agent, in)
+		req, created, err = h.svc.Submit(r.Context(), agent.Name, in)
 	}
 	if err != nil {
 		outcome, status := "invalid", 0
 		switch {
+		case errors.Is(err, ErrKeyTaken):
+			outcome = "key_reused"
+			status = writeError(w, http.StatusConflict, CodeKeyReused, "this key already names a request of another agent; send a different key")
 		case errors.Is(err, ErrKeyReused):
 			outcome = "key_reused"
 			status = writeError(w, http.StatusConflict, CodeKeyReused, "this key already names a request with different run, step, tool or effect fields")
@@ -120,14 +123,14 @@ func applyKeyHeader(in *Intent, header string) error {
 	return nil
 }
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request, _ string) int {
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent Agent) int {
 	wait, err := parseWait(r.URL.Query().Get("wait"))
 	if err != nil {
 		return writeError(w, http.StatusUnprocessableEntity, CodeInvalidRequest, err.Error())
 	}
 	ref := r.PathValue("ref")
 	if wait == 0 {
-		req, err := h.svc.Get(r.Context(), ref)
+		req, err := h.svc.Get(r.Context(), agent, ref)
 		if err != nil {
 			return h.writeServiceError(w, r, err)
 		}
@@ -137,7 +140,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, _ string) int {
 		}
 		return writeJSON(w, http.StatusOK, view)
 	}
-	view, err := h.waitForChange(r.Context(), ref, wait)
+	view, err := h.waitForChange(r.Context(), agent, ref, wait)
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}
@@ -147,14 +150,14 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, _ string) int {
 // waitForChange returns the request once its status, round or execution
 // changes, or when wait ends. It subscribes before the first read so no
 // change between the read and the wait is missed.
-func (h *Handler) waitForChange(ctx context.Context, ref string, wait time.Duration) (View, error) {
-	req, err := h.svc.Get(ctx, ref)
+func (h *Handler) waitForChange(ctx context.Context, agent Agent, ref string, wait time.Duration) (View, error) {
+	req, err := h.svc.Get(ctx, agent, ref)
 	if err != nil {
 		return View{}, err
 	}
 	changed, unsubscribe := h.listener.SubscribeChange(req.ID)
 	defer unsubscribe()
-	if req, err = h.svc.Get(ctx, req.ID); err != nil {
+	if req, err = h.svc.Get(ctx, agent, req.ID); err != nil {
 		return View{}, err
 	}
 	first, err := h.svc.View(ctx, req)
@@ -170,7 +173,7 @@ func (h *Handler) waitForChange(ctx context.Context, ref string, wait time.Durat
 		case <-timer.C:
 			return first, nil
 		case <-changed:
-			req, err := h.svc.Get(ctx, first.ID)
+			req, err := h.svc.Get(ctx, agent, first.ID)
 			if err != nil {
 				return View{}, err
 			}
@@ -203,8 +206,8 @@ func parseWait(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent string) int {
-	req, err := h.svc.Cancel(r.Context(), r.PathValue("ref"), "agent:"+agent)
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent Agent) int {
+	req, err := h.svc.Cancel(r.Context(), agent, r.PathValue("ref"))
 	var notPending *NotPendingError
 	if errors.As(err, &notPending) {
 		return writeError(w, http.StatusConflict, CodeAlreadyDecided, "the request is "+string(notPending.Status)+" and can no longer be cancelled")

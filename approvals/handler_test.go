@@ -231,7 +231,7 @@ func TestHookLongPollWakesOnDecision(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	v := b.post(t, vectorBody).view(t)
-	req, err := b.svc.Get(b.ctx, v.ID)
+	req, err := b.svc.Get(b.ctx, billingAgent, v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

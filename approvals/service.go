@@ -35,8 +35,9 @@ func (s *Service) now() *time.Time {
 
 // Submit stores an intent under its key, or returns the request the key
 // already names. created is false for a replay, which writes nothing. A key
-// that names a request with other effect fields is ErrKeyReused, and nothing
-// is stored.
+// that names a request with other effect fields is ErrKeyReused, one that
+// names another agent's request is ErrKeyTaken whatever its fields, and
+// nothing is stored.
 func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req store.Request, created bool, err error) {
 	tool, ok := s.Tools[in.Tool]
 	if !ok {
@@ -59,12 +60,13 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	existing, postQueued, err := read(ctx, key)
 	switch {
 	case err == nil:
-		if existing.BasisHash == basisHash && existing.Status == store.RequestPending && existing.CardTS == "" && !postQueued {
+		if existing.RequestedBy == agent && existing.BasisHash == basisHash &&
+			existing.Status == store.RequestPending && existing.CardTS == "" && !postQueued {
 			if err := s.DB.RedriveCard(ctx, existing.ID); err != nil {
 				return store.Request{}, false, err
 			}
 		}
-		return replay(existing, basisHash)
+		return replay(existing, agent, basisHash)
 	case !errors.Is(err, store.ErrNotFound):
 		return store.Request{}, false, err
 	}
@@ -104,31 +106,49 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		return store.Request{}, false, err
 	}
 	if !inserted {
-		return replay(req, basisHash)
+		return replay(req, agent, basisHash)
 	}
 	s.Logger.Info("request created", slog.String("key", req.Key), slog.String("tool", req.Tool), slog.String("agent", agent))
 	return req, true, nil
 }
 
-func replay(existing store.Request, basisHash string) (store.Request, bool, error) {
+// replay answers a key that already names a request. Another agent's request
+// is refused before its fields are compared, so the answer does not tell the
+// caller whether it guessed them (an admin included: a replay returns the
+// caller's own request, and admins read others' with Get).
+func replay(existing store.Request, agent, basisHash string) (store.Request, bool, error) {
+	if existing.RequestedBy != agent {
+		return store.Request{}, false, ErrKeyTaken
+	}
 	if existing.BasisHash != basisHash {
 		return store.Request{}, false, ErrKeyReused
 	}
 	return existing, false, nil
 }
 
-// Get returns the request named by its id or full key.
-func (s *Service) Get(ctx context.Context, ref string) (store.Request, error) {
-	return s.DB.RequestByRef(ctx, ref)
-}
-
-// Cancel withdraws a pending request. A request that is no longer pending is
-// a *NotPendingError carrying its status.
-func (s *Service) Cancel(ctx context.Context, ref, actor string) (store.Request, error) {
+// Get returns the request named by its id or full key, if agent may see it.
+// Another agent's request is ErrNotFound, as if it did not exist.
+func (s *Service) Get(ctx context.Context, agent Agent, ref string) (store.Request, error) {
 	req, err := s.DB.RequestByRef(ctx, ref)
 	if err != nil {
 		return store.Request{}, err
 	}
+	if !agent.Sees(req) {
+		s.Logger.Warn("request hidden from another agent", slog.String("key", req.Key),
+			slog.String("agent", agent.Name), slog.String("owner", req.RequestedBy))
+		return store.Request{}, ErrNotFound
+	}
+	return req, nil
+}
+
+// Cancel withdraws a pending request agent may see. A request that is no
+// longer pending is a *NotPendingError carrying its status.
+func (s *Service) Cancel(ctx context.Context, agent Agent, ref string) (store.Request, error) {
+	req, err := s.Get(ctx, agent, ref)
+	if err != nil {
+		return store.Request{}, err
+	}
+	actor := "agent:" + agent.Name
 	req, cancelled, err := s.DB.CancelRequest(ctx, req.ID, actor, s.now())
 	if err != nil {
 		return store.Request{}, err

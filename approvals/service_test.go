@@ -116,7 +116,7 @@ func TestReplayReturnsSameRequestInEveryState(t *testing.T) {
 	if _, err := b.svc.Decide(b.ctx, rej); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.svc.Cancel(b.ctx, cancelled.Key, "agent:billing-agent"); err != nil {
+	if _, err := b.svc.Cancel(b.ctx, billingAgent, cancelled.Key); err != nil {
 		t.Fatal(err)
 	}
 	// A pending replay, before the sweep.
@@ -198,12 +198,12 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	req := b.submit(t, nil)
-	got, err := b.svc.Cancel(b.ctx, req.ID, "agent:billing-agent")
+	got, err := b.svc.Cancel(b.ctx, billingAgent, req.ID)
 	if err != nil || got.Status != store.RequestCancelled {
 		t.Fatalf("Cancel = %v, %s", err, got.Status)
 	}
 	var notPending *NotPendingError
-	if _, err := b.svc.Cancel(b.ctx, req.Key, "agent:billing-agent"); !errors.As(err, &notPending) || notPending.Status != store.RequestCancelled {
+	if _, err := b.svc.Cancel(b.ctx, billingAgent, req.Key); !errors.As(err, &notPending) || notPending.Status != store.RequestCancelled {
 		t.Fatalf("second Cancel = %v", err)
 	}
 	if _, err := b.svc.Decide(b.ctx, approve(got, approverA)); !errors.As(err, &notPending) {

@@ -26,6 +26,9 @@ const (
 	groupID   = "S0FINANCE"
 )
 
+// billingAgent is the agent the tests submit as.
+var billingAgent = Agent{Name: "billing-agent"}
+
 // fixedGroups resolves user groups from a map.
 type fixedGroups map[string][]string
 

@@ -35,6 +35,10 @@ type Config struct {
 	PostInterval time.Duration
 	Batch        int           // outbox rows per DeliverOnce; zero means DefaultBatch
 	Lease        time.Duration // how long a claimed row is left alone; zero means DefaultLease
+
+	// LookupAllowed lists the users (U…, W…), user groups (S…) and channels
+	// (C…, G…) whose slash commands may look requests up; empty: everyone.
+	LookupAllowed []string
 }
 
 // Bot is the Slack surface: outbox delivery, card rendering, interactions,
@@ -59,6 +63,8 @@ type Bot struct {
 	clicks    singleflight.Group // identical clicks in flight
 	answers   sync.WaitGroup
 	answerSem chan struct{}
+
+	lookupAllowed []string // who may look requests up; empty: everyone
 }
 
 // New returns a Bot.
@@ -66,7 +72,7 @@ func New(cfg Config) *Bot {
 	b := &Bot{
 		slack: cfg.Slack, db: cfg.DB, review: cfg.Review, secret: cfg.SigningSecret,
 		channel: cfg.DefaultChannel, resolver: cfg.Resolver, logger: cfg.Logger, metrics: cfg.Metrics,
-		interval: cfg.PostInterval, batch: cfg.Batch, lease: cfg.Lease,
+		interval: cfg.PostInterval, batch: cfg.Batch, lease: cfg.Lease, lookupAllowed: cfg.LookupAllowed,
 		next: make(map[string]time.Time), paused: make(map[string]time.Time),
 		answerSem: make(chan struct{}, 32),
 	}

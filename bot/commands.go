@@ -64,6 +64,19 @@ type commandAnswer struct {
 // command answers one slash command from either transport.
 func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) commandAnswer {
 	q := lookup.Parse(cmd.Text)
+	if q.Kind != lookup.QueryHelp {
+		allowed, err := b.mayLookUp(ctx, cmd.UserID, cmd.ChannelID)
+		if err != nil {
+			b.logger.Error("slash command access check", slog.String("user", cmd.UserID), slog.String("error", err.Error()))
+			return commandAnswer{ResponseType: slack.ResponseTypeEphemeral, Text: "countersign could not check who may look requests up just now; please try again."}
+		}
+		if !allowed {
+			b.metrics.Commands.WithLabelValues(refusedKind).Inc()
+			b.logger.Warn("slash command lookup refused", slog.String("user", cmd.UserID),
+				slog.String("channel", cmd.ChannelID), slog.String("kind", string(q.Kind)))
+			return commandAnswer{ResponseType: slack.ResponseTypeEphemeral, Text: refusedLookupText}
+		}
+	}
 	b.metrics.Commands.WithLabelValues(string(q.Kind)).Inc()
 	text := ""
 	answer, err := lookup.Run(ctx, b.db, q)

@@ -47,8 +47,14 @@
 //     after Slack has its 200, so a slow Slack API never delays the
 //     acknowledgement. Identical clicks in flight on one replica share one
 //     Decide call; the later ones are told "Already approved by …".
-//   - /countersign answers anyone in the workspace who can run it: support
-//     engineers are the audience, and answers are ephemeral. A lookup by a
+//   - /countersign answers ephemerally, and only those in
+//     slack.lookup_allowed (Config.LookupAllowed): listed users, members of
+//     listed user groups (resolved through the approvers' cache), and anyone
+//     running it in a listed channel. Others are refused with a fixed text
+//     that says nothing about what they asked for, and the refusal is logged
+//     with their user and channel ids; help always answers. A group that
+//     cannot be resolved refuses with "try again". Without the list everyone
+//     in the workspace may look up, and serve warns at start. A lookup by a
 //     value that is neither a key nor a UUID also tries it as a client-sent
 //     key before searching effects; hex of 8 or more characters without wa_
 //     is tried as a key prefix first, then as a business id.

@@ -165,9 +165,7 @@ func TestClickAnswers(t *testing.T) {
 
 	// Cancelled and expired requests.
 	r4 := b.submit(intent{n: 4})
-	if _, err := b.review.Cancel(b.ctx, r4.ID, "agent:billing-agent"); err != nil {
-		t.Fatal(err)
-	}
+	b.cancel(r4)
 	b.click("UANA", billingChan, "reject", decisionValue(r4))
 	if !hasAny(b.ephemerals("UANA"), "is cancelled") {
 		t.Errorf("no cancelled answer: %q", b.ephemerals("UANA"))

@@ -83,9 +83,7 @@ func TestTerminalCardsHaveNoButtons(t *testing.T) {
 	expired := b.submit(intent{n: 3, tool: "fast.expiring"})
 	b.deliver()
 	b.click("UBEN", billingChan, "reject", decisionValue(rejected))
-	if _, err := b.review.Cancel(b.ctx, cancelled.ID, "agent:billing-agent"); err != nil {
-		t.Fatal(err)
-	}
+	b.cancel(cancelled)
 	if _, err := b.review.ExpireOnce(b.ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,13 @@ package bot
 
 import "github.com/prometheus/client_golang/prometheus"
 
+// refusedKind labels slash commands refused by slack.lookup_allowed.
+const refusedKind = "refused"
+
 // Metrics counts the Slack surface's traffic.
 type Metrics struct {
 	Interactions *prometheus.CounterVec   // by outcome
-	Commands     *prometheus.CounterVec   // by kind of query
+	Commands     *prometheus.CounterVec   // by kind of query, or refusedKind
 	Deliveries   *prometheus.CounterVec   // by outbox kind and outcome
 	Converged    prometheus.Counter       // deliveries queued by the sweep
 	AckDuration  *prometheus.HistogramVec // by route
@@ -24,7 +27,7 @@ func newMetrics() *Metrics {
 			Name: "countersign_slack_interactions_total", Help: "Slack button clicks, by outcome.",
 		}, []string{"outcome"}),
 		Commands: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "countersign_slack_commands_total", Help: "Slash commands, by kind of query.",
+			Name: "countersign_slack_commands_total", Help: "Slash commands, by kind of query (refused: not in slack.lookup_allowed).",
 		}, []string{"kind"}),
 		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "countersign_slack_deliveries_total", Help: "Outbox delivery attempts, by kind and outcome.",

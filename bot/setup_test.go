@@ -44,6 +44,9 @@ type options struct {
 	resolver bot.Resolver
 	lease    time.Duration
 	dbURL    string
+	// lookupAllowed is slack.lookup_allowed; nil lets everyone look up.
+	lookupAllowed []string
+	logger        *slog.Logger
 }
 
 func setup(t testing.TB, opts *options) *bundle {
@@ -63,7 +66,10 @@ func setup(t testing.TB, opts *options) *bundle {
 	}
 	fake := bottest.New(t)
 	client := newClient(fake)
-	logger := slog.New(slog.DiscardHandler)
+	logger := opts.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	review := &approvals.Service{DB: db, Logger: logger, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
@@ -72,7 +78,7 @@ func setup(t testing.TB, opts *options) *bundle {
 	review.Groups = bot.NewGroups(client, time.Minute)
 	b := bot.New(bot.Config{
 		Slack: client, DB: db, Review: review, SigningSecret: secret, Resolver: opts.resolver,
-		Logger: logger, PostInterval: -1, Lease: opts.lease,
+		Logger: logger, PostInterval: -1, Lease: opts.lease, LookupAllowed: opts.lookupAllowed,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/interactions", b.Interactions())
@@ -111,6 +117,14 @@ func (b *bundle) submit(in intent) store.Request {
 		b.t.Fatalf("submitting: %v", err)
 	}
 	return req
+}
+
+// cancel withdraws a pending request as the agent that submitted it.
+func (b *bundle) cancel(req store.Request) {
+	b.t.Helper()
+	if _, err := b.review.Cancel(b.ctx, approvals.Agent{Name: "billing-agent"}, req.ID); err != nil {
+		b.t.Fatalf("cancelling: %v", err)
+	}
 }
 
 // deliver runs the outbox worker until nothing is pending, polling with a
@@ -202,10 +216,18 @@ func (b *bundle) click(user, channel, actionID, value string) int {
 	return status
 }
 
-// command runs /countersign text as user and returns the ephemeral text.
+// command runs /countersign text as user in the billing channel and returns
+// the ephemeral text.
 func (b *bundle) command(user, text string) string {
 	b.t.Helper()
-	body := bottest.CommandForm(user, billingChan, text)
+	return b.commandIn(user, billingChan, text)
+}
+
+// commandIn runs /countersign text as user in channel and returns the
+// ephemeral text.
+func (b *bundle) commandIn(user, channel, text string) string {
+	b.t.Helper()
+	body := bottest.CommandForm(user, channel, text)
 	status, out := b.post("/slack/commands", body, bottest.Sign(secret, time.Now(), body))
 	if status != http.StatusOK {
 		b.t.Fatalf("/countersign %s: status %d: %s", text, status, out)

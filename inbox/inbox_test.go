@@ -127,7 +127,7 @@ func TestRefusedDecisionsSayWhy(t *testing.T) {
 		}},
 		{"no longer pending", "not_pending", func(t *testing.T) (string, string) {
 			req := b.submit(t, nil)
-			if _, err := b.svc.Cancel(b.ctx, req.ID, "billing-agent"); err != nil {
+			if _, err := b.svc.Cancel(b.ctx, approvals.Agent{Name: "billing-agent"}, req.ID); err != nil {
 				t.Fatal(err)
 			}
 			return decide(t, b.server, decisionForm(req, store.VerdictApprove))

@@ -60,9 +60,13 @@ func (a *app) startBot(ctx context.Context) error {
 		Resolver:       a.executor,
 		SigningSecret:  a.cfg.SlackSigningSecret,
 		DefaultChannel: a.cfg.File.Slack.Channel,
+		LookupAllowed:  a.cfg.File.Slack.LookupAllowed,
 		Logger:         logger,
 		Metrics:        bot.NewMetrics(a.registry),
 	})
+	if len(a.cfg.File.Slack.LookupAllowed) == 0 {
+		logger.Warn("slack.lookup_allowed is not set: every member of the workspace can read request details with the slash command")
+	}
 	if a.cfg.SlackSigningSecret != "" {
 		a.mux.Handle("POST "+bot.InteractionsPath, b.Interactions())
 		a.mux.Handle("POST "+bot.CommandsPath, b.Commands())

@@ -96,3 +96,36 @@ func TestStartBotDeliversThroughTheConfiguredAPI(t *testing.T) {
 		<-tick.C
 	}
 }
+
+// serve warns that everyone may look requests up unless slack.lookup_allowed
+// is set, and passes the list to the slash command.
+func TestStartBotLookupAllowed(t *testing.T) {
+	t.Parallel()
+	const warning = "slack.lookup_allowed is not set"
+	for _, allowed := range [][]string{nil, {"USUP", "C0SUPPORT"}} {
+		fake := bottest.New(t)
+		cfg := &Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}
+		cfg.File.Slack.LookupAllowed = allowed
+		a := testApp(t, cfg)
+		logs := &syncBuffer{}
+		a.logger = slog.New(slog.NewJSONHandler(logs, nil))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if err := a.startBot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if warned := strings.Contains(logs.String(), warning); warned != (allowed == nil) {
+			t.Errorf("lookup_allowed %v: warned %v; logs:\n%s", allowed, warned, logs.String())
+		}
+
+		body := bottest.CommandForm("UOUTSIDER", "C0BILLING", "pending")
+		req := httptest.NewRequest(http.MethodPost, "/slack/commands", strings.NewReader(string(body)))
+		req.Header = bottest.Sign("s3cret", time.Now(), body)
+		rec := httptest.NewRecorder()
+		a.mux.ServeHTTP(rec, req)
+		refused := strings.Contains(rec.Body.String(), "You are not allowed to look up requests")
+		if rec.Code != http.StatusOK || refused != (allowed != nil) {
+			t.Errorf("lookup_allowed %v: /countersign pending by an outsider = %d %s", allowed, rec.Code, rec.Body.String())
+		}
+	}
+}

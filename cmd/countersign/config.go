@@ -48,6 +48,9 @@ type Config struct {
 type FileConfig struct {
 	Slack struct {
 		Channel string `yaml:"channel"`
+		// LookupAllowed: users, user groups and channels that may use the
+		// slash command's lookups; unset: everyone in the workspace.
+		LookupAllowed []string `yaml:"lookup_allowed"`
 	} `yaml:"slack"`
 	Executor ExecutorConfig        `yaml:"executor"`
 	Agents   []AgentConfig         `yaml:"agents"`
@@ -62,10 +65,12 @@ type ExecutorConfig struct {
 	CardSchedule      string `yaml:"card_schedule"`
 }
 
-// AgentConfig names an agent and the sha256 hex of its bearer token.
+// AgentConfig names an agent and the sha256 hex of its bearer token. An
+// admin agent reads and cancels every agent's requests.
 type AgentConfig struct {
 	Name        string `yaml:"name"`
 	TokenSHA256 string `yaml:"token_sha256"`
+	Admin       bool   `yaml:"admin"`
 }
 
 // ToolConfig is one tool an agent may ask to use.
@@ -268,6 +273,15 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	if allowed := c.File.Slack.LookupAllowed; allowed != nil && len(allowed) == 0 {
+		add("slack.lookup_allowed is empty, so nobody could look requests up; list who may, or remove it to let everyone")
+	}
+	for _, id := range c.File.Slack.LookupAllowed {
+		if !lookupID.MatchString(id) {
+			add("slack.lookup_allowed: %q is not a Slack user id (U…, W…), a user-group id (S…) or a channel id (C…, G…)", id)
+		}
+	}
+
 	if len(c.File.Agents) == 0 {
 		add("agents: no agent is configured, so nothing can post to the hook; add one with a name and token_sha256")
 	}
@@ -327,6 +341,10 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// lookupID is a Slack user (U, W), user-group (S) or channel (C; G for
+// older private channels) id.
+var lookupID = regexp.MustCompile(`^[UWSCG][A-Z0-9]{2,}$`)
+
 func validHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
@@ -367,6 +385,7 @@ func (c *Config) AgentList() approvals.Agents {
 	var agents approvals.Agents
 	for _, a := range c.File.Agents {
 		if agent, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err == nil {
+			agent.Admin = a.Admin
 			agents = append(agents, agent)
 		}
 	}

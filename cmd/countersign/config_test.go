@@ -43,7 +43,7 @@ func TestLoadConfigExampleIsValid(t *testing.T) {
 	}
 	if agents := cfg.AgentList(); len(agents) != 1 {
 		t.Fatalf("agents = %d", len(agents))
-	} else if name, ok := agents.Authenticate("Bearer dev-agent-token"); !ok || name != "billing-agent" {
+	} else if agent, ok := agents.Authenticate("Bearer dev-agent-token"); !ok || agent.Name != "billing-agent" {
 		t.Errorf("the example token does not authenticate")
 	}
 }
@@ -124,5 +124,69 @@ tools:
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate does not report %q; it said:\n%v", want, err)
 		}
+	}
+}
+
+func TestAgentListCarriesAdmin(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+agents:
+  - {name: billing-agent, token_sha256: "`+strings.Repeat("ab", 32)+`"}
+  - {name: auditor, token_sha256: "`+strings.Repeat("cd", 32)+`", admin: true}
+`)
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := cfg.AgentList()
+	if len(agents) != 2 || agents[0].Name != "billing-agent" || agents[0].Admin || agents[1].Name != "auditor" || !agents[1].Admin {
+		t.Fatalf("agents = %+v, want billing-agent and the admin auditor", agents)
+	}
+}
+
+func TestValidateLookupAllowed(t *testing.T) {
+	t.Parallel()
+	load := func(t *testing.T, slack string) (*Config, error) {
+		t.Helper()
+		path := writeConfig(t, slack+`
+agents: [{name: a, token_sha256: "`+strings.Repeat("ab", 32)+`"}]
+tools:
+  t:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits"}
+`)
+		cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path,
+			"COUNTERSIGN_DATABASE_URL": "postgres://localhost/countersign", "COUNTERSIGN_DISPATCH_SECRET": "s"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg, cfg.Validate()
+	}
+
+	cfg, err := load(t, "slack: {lookup_allowed: [U024BE7LH, W0ENTERPRISE, S0SUPPORT, C0SUPPORT, G0LEGACY]}")
+	if err != nil {
+		t.Fatalf("valid ids refused: %v", err)
+	}
+	if got := cfg.File.Slack.LookupAllowed; len(got) != 5 || got[2] != "S0SUPPORT" {
+		t.Errorf("lookup_allowed = %v", got)
+	}
+	if cfg, err := load(t, ""); err != nil || cfg.File.Slack.LookupAllowed != nil {
+		t.Errorf("unset: %v, %v", cfg.File.Slack.LookupAllowed, err)
+	}
+
+	_, err = load(t, `slack: {lookup_allowed: [U024BE7LH, "local:reviewer", D0DIRECT, u0lower, "", "C 1"]}`)
+	if err == nil {
+		t.Fatal("Validate accepted ids that are not users, groups or channels")
+	}
+	for _, bad := range []string{`"local:reviewer"`, `"D0DIRECT"`, `"u0lower"`, `""`, `"C 1"`} {
+		if !strings.Contains(err.Error(), "slack.lookup_allowed: "+bad+" is not") {
+			t.Errorf("Validate does not report %s; it said:\n%v", bad, err)
+		}
+	}
+	if strings.Contains(err.Error(), "U024BE7LH") {
+		t.Errorf("Validate refused a user id: %v", err)
+	}
+	if _, err := load(t, "slack: {lookup_allowed: []}"); err == nil || !strings.Contains(err.Error(), "slack.lookup_allowed is empty") {
+		t.Errorf("an empty list: %v", err)
 	}
 }

@@ -1,0 +1,46 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// refusedLookupText answers a slash command from someone not in
+// slack.lookup_allowed; it says nothing about what was asked for.
+const refusedLookupText = "You are not allowed to look up requests. " +
+	"Ask a countersign admin to add you, one of your user groups or this channel to `slack.lookup_allowed`. " +
+	"(`/countersign help` still works.)"
+
+// mayLookUp reports whether user, running the slash command in channel, may
+// see request details: anyone when no allow list is set, else a listed user,
+// a member of a listed user group, or anyone in a listed channel. User groups
+// are resolved like approvers' groups, through the same short cache.
+func (b *Bot) mayLookUp(ctx context.Context, user, channel string) (bool, error) {
+	if len(b.lookupAllowed) == 0 {
+		return true, nil
+	}
+	if user == "" {
+		return false, nil
+	}
+	if slices.Contains(b.lookupAllowed, user) || (channel != "" && slices.Contains(b.lookupAllowed, channel)) {
+		return true, nil
+	}
+	if b.review == nil || b.review.Groups == nil {
+		return false, nil // no way to resolve a listed group
+	}
+	for _, id := range b.lookupAllowed {
+		if !strings.HasPrefix(id, "S") {
+			continue
+		}
+		members, err := b.review.Groups.GroupMembers(ctx, id)
+		if err != nil {
+			return false, fmt.Errorf("resolving user group %s: %w", id, err)
+		}
+		if slices.Contains(members, user) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
