@@ -294,7 +294,11 @@ func (e *Executor) send(ctx context.Context, tool Tool, c store.Claim) Answer {
 func (e *Executor) get(ctx context.Context, tool Tool, ep *Endpoint, key, requestID string) (status int, body []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.URLFor(key), nil)
+	u, err := ep.URLFor(key)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, nil, err
 	}

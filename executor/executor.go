@@ -121,6 +121,15 @@ func New(cfg Config) *Executor {
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
 	}
+	for name, t := range e.tools {
+		for what, ep := range map[string]*Endpoint{"verify": t.Verify, "precondition": t.Precondition} {
+			if ep != nil && ep.err != nil {
+				// Serve's configuration check refuses these; a program that
+				// builds tools itself hears it here and at every use.
+				e.logger.Error("unusable "+what+" URL", slog.String("tool", name), slog.String("error", ep.err.Error()))
+			}
+		}
+	}
 	if e.metrics == nil {
 		e.metrics = NewMetrics(nil)
 	}

@@ -42,8 +42,11 @@ tools:
 	if !tool.KeyAware || tool.MaxAttempts != 4 || tool.ClaimTimeout != 30*time.Second || tool.ApprovalTTL != time.Hour {
 		t.Fatalf("tool %+v", tool)
 	}
-	if tool.Verify == nil || tool.Verify.URLFor("wa_1") != "http://billing.internal/credits?idempotency_key=wa_1" {
-		t.Fatalf("verify %+v", tool.Verify)
+	if tool.Verify == nil {
+		t.Fatal("no verify endpoint")
+	}
+	if u, err := tool.Verify.URLFor("wa_1"); err != nil || u != "http://billing.internal/credits?idempotency_key=wa_1" {
+		t.Fatalf("verify %+v: %q, %v", tool.Verify, u, err)
 	}
 	if tool.Precondition == nil || tool.Precondition.Headers["X-Check"] != "1" {
 		t.Fatalf("precondition %+v", tool.Precondition)
