@@ -1,6 +1,7 @@
 // Command fakeprovider serves the sandbox provider for demos
 // and benchmarks: writes on any path are stored under their Idempotency-Key,
-// GET /objects?key=K is the verify URL, GET /precondition the precondition.
+// GET /objects/K and GET /objects?key=K are verify URLs, GET /precondition
+// the precondition.
 //
 //	fakeprovider -listen 127.0.0.1:9090 -secret "$COUNTERSIGN_DISPATCH_SECRET"
 //	fakeprovider -ignore-keys -status 503 -times 2   # fail twice per key, then work
