@@ -39,6 +39,9 @@ type Behavior struct {
 	// DropAfterProcess stores the write, then closes the connection without
 	// answering.
 	DropAfterProcess bool
+	// Delay stores the write, then answers this much later, as a slow
+	// provider does; Release or the client giving up ends the wait early.
+	Delay time.Duration
 	// Times limits the behavior to the first Times writes of a key; 0 means
 	// every write.
 	Times int
@@ -305,6 +308,15 @@ func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
 	case b.HangAfterProcess:
 		hang(r, release)
 		return
+	case b.Delay > 0:
+		timer := time.NewTimer(b.Delay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
 	case b.DropAfterProcess:
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
