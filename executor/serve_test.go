@@ -200,6 +200,28 @@ func (p *process) kill() {
 	_ = p.cmd.Wait()
 }
 
+// terminate sends SIGTERM and waits at most within for the process to
+// exit; it returns the exit code.
+func (p *process) terminate(t *testing.T, within time.Duration) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		_ = p.cmd.Wait()
+	}()
+	select {
+	case <-exited:
+	case <-time.After(within):
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+		t.Fatalf("the process did not exit within %s of SIGTERM", within)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
 func (c *cluster) execution(t *testing.T, requestID string) store.Execution {
 	t.Helper()
 	e, err := store.LatestExecution(context.Background(), c.db.Pool, requestID)
@@ -290,6 +312,35 @@ func TestKillAfterTheProviderProcessedAwkwardKeys(t *testing.T) {
 			})
 			wantVerifiedOnce(t, c.provider, reqs, func(id string) store.Execution { return c.execution(t, id) })
 		})
+	}
+}
+
+// TestSigtermRecordsTheSendInFlight stops a real countersign process with
+// SIGTERM while a slow provider is answering a write of a tool that neither
+// honours keys nor can be verified: the process waits for the answer,
+// records it and exits 0, so nothing is left to a human.
+func TestSigtermRecordsTheSendInFlight(t *testing.T) {
+	t.Parallel()
+	// The grace for this tool: its dispatch timeout and 5s to record.
+	const grace = 10 * time.Second
+	c := newCluster(t, serveTool{timeout: "5s", claimTimeout: "10s"})
+	c.provider.IgnoreKeys(true)
+	c.provider.Set(providertest.Behavior{Delay: 1500 * time.Millisecond})
+	p := c.start(t)
+
+	req := approveOn(t, c.review, "run-sigterm")
+	eventually(t, 10*time.Second, "the provider to receive the write", func() bool { return c.provider.Received() == 1 })
+	if code := p.terminate(t, grace); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM", code)
+	}
+	if e := c.execution(t, req.ID); e.State != store.ExecSucceeded {
+		t.Fatalf("after shutdown the execution is %s (code %q), want succeeded", e.State, deref(e.LastCode))
+	}
+	if got := c.provider.Received(); got != 1 {
+		t.Fatalf("the provider received %d writes, want 1", got)
+	}
+	if kinds := eventKinds(t, c.db, req.ID); !containsInOrder(kinds, "claimed", "succeeded") {
+		t.Fatalf("events %v", kinds)
 	}
 }
 
