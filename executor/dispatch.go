@@ -29,7 +29,9 @@ const recordLinger = 5 * time.Millisecond
 // once every outcome is recorded. The claim commits before any send, and no
 // transaction is open while a send is in flight. Outcomes are recorded as
 // they arrive, gathered for a few milliseconds into one statement, so a slow
-// send delays only its own record.
+// send delays only its own record. ctx ending stops it from claiming, not
+// what it has claimed: that runs to its outcome unless Stop's grace ends
+// (see Stop).
 func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 	return e.dispatch(ctx, nil)
 }
@@ -37,6 +39,11 @@ func (e *Executor) DispatchOnce(ctx context.Context) (int, error) {
 // dispatch is DispatchOnce; full, if set, is called as soon as a claim comes
 // back full, before the sends, so another loop can claim the next batch.
 func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
+	ctx, leave, err := e.enter(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
 	claims, err := e.db.ClaimExecutions(ctx, store.ClaimParams{
 		Worker: e.worker, Limit: e.batch, ClaimTimeouts: e.timeouts, Now: e.now(),
 	})
@@ -70,9 +77,9 @@ func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
 	}
 	go func() { wg.Wait(); close(results) }()
 
-	// Record with a context of its own: an outcome learnt at the provider is
-	// worth writing even while shutting down.
-	recCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	// ctx is not cancelled by shutdown (see enter): an outcome learnt at the
+	// provider is worth writing even while shutting down.
+	recCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var errs []error
 	for t := range results {
@@ -141,11 +148,21 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 	}
 	if c.Attempts == 1 || provenNotDone(c.LastCode) {
 		if code, msg, stale := e.revalidate(ctx, tool, c); stale {
+			if ctx.Err() != nil {
+				// Stop's grace ended during the check: it did not fail.
+				// Nothing was sent; the claim expires to the reconciler.
+				return base, true
+			}
 			// Recorded by supersede, or the claim moved on under us: either
 			// way nothing more is written for this claim.
 			e.supersede(ctx, tool, c, code, msg, log())
 			return base, true
 		}
+	}
+	if ctx.Err() != nil {
+		// Stop's grace ended before this send could start (it waited for
+		// a slot): send nothing; the claim expires to the reconciler.
+		return base, true
 	}
 
 	// A send must end before the claim does, or the reconciler could declare
@@ -168,9 +185,9 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 		e.onSend(c, start)
 	}
 	// A send that has started runs to its answer or its tool's timeout even
-	// when ctx ends (shutdown): cutting it off would turn a known outcome
-	// into an unknown for the reconciler.
-	answer := e.send(context.WithoutCancel(ctx), tool, c)
+	// on shutdown (ctx ends only with Stop's grace): cutting it off would
+	// turn a known outcome into an unknown for the reconciler.
+	answer := e.send(ctx, tool, c)
 	cl := Classify(answer, time.Now())
 	e.metrics.Attempts.WithLabelValues(string(cl.Outcome), codeLabel(cl.Code)).Inc()
 	if e.logger.Enabled(ctx, slog.LevelDebug) {
@@ -294,7 +311,11 @@ func (e *Executor) send(ctx context.Context, tool Tool, c store.Claim) Answer {
 func (e *Executor) get(ctx context.Context, tool Tool, ep *Endpoint, key, requestID string) (status int, body []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.URLFor(key), nil)
+	u, err := ep.URLFor(key)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -10,4 +10,6 @@ var (
 	// ErrUnknownAction: Resolve was given an action other than mark_succeeded,
 	// mark_failed or resend.
 	ErrUnknownAction = errors.New("unknown resolution action")
+	// ErrStopped: the executor was asked to claim after Stop.
+	ErrStopped = errors.New("executor stopped")
 )

@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -51,6 +51,11 @@ type Config struct {
 	VerifyWindow time.Duration
 	// OnSend, when set, is called as each send starts (benchmarks, tests).
 	OnSend func(c store.Claim, at time.Time)
+	// Wake and Poll drive the dispatch loops Start runs: a receive on Wake
+	// (see store.Listener.SubscribeReady) sets an idle loop claiming at once,
+	// and with Poll positive every loop also looks at least that often.
+	Wake <-chan struct{}
+	Poll time.Duration
 }
 
 // Executor claims approved executions, performs them and settles their
@@ -73,6 +78,19 @@ type Executor struct {
 	lease    time.Duration
 	window   time.Duration
 	onSend   func(store.Claim, time.Time)
+	wake     <-chan struct{}
+	poll     time.Duration
+
+	// The lifecycle (run.go): Stop closes stopping, so nothing more is
+	// claimed, and waits on work, which counts the loops Start runs and
+	// every dispatch in progress. When Stop's grace ends, cut cancels the
+	// sends still in flight.
+	mu       sync.Mutex
+	started  bool
+	stopping chan struct{}
+	work     sync.WaitGroup
+	cut      context.Context
+	cutOff   context.CancelFunc
 }
 
 // New returns an Executor for cfg.
@@ -94,7 +112,11 @@ func New(cfg Config) *Executor {
 		lease:    cfg.VerifyLease,
 		window:   cfg.VerifyWindow,
 		onSend:   cfg.OnSend,
+		wake:     cfg.Wake,
+		poll:     cfg.Poll,
+		stopping: make(chan struct{}),
 	}
+	e.cut, e.cutOff = context.WithCancel(context.Background())
 	longest := time.Duration(0)
 	for name, t := range cfg.Tools {
 		t = t.withDefaults()
@@ -120,6 +142,15 @@ func New(cfg Config) *Executor {
 	}
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
+	}
+	for name, t := range e.tools {
+		for what, ep := range map[string]*Endpoint{"verify": t.Verify, "precondition": t.Precondition} {
+			if ep != nil && ep.err != nil {
+				// Serve's configuration check refuses these; a program that
+				// builds tools itself hears it here and at every use.
+				e.logger.Error("unusable "+what+" URL", slog.String("tool", name), slog.String("error", ep.err.Error()))
+			}
+		}
 	}
 	if e.metrics == nil {
 		e.metrics = NewMetrics(nil)
@@ -183,99 +214,4 @@ func defaultWorker() string {
 	b := make([]byte, 4)
 	_, _ = crand.Read(b)
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
-}
-
-// Run keeps Lanes dispatch loops going until ctx ends. A notification on
-// wake (an execution became ready; see store.Listener.SubscribeReady) starts
-// one idle lane, so a single approval costs one claim; a lane whose claim
-// comes back full starts another, so a backlog is drained by all of them. If
-// poll is positive every lane also looks at least that often; with poll 0 the
-// cron's dispatch sweep is the safety net.
-func (e *Executor) Run(ctx context.Context, wake <-chan struct{}, poll time.Duration) {
-	r := &runner{lanes: make([]*lane, e.lanes)}
-	for i := range r.lanes {
-		r.lanes[i] = &lane{wake: make(chan struct{}, 1)}
-	}
-	for _, l := range r.lanes {
-		go e.runLane(ctx, r, l, poll)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-			r.start(nil)
-		}
-	}
-}
-
-type runner struct{ lanes []*lane }
-
-type lane struct {
-	wake chan struct{}
-	busy atomic.Bool
-}
-
-// start wakes one idle lane other than except; when every lane is busy it
-// leaves each a wake-up, so the row that prompted it is claimed by whichever
-// finishes first.
-func (r *runner) start(except *lane) {
-	for _, l := range r.lanes {
-		if l != except && !l.busy.Load() {
-			select {
-			case l.wake <- struct{}{}:
-				return
-			default:
-			}
-		}
-	}
-	for _, l := range r.lanes {
-		if l != except {
-			select {
-			case l.wake <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-func (e *Executor) runLane(ctx context.Context, r *runner, l *lane, poll time.Duration) {
-	var tick <-chan time.Time
-	if poll > 0 {
-		ticker := time.NewTicker(poll)
-		defer ticker.Stop()
-		tick = ticker.C
-	}
-	full := func() { r.start(l) }
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-l.wake:
-		case <-tick:
-		}
-		l.busy.Store(true)
-		for {
-			n, err := e.dispatch(ctx, full)
-			if err != nil && ctx.Err() == nil {
-				e.logger.Error("dispatch failed", slog.String("error", err.Error()))
-			}
-			if err != nil || n < e.batch {
-				break
-			}
-		}
-		l.busy.Store(false)
-	}
-}
-
-// Drain runs DispatchOnce until a claim comes back short of a full batch.
-func (e *Executor) Drain(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		n, err := e.DispatchOnce(ctx)
-		total += n
-		if err != nil || n < e.batch {
-			return total, err
-		}
-	}
 }

@@ -53,7 +53,7 @@ func (e *Executor) revalidate(ctx context.Context, tool Tool, c store.Claim) (co
 // supersede retires the claimed execution and sends the request back for a
 // new decision. It reports whether it did.
 func (e *Executor) supersede(ctx context.Context, tool Tool, c store.Claim, code, msg string, log *slog.Logger) bool {
-	round, done, err := e.db.Supersede(context.WithoutCancel(ctx), store.SupersedeParams{
+	round, done, err := e.db.Supersede(ctx, store.SupersedeParams{
 		ExecutionID: c.ID, Attempt: c.Attempts, Worker: e.worker, Code: code, Message: msg,
 		RequestTTL: tool.RequestTTL, Now: e.now(),
 	})

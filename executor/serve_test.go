@@ -65,6 +65,7 @@ func TestMain(m *testing.M) {
 type serveTool struct {
 	keyAware     bool
 	verify       bool
+	verifyPath   string // default /objects?key={key}
 	precondition bool
 	timeout      string
 	claimTimeout string
@@ -107,7 +108,10 @@ tools:
     approval_ttl: 24h
 `, hex.EncodeToString(token[:]), toolName, approver, srv.URL, tool.timeout, tool.keyAware, tool.claimTimeout)
 	if tool.verify {
-		yaml += fmt.Sprintf("    verify: {url: \"%s/objects?key={key}\"}\n", srv.URL)
+		if tool.verifyPath == "" {
+			tool.verifyPath = "/objects?key={key}"
+		}
+		yaml += fmt.Sprintf("    verify: {url: \"%s%s\"}\n", srv.URL, tool.verifyPath)
 	}
 	if tool.precondition {
 		yaml += fmt.Sprintf("    precondition: {url: \"%s/precondition\"}\n", srv.URL)
@@ -196,6 +200,28 @@ func (p *process) kill() {
 	_ = p.cmd.Wait()
 }
 
+// terminate sends SIGTERM and waits at most within for the process to
+// exit; it returns the exit code.
+func (p *process) terminate(t *testing.T, within time.Duration) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		_ = p.cmd.Wait()
+	}()
+	select {
+	case <-exited:
+	case <-time.After(within):
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+		t.Fatalf("the process did not exit within %s of SIGTERM", within)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
 func (c *cluster) execution(t *testing.T, requestID string) store.Execution {
 	t.Helper()
 	e, err := store.LatestExecution(context.Background(), c.db.Pool, requestID)
@@ -238,6 +264,82 @@ func TestKillAfterTheProviderProcessed(t *testing.T) {
 	}
 	wantObjects(t, c.provider, req.Key, 1)
 	if kinds := eventKinds(t, c.db, req.ID); !containsInOrder(kinds, "claimed", "unknown", "succeeded") {
+		t.Fatalf("events %v", kinds)
+	}
+}
+
+// TestKillAfterTheProviderProcessedAwkwardKeys is
+// TestKillAfterTheProviderProcessed with client keys that change when escaped
+// for the wrong part of a URL, with the key in the verify URL's path and in
+// its query: the restarted process must ask the provider for exactly those
+// keys, and nothing is sent twice.
+func TestKillAfterTheProviderProcessedAwkwardKeys(t *testing.T) {
+	t.Parallel()
+	for _, form := range verifyForms {
+		t.Run(form.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, serveTool{verify: true, verifyPath: form.path, timeout: "3s", claimTimeout: "4s"})
+			c.provider.IgnoreKeys(true)
+			c.provider.Set(providertest.Behavior{HangAfterProcess: true})
+			// Approved before the process starts, so one claim takes them all
+			// and every send is held at once.
+			reqs := make([]store.Request, len(awkwardKeys))
+			for i, key := range awkwardKeys {
+				reqs[i] = approveKey(t, c.review, fmt.Sprintf("run-kill-awkward-%d", i), key)
+			}
+			first := c.start(t)
+			eventually(t, 10*time.Second, "the provider to process every write", func() bool { return c.provider.Objects() == len(reqs) })
+			first.kill()
+			for _, req := range reqs {
+				if e := c.execution(t, req.ID); e.State != store.ExecClaimed {
+					t.Fatalf("after the kill the execution is %s; the test meant to kill before the outcome was recorded", e.State)
+				}
+			}
+
+			c.provider.Set(providertest.Behavior{})
+			c.start(t)
+			// A wrong verify would send a write back to ready, and it would
+			// be sent again before its execution settles.
+			eventually(t, 30*time.Second, "every execution to settle", func() bool {
+				for _, req := range reqs {
+					switch c.execution(t, req.ID).State {
+					case store.ExecSucceeded, store.ExecFailed, store.ExecNeedsReview:
+					default:
+						return false
+					}
+				}
+				return true
+			})
+			wantVerifiedOnce(t, c.provider, reqs, func(id string) store.Execution { return c.execution(t, id) })
+		})
+	}
+}
+
+// TestSigtermRecordsTheSendInFlight stops a real countersign process with
+// SIGTERM while a slow provider is answering a write of a tool that neither
+// honours keys nor can be verified: the process waits for the answer,
+// records it and exits 0, so nothing is left to a human.
+func TestSigtermRecordsTheSendInFlight(t *testing.T) {
+	t.Parallel()
+	// The grace for this tool: its dispatch timeout and 5s to record.
+	const grace = 10 * time.Second
+	c := newCluster(t, serveTool{timeout: "5s", claimTimeout: "10s"})
+	c.provider.IgnoreKeys(true)
+	c.provider.Set(providertest.Behavior{Delay: 1500 * time.Millisecond})
+	p := c.start(t)
+
+	req := approveOn(t, c.review, "run-sigterm")
+	eventually(t, 10*time.Second, "the provider to receive the write", func() bool { return c.provider.Received() == 1 })
+	if code := p.terminate(t, grace); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM", code)
+	}
+	if e := c.execution(t, req.ID); e.State != store.ExecSucceeded {
+		t.Fatalf("after shutdown the execution is %s (code %q), want succeeded", e.State, deref(e.LastCode))
+	}
+	if got := c.provider.Received(); got != 1 {
+		t.Fatalf("the provider received %d writes, want 1", got)
+	}
+	if kinds := eventKinds(t, c.db, req.ID); !containsInOrder(kinds, "claimed", "succeeded") {
 		t.Fatalf("events %v", kinds)
 	}
 }

@@ -88,11 +88,18 @@ func (b *bundle) approve(t *testing.T) store.Request {
 
 func approveOn(t testing.TB, review *approvals.Service, runID string) store.Request {
 	t.Helper()
+	return approveKey(t, review, runID, "")
+}
+
+// approveKey is approveOn with a client-sent key; "" derives one.
+func approveKey(t testing.TB, review *approvals.Service, runID, key string) store.Request {
+	t.Helper()
 	ctx := context.Background()
 	req, _, err := review.Submit(ctx, "agent", approvals.Intent{
 		RunID: runID, Step: json.RawMessage(`1`), Tool: toolName,
-		Effect:  json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
-		Summary: "Credit 42.00 USD to inv_8841",
+		Effect:         json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
+		Summary:        "Credit 42.00 USD to inv_8841",
+		IdempotencyKey: key,
 	})
 	if err != nil {
 		t.Fatalf("submitting: %v", err)

@@ -1,8 +1,7 @@
 package executor
 
 import (
-	"net/url"
-	"strings"
+	"fmt"
 	"time"
 )
 
@@ -25,11 +24,15 @@ type Tool struct {
 	RequestTTL   time.Duration // how long a superseded request waits for a new decision
 }
 
-// Endpoint is a URL the executor reads; {key} is replaced by the
-// path-escaped key.
+// Endpoint is a URL the executor reads. URL is a URLTemplate: each {key} is
+// replaced by the key, escaped for the part of the URL it is in.
 type Endpoint struct {
 	URL     string
 	Headers map[string]string
+
+	// parsed once by New; nil in an Endpoint built elsewhere
+	tmpl *URLTemplate
+	err  error
 }
 
 // Defaults for a tool that leaves them out.
@@ -56,10 +59,28 @@ func (t Tool) withDefaults() Tool {
 	if t.RequestTTL <= 0 {
 		t.RequestTTL = DefaultRequestTTL
 	}
+	t.Verify, t.Precondition = t.Verify.parsed(), t.Precondition.parsed()
 	return t
 }
 
-// URLFor substitutes the key into the endpoint's URL.
-func (e Endpoint) URLFor(key string) string {
-	return strings.ReplaceAll(e.URL, "{key}", url.QueryEscape(key))
+// parsed returns a copy of e with its template parsed, or nil for nil.
+func (e *Endpoint) parsed() *Endpoint {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.tmpl, c.err = ParseURLTemplate(c.URL)
+	return &c
+}
+
+// URLFor returns the endpoint's URL for key.
+func (e Endpoint) URLFor(key string) (string, error) {
+	if e.tmpl == nil && e.err == nil {
+		e.tmpl, e.err = ParseURLTemplate(e.URL)
+	}
+	if e.err != nil {
+		// Not the URL itself: it may carry a secret from the environment.
+		return "", fmt.Errorf("unusable URL template: %w", e.err)
+	}
+	return e.tmpl.Expand(key), nil
 }

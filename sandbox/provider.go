@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +39,9 @@ type Behavior struct {
 	// DropAfterProcess stores the write, then closes the connection without
 	// answering.
 	DropAfterProcess bool
+	// Delay stores the write, then answers this much later, as a slow
+	// provider does; Release or the client giving up ends the wait early.
+	Delay time.Duration
 	// Times limits the behavior to the first Times writes of a key; 0 means
 	// every write.
 	Times int
@@ -180,13 +185,13 @@ func (p *Provider) Received() int { return int(p.received.Load()) }
 // BadSignatures returns how many writes carried no valid signature.
 func (p *Provider) BadSignatures() int { return int(p.badSignatures.Load()) }
 
-// ServeHTTP answers GET /objects?key=K (the verify URL: 200 with the stored
-// response, 404 when there is none), GET /precondition, and a write on any
-// other path and method.
+// ServeHTTP answers GET /objects/K and GET /objects?key=K (the verify URL,
+// in path and query form: 200 with the stored response, 404 when there is
+// none), GET /precondition, and a write on any other path and method.
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
-		switch r.URL.Path {
-		case "/precondition":
+		switch {
+		case r.URL.Path == "/precondition":
 			p.mu.Lock()
 			status, hangs, release := p.precondition, p.preHang, p.release
 			p.preChecks++
@@ -198,9 +203,11 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(status)
 			return
 		default:
+			key, found := objectKey(r.URL)
 			p.mu.Lock()
-			body, ok := p.stored[r.URL.Query().Get("key")]
+			body, ok := p.stored[key]
 			p.mu.Unlock()
+			ok = ok && found
 			if !ok {
 				writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": "not_found"}})
 				return
@@ -211,6 +218,23 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.write(w, r)
+}
+
+// objectKey is the key a verify request asks about: the one path segment
+// after /objects/, percent-decoded exactly once (so %2F is part of the key
+// and + is a plus), or else the key query parameter, form-decoded (so + is a
+// space). Nothing is normalised: a key escaped for the wrong part of the URL
+// does not match, as at a real provider.
+func objectKey(u *url.URL) (string, bool) {
+	if seg, ok := strings.CutPrefix(u.EscapedPath(), "/objects/"); ok {
+		if strings.Contains(seg, "/") {
+			return "", false
+		}
+		key, err := url.PathUnescape(seg)
+		return key, err == nil
+	}
+	q := u.Query()
+	return q.Get("key"), q.Has("key")
 }
 
 func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
@@ -284,6 +308,15 @@ func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
 	case b.HangAfterProcess:
 		hang(r, release)
 		return
+	case b.Delay > 0:
+		timer := time.NewTimer(b.Delay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
 	case b.DropAfterProcess:
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {

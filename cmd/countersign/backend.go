@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
@@ -20,10 +21,15 @@ type backend struct {
 	replays *store.ReplayReader
 	// where names the store for people: PostgreSQL, or the embedded file.
 	where string
+
+	stopLoops context.CancelFunc
+	loops     sync.WaitGroup // the listener's and the replay reader's
 }
 
 // openBackend opens the store, applies its migrations and starts what
-// delivers its wake-ups; the PostgreSQL listener runs until ctx ends.
+// delivers its wake-ups. The PostgreSQL listener and the replay reader run
+// until close, not until ctx ends: what is still finishing on shutdown needs
+// them.
 func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backend, error) {
 	s, where, err := openStore(ctx, cfg)
 	if err != nil {
@@ -37,14 +43,15 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 	if n > 0 {
 		logger.Info("applied migrations", slog.Int("count", n))
 	}
-	b := &backend{store: s, where: where}
+	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	b := &backend{store: s, where: where, stopLoops: stop}
 	switch s := s.(type) {
 	case *store.DB:
 		listener := store.NewListener(s, logger.With("component", "listener"))
-		go listener.Run(ctx)
+		b.loops.Go(func() { listener.Run(loopCtx) })
 		b.notifier = listener
 		b.replays = store.NewReplayReader(s.Pool, replayReaders, replayMaxBatch)
-		go b.replays.Run(ctx)
+		b.loops.Go(func() { b.replays.Run(loopCtx) })
 	case *embedded.Store:
 		b.notifier = s // it wakes its own subscribers after each commit
 		if !cfg.Local() {
@@ -53,6 +60,13 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 		}
 	}
 	return b, nil
+}
+
+// close stops the listener and the replay reader, then closes the store.
+func (b *backend) close() {
+	b.stopLoops()
+	b.loops.Wait()
+	b.store.Close()
 }
 
 // openStore opens PostgreSQL when COUNTERSIGN_DATABASE_URL is set, else the

@@ -94,9 +94,12 @@ func (a *app) startBot(ctx context.Context) error {
 		return fmt.Errorf("scheduling card convergence: %w", err)
 	}
 
+	a.bot = b
 	if a.cfg.SlackAppToken != "" {
 		sm := socketmode.New(client)
+		a.socketDone = make(chan struct{})
 		go func() {
+			defer close(a.socketDone)
 			if err := b.RunSocketMode(ctx, sm); err != nil {
 				logger.Error("socket mode stopped", slog.String("error", err.Error()))
 			}
@@ -104,4 +107,25 @@ func (a *app) startBot(ctx context.Context) error {
 		logger.Info("socket mode on")
 	}
 	return nil
+}
+
+// stopBot waits, until ctx ends, for Socket Mode to stop (it ends with the
+// signal's context) and for the ephemeral answers still in flight.
+func (a *app) stopBot(ctx context.Context) {
+	if a.bot == nil {
+		return
+	}
+	answered := make(chan struct{})
+	go func() {
+		if a.socketDone != nil {
+			<-a.socketDone
+		}
+		a.bot.Wait()
+		close(answered)
+	}()
+	select {
+	case <-answered:
+	case <-ctx.Done():
+		a.logger.Warn("slack answers still in flight at shutdown")
+	}
 }

@@ -31,21 +31,25 @@ func (c *Config) executorTools() map[string]executor.Tool {
 
 // startExecutor builds the executor, registers its metrics, schedules the
 // dispatch and reconcile sweeps on the cron, and starts the dispatch loops
-// that the listener wakes the moment an approval commits.
+// that the listener wakes the moment an approval commits. They stop claiming
+// when ctx ends; shutdown waits for what they claimed.
 func (a *app) startExecutor(ctx context.Context) (*executor.Executor, error) {
 	logger := a.logger.With("component", "executor")
+	wake, unsubscribe := a.notifier.SubscribeReady()
 	ex := executor.New(executor.Config{
 		DB:      a.db,
 		Tools:   a.cfg.executorTools(),
 		Secret:  []byte(a.cfg.DispatchSecret),
 		Logger:  logger,
 		Metrics: executor.NewMetrics(a.registry),
+		Wake:    wake,
 	})
 	if _, err := a.cron.AddFunc(a.cfg.File.Executor.DispatchSchedule, func() {
 		if _, err := ex.Drain(ctx); err != nil && ctx.Err() == nil {
 			logger.Error("dispatch sweep failed", slog.String("error", err.Error()))
 		}
 	}); err != nil {
+		unsubscribe()
 		return nil, fmt.Errorf("scheduling dispatch: %w", err)
 	}
 	if _, err := a.cron.AddFunc(a.cfg.File.Executor.ReconcileSchedule, func() {
@@ -53,13 +57,15 @@ func (a *app) startExecutor(ctx context.Context) (*executor.Executor, error) {
 			logger.Error("reconcile sweep failed", slog.String("error", err.Error()))
 		}
 	}); err != nil {
+		unsubscribe()
 		return nil, fmt.Errorf("scheduling reconcile: %w", err)
 	}
-	wake, unsubscribe := a.notifier.SubscribeReady()
-	go func() {
-		defer unsubscribe()
-		ex.Run(ctx, wake, 0)
-	}()
-	logger.Info("executor started", slog.String("worker", ex.Worker()), slog.Int("tools", len(a.cfg.File.Tools)))
+	if err := ex.Start(ctx); err != nil {
+		unsubscribe()
+		return nil, err
+	}
+	a.unsubscribe = unsubscribe
+	logger.Info("executor started", slog.String("worker", ex.Worker()), slog.Int("tools", len(a.cfg.File.Tools)),
+		slog.Duration("shutdown_grace", ex.ShutdownGrace()))
 	return ex, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,13 +43,63 @@ tools:
 	if !tool.KeyAware || tool.MaxAttempts != 4 || tool.ClaimTimeout != 30*time.Second || tool.ApprovalTTL != time.Hour {
 		t.Fatalf("tool %+v", tool)
 	}
-	if tool.Verify == nil || tool.Verify.URLFor("wa_1") != "http://billing.internal/credits?idempotency_key=wa_1" {
-		t.Fatalf("verify %+v", tool.Verify)
+	if tool.Verify == nil {
+		t.Fatal("no verify endpoint")
+	}
+	if u, err := tool.Verify.URLFor("wa_1"); err != nil || u != "http://billing.internal/credits?idempotency_key=wa_1" {
+		t.Fatalf("verify %+v: %q, %v", tool.Verify, u, err)
 	}
 	if tool.Precondition == nil || tool.Precondition.Headers["X-Check"] != "1" {
 		t.Fatalf("precondition %+v", tool.Precondition)
 	}
 	if tool.RequestTTL <= 0 {
 		t.Fatal("request_ttl default not carried over")
+	}
+}
+
+// TestValidateRefusesAKeyOutsideThePathAndQuery: {key} in a verify or
+// precondition URL's host or fragment is a configuration error, reported
+// without the URL (it may hold a secret).
+func TestValidateRefusesAKeyOutsideThePathAndQuery(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+agents: [{name: a, token_sha256: "`+strings.Repeat("0", 64)+`"}]
+tools:
+  host:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits"}
+    verify: {url: "http://{key}.billing.internal/objects?token=s3cret-token"}
+  fragment:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits"}
+    precondition: {url: "http://billing.internal/open#{key}"}
+  port:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits"}
+    verify: {url: "http://billing.internal:{key}/objects?token=s3cret-token"}
+  fine:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits"}
+    verify: {url: "http://billing.internal/objects/{key}?again={key}"}
+`)
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DATABASE_URL": "postgres://x", "COUNTERSIGN_DISPATCH_SECRET": "s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted {key} in a host")
+	}
+	for _, want := range []string{
+		"tools.host: verify.url: {key} may appear only in the path or the query",
+		"tools.fragment: precondition.url: {key} may appear only in the path or the query",
+		"tools.port: verify.url: not a URL",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate does not report %q; it said:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "tools.fine") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Validate said:\n%v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/inbox"
 	"github.com/countersign/countersign/sandbox"
@@ -49,6 +50,18 @@ type app struct {
 	cron     *cron.Cron
 	review   *approvals.Service
 	executor *executor.Executor
+
+	// What shutdown stops, in order (see shutdown); nil or zero when it
+	// was never started.
+	stopRunning  context.CancelFunc // ends the context everything runs on
+	backend      *backend
+	batcher      *store.IntakeBatcher
+	stopBatcher  context.CancelFunc
+	unsubscribe  func() // the executor's wake-ups
+	bot          *bot.Bot
+	socketDone   chan struct{}
+	cronStarted  bool
+	shutdownFrom time.Time // when the shutdown signal arrived
 }
 
 func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
@@ -82,24 +95,33 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	defer b.store.Close()
 	db := b.store
+	// Shutdown ends ctx first, as a signal does, also when serve stops for
+	// another reason: nothing more is claimed or scheduled.
+	ctx, stopRunning := context.WithCancel(ctx)
 
 	a := &app{
-		cfg:      cfg,
-		logger:   logger,
-		db:       db,
-		notifier: b.notifier,
-		registry: prometheus.NewRegistry(),
-		mux:      http.NewServeMux(),
+		cfg:         cfg,
+		logger:      logger,
+		db:          db,
+		notifier:    b.notifier,
+		registry:    prometheus.NewRegistry(),
+		mux:         http.NewServeMux(),
+		backend:     b,
+		stopRunning: stopRunning,
 	}
+	defer a.shutdown()
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.cron = cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{logger}), cron.Recover(cronLogger{logger})),
 		cron.WithLogger(cronLogger{logger}))
 
-	batcher := store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
-	go batcher.Run(ctx)
-	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: batcher, Reader: b.replays, Logger: logger.With("component", "approvals")}
+	// The batcher outlives the signal: requests the HTTP server is still
+	// finishing commit through it. shutdown stops it.
+	a.batcher = store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
+	var batcherCtx context.Context
+	batcherCtx, a.stopBatcher = context.WithCancel(context.WithoutCancel(ctx))
+	go a.batcher.Run(batcherCtx)
+	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: a.batcher, Reader: b.replays, Logger: logger.With("component", "approvals")}
 	hook := approvals.NewHandler(a.review, cfg.AgentList(), a.notifier, logger.With("component", "hook"), approvals.NewMetrics(a.registry))
 	a.mux.Handle("/v1/", hook)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -142,7 +164,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return err
 	}
 	a.cron.Start()
-	defer func() { <-a.cron.Stop().Done() }()
+	a.cronStarted = true
 	if cfg.Local() {
 		printLocalBanner(stderr, base, b.where, localToken)
 	}
@@ -166,13 +188,65 @@ func (a *app) serveHTTP(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	a.shutdownFrom = time.Now()
+	// Stop accepting and let the handlers finish; what is still running
+	// after httpShutdownTimeout (a long-poll) is cut.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 	defer cancel()
-	if err := server.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	if err := server.Shutdown(shutdownCtx); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		_ = server.Close()
 	}
-	a.logger.Info("stopped")
 	return nil
+}
+
+// httpShutdownTimeout bounds how long shutdown waits for HTTP handlers.
+const httpShutdownTimeout = 10 * time.Second
+
+// cronStopTimeout bounds how long shutdown waits for running cron jobs; they
+// run on the signal's context, so they end soon after it.
+const cronStopTimeout = 10 * time.Second
+
+// shutdown stops what serve started, in order (docs/EXECUTOR.md,
+// "Shutdown"), after the HTTP server has stopped: the executor and the bot
+// finish what they have in flight, within the executor's grace counted from
+// the signal; the cron waits for its running jobs; the intake batcher, the
+// replay reader and the listener stop; the store closes last. It also tears
+// down a setup that failed halfway.
+func (a *app) shutdown() {
+	a.stopRunning()
+	from := a.shutdownFrom
+	if from.IsZero() {
+		from = time.Now()
+	}
+	grace := executor.MaxShutdownGrace
+	if a.executor != nil {
+		grace = a.executor.ShutdownGrace()
+	}
+	graceCtx, cancel := context.WithDeadline(context.Background(), from.Add(grace))
+	defer cancel()
+	if a.executor != nil {
+		if err := a.executor.Stop(graceCtx); err != nil {
+			a.logger.Warn("executor stopped before its sends ended", slog.String("error", err.Error()))
+		}
+		a.unsubscribe()
+	}
+	a.stopBot(graceCtx)
+	if a.cronStarted {
+		select {
+		case <-a.cron.Stop().Done():
+		case <-time.After(cronStopTimeout):
+			a.logger.Warn("cron jobs still running at shutdown")
+		}
+	}
+	if a.batcher != nil {
+		a.stopBatcher()
+		<-a.batcher.Done()
+	}
+	a.backend.close()
+	a.logger.Info("stopped")
 }
 
 // cronLogger adapts slog to robfig/cron's logger.

@@ -1,6 +1,7 @@
 // Command fakeprovider serves the sandbox provider for demos
 // and benchmarks: writes on any path are stored under their Idempotency-Key,
-// GET /objects?key=K is the verify URL, GET /precondition the precondition.
+// GET /objects/K and GET /objects?key=K are verify URLs, GET /precondition
+// the precondition.
 //
 //	fakeprovider -listen 127.0.0.1:9090 -secret "$COUNTERSIGN_DISPATCH_SECRET"
 //	fakeprovider -ignore-keys -status 503 -times 2   # fail twice per key, then work
@@ -31,6 +32,7 @@ func main() {
 	hang := flag.Bool("hang", false, "hold every write without processing it")
 	hangAfter := flag.Bool("hang-after-process", false, "store every write, then hold the answer")
 	drop := flag.Bool("drop-after-process", false, "store every write, then drop the connection")
+	delay := flag.Duration("delay", 0, "store every write, then answer this much later")
 	times := flag.Int("times", 0, "apply the failure knobs to the first N writes of each key only")
 	precondition := flag.Int("precondition", http.StatusOK, "status of GET /precondition")
 	flag.Parse()
@@ -44,7 +46,7 @@ func main() {
 		p.IgnoreKeys(*ignoreKeys)
 		p.SetPrecondition(*precondition)
 		p.Set(sandbox.Behavior{Status: *status, Code: *code, RetryAfter: *retryAfter, Hang: *hang,
-			HangAfterProcess: *hangAfter, DropAfterProcess: *drop, Times: *times})
+			HangAfterProcess: *hangAfter, DropAfterProcess: *drop, Delay: *delay, Times: *times})
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			before := p.BadSignatures()
 			p.ServeHTTP(w, r)

@@ -1,0 +1,212 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MaxShutdownGrace caps ShutdownGrace.
+const MaxShutdownGrace = time.Minute
+
+// recordGrace is what ShutdownGrace allows for recording outcomes.
+const recordGrace = 5 * time.Second
+
+// ShutdownGrace is how long Stop should be given for every execution in
+// progress to reach its outcome: the longest a claimed execution can take (a
+// precondition check and a send, each bounded by its tool's timeout) and 5s
+// to record it, capped at MaxShutdownGrace.
+func (e *Executor) ShutdownGrace() time.Duration {
+	longest := time.Duration(0)
+	for _, t := range e.tools {
+		d := t.Timeout
+		if t.Precondition != nil {
+			d += t.Timeout
+		}
+		longest = max(longest, d)
+	}
+	return min(longest+recordGrace, MaxShutdownGrace)
+}
+
+// Start runs Lanes dispatch loops (Config.Wake and Config.Poll drive them,
+// as Run's wake and poll do) and returns. The loops stop claiming when ctx
+// ends or Stop is called; Stop waits for what they have claimed.
+func (e *Executor) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.isStopping():
+		return ErrStopped
+	case e.started:
+		return errors.New("executor already started")
+	}
+	e.started = true
+	e.work.Go(func() { e.Run(ctx, e.wake, e.poll) })
+	return nil
+}
+
+// Stop stops claiming and waits until every execution in progress, whether
+// claimed by Start's loops, Run or a DispatchOnce call, has its outcome
+// recorded. Shutdown does not cut a send short: it runs to its answer or its
+// tool's timeout. If ctx ends first, the sends still in flight are cancelled,
+// as a crash would end them: their claims expire and the reconciler settles
+// them. Stop returns once everything has unwound, with an error if ctx cut it
+// short. After Stop, Start, DispatchOnce and Drain return ErrStopped.
+func (e *Executor) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	if !e.isStopping() {
+		close(e.stopping)
+	}
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		e.work.Wait() // no work is added once stopping is closed
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	e.cutOff()
+	<-done
+	return fmt.Errorf("stopping the executor: %w; the sends still in flight were cut off, and the reconciler settles them", context.Cause(ctx))
+}
+
+func (e *Executor) isStopping() bool {
+	select {
+	case <-e.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// enter registers a dispatch with Stop, unless the executor is stopping or
+// ctx has ended. The context it returns is not cancelled with ctx, only when
+// Stop's grace ends: what is claimed runs to its outcome, which is recorded.
+func (e *Executor) enter(ctx context.Context) (context.Context, func(), error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.isStopping() {
+		return nil, nil, ErrStopped
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	e.work.Add(1)
+	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(e.cut, cancel)
+	return work, func() {
+		unhook()
+		cancel()
+		e.work.Done()
+	}, nil
+}
+
+// Run keeps Lanes dispatch loops going until ctx ends or Stop is called, and
+// returns once they and the executions they claimed have ended. A
+// notification on wake (an execution became ready; see
+// store.Listener.SubscribeReady) starts one idle lane, so a single approval
+// costs one claim; a lane whose claim comes back full starts another, so a
+// backlog is drained by all of them. If poll is positive every lane also
+// looks at least that often; with poll 0 the cron's dispatch sweep is the
+// safety net.
+func (e *Executor) Run(ctx context.Context, wake <-chan struct{}, poll time.Duration) {
+	r := &runner{lanes: make([]*lane, e.lanes)}
+	for i := range r.lanes {
+		r.lanes[i] = &lane{wake: make(chan struct{}, 1)}
+	}
+	var lanes sync.WaitGroup
+	defer lanes.Wait()
+	for _, l := range r.lanes {
+		lanes.Go(func() { e.runLane(ctx, r, l, poll) })
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.stopping:
+			return
+		case <-wake:
+			r.start(nil)
+		}
+	}
+}
+
+type runner struct{ lanes []*lane }
+
+type lane struct {
+	wake chan struct{}
+	busy atomic.Bool
+}
+
+// start wakes one idle lane other than except; when every lane is busy it
+// leaves each a wake-up, so the row that prompted it is claimed by whichever
+// finishes first.
+func (r *runner) start(except *lane) {
+	for _, l := range r.lanes {
+		if l != except && !l.busy.Load() {
+			select {
+			case l.wake <- struct{}{}:
+				return
+			default:
+			}
+		}
+	}
+	for _, l := range r.lanes {
+		if l != except {
+			select {
+			case l.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (e *Executor) runLane(ctx context.Context, r *runner, l *lane, poll time.Duration) {
+	var tick <-chan time.Time
+	if poll > 0 {
+		ticker := time.NewTicker(poll)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	full := func() { r.start(l) }
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.stopping:
+			return
+		case <-l.wake:
+		case <-tick:
+		}
+		l.busy.Store(true)
+		for {
+			n, err := e.dispatch(ctx, full)
+			if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
+				e.logger.Error("dispatch failed", slog.String("error", err.Error()))
+			}
+			if err != nil || n < e.batch {
+				break
+			}
+		}
+		l.busy.Store(false)
+	}
+}
+
+// Drain runs DispatchOnce until a claim comes back short of a full batch.
+func (e *Executor) Drain(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := e.DispatchOnce(ctx)
+		total += n
+		if err != nil || n < e.batch {
+			return total, err
+		}
+	}
+}
