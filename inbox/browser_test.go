@@ -30,10 +30,15 @@ func TestBrowserApprovesAndFollowsTheWrite(t *testing.T) {
 	req := b.submit(t, &intentOpts{Summary: ptr("Credit 42.00 USD to inv_browser")})
 
 	card := "#card-" + req.ID
+	// As the person at serve's terminal does: open the printed link.
+	srv := b.start(t, Options{Reviewer: reviewer})
 	browser.Do("opening the inbox",
-		chromedp.Navigate(b.server.URL+DefaultPrefix+"/"),
+		chromedp.Navigate(srv.handler.EntryURL(srv.URL)),
 		chromedp.WaitVisible(chromedp.CSS(card)),
 	)
+	if loc, err := chromedp.Run(browser.Ctx, chromedp.Location()); err != nil || loc != srv.URL+DefaultPrefix+"/" {
+		t.Fatalf("after the entry link the address is %q (%v), want the inbox without the token", loc, err)
+	}
 	if title := browser.Text("reading the card", card+" h2"); !strings.Contains(title, "inv_browser") {
 		t.Fatalf("the card's title is %q", title)
 	}

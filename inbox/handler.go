@@ -40,16 +40,18 @@ type Handler struct {
 	logger   *slog.Logger
 	prefix   string
 	pages    map[string]*template.Template
+	session  *session
 	next     http.Handler
 }
 
-// New returns the inbox handler. Mount it at Prefix + "/":
+// New returns the inbox handler with a fresh entry link (EntryURL). Mount
+// it at Prefix + "/":
 //
 //	mux.Handle("/inbox/", inbox.New(inbox.Options{...}))
 func New(opts Options) *Handler {
 	h := &Handler{
 		svc: opts.Service, db: opts.Store, reviewer: opts.Reviewer, logger: opts.Logger,
-		prefix: strings.TrimSuffix(opts.Prefix, "/"),
+		prefix: strings.TrimSuffix(opts.Prefix, "/"), session: newSession(),
 	}
 	if h.db == nil {
 		h.db = opts.Service.DB
@@ -76,7 +78,7 @@ func New(opts Options) *Handler {
 		h.logger.Warn("cross-origin request refused", slog.String("method", r.Method), slog.String("path", r.URL.Path))
 		h.fail(w, http.StatusForbidden, "This form was sent from another site, so it was refused. Decide from the inbox itself.")
 	}))
-	h.next = loopbackOnly(securityHeaders(cop.Handler(mux)))
+	h.next = loopbackOnly(securityHeaders(h.requireSession(cop.Handler(mux))))
 	return h
 }
 

@@ -7,9 +7,10 @@ import (
 )
 
 // loopbackOnly refuses requests that do not come from this machine to a
-// loopback name. The inbox has no login, so the peer must be local: serve may
-// listen on every interface (COUNTERSIGN_LISTEN=:8080), and a remote client
-// can write any Host header. And Host must be a loopback name: a page on an
+// loopback name, before the session is looked at (defence in depth: a stolen
+// session cookie opens nothing from another machine). The peer must be
+// local: serve may listen on every interface (COUNTERSIGN_LISTEN=:8080), and
+// a remote client can write any Host header. And Host must be a loopback name: a page on an
 // attacker's domain that resolves to 127.0.0.1 (DNS rebinding) reaches the
 // listener with its own name in Host, and would otherwise read the inbox as
 // same-origin.

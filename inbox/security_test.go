@@ -32,7 +32,8 @@ func TestNonLoopbackHostIsForbidden(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Host = host
-		resp, err := noRedirects.Do(r)
+		r.AddCookie(b.server.sessionCookie()) // a client's jar files cookies under the Host it sends
+		resp, err := http.DefaultClient.Do(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,8 @@ func TestNonLoopbackHostIsForbidden(t *testing.T) {
 // serve may listen on every interface.
 func TestRemotePeerIsForbidden(t *testing.T) {
 	t.Parallel()
-	h := setup(t).server.Config.Handler
+	srv := setup(t).server
+	h, cookie := srv.Config.Handler, srv.sessionCookie()
 	for remote, want := range map[string]int{
 		"203.0.113.7:51000": http.StatusForbidden,
 		"[2001:db8::1]:443": http.StatusForbidden,
@@ -56,6 +58,7 @@ func TestRemotePeerIsForbidden(t *testing.T) {
 	} {
 		r := httptest.NewRequest(http.MethodGet, DefaultPrefix+"/", nil)
 		r.Host, r.RemoteAddr = "127.0.0.1:8080", remote
+		r.AddCookie(cookie) // the session opens nothing from another machine
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		if w.Code != want {
@@ -64,10 +67,15 @@ func TestRemotePeerIsForbidden(t *testing.T) {
 	}
 }
 
-// A form posted from another site decides nothing.
+// A form posted from another site decides nothing, even with the session
+// cookie (SameSite=Strict keeps browsers from sending it; the check does not
+// rely on that).
 func TestCrossOriginPostIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	if b.server.sessionCookie() == nil {
+		t.Fatal("the client has no session")
+	}
 	req := b.submit(t, nil)
 	form := decisionForm(req, store.VerdictApprove)
 	for name, header := range map[string]http.Header{
@@ -104,7 +112,7 @@ func TestOversizeFormIsRefused(t *testing.T) {
 func TestPagesRefuseFraming(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	resp, err := noRedirects.Get(b.server.URL + DefaultPrefix + "/")
+	resp, err := b.server.client.Get(b.server.URL + DefaultPrefix + "/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -28,12 +29,60 @@ const (
 )
 
 // bundle is what most inbox tests share: a service on a fresh database and
-// the inbox serving it on a loopback test server.
+// the inbox serving it on a loopback test server, with a session.
 type bundle struct {
 	db     *store.DB
 	svc    *approvals.Service
-	server *httptest.Server
+	server *site
 	ctx    context.Context
+}
+
+// site is an inbox on a loopback test server and a client that behaves as a
+// browser does: it keeps cookies, and it hands redirects back to the test.
+type site struct {
+	*httptest.Server
+	handler *Handler
+	client  *http.Client
+}
+
+func newClient() *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	return &http.Client{
+		Timeout:       10 * time.Second,
+		Jar:           jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// enter opens the entry link, as the person at serve's terminal does, and
+// fails the test unless it leads to the inbox with a session.
+func (s *site) enter(t testing.TB) {
+	t.Helper()
+	resp, err := s.client.Get(s.handler.EntryURL(s.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body := readAll(t, resp)
+	if status != http.StatusSeeOther || resp.Header.Get("Location") != DefaultPrefix+"/" {
+		t.Fatalf("the entry link answered %d, Location %q:\n%s", status, resp.Header.Get("Location"), body)
+	}
+	if s.sessionCookie() == nil {
+		t.Fatal("the entry link set no session cookie")
+	}
+}
+
+// sessionCookie returns the session cookie the client holds, or nil.
+func (s *site) sessionCookie() *http.Cookie {
+	u, _ := url.Parse(s.URL + DefaultPrefix + "/")
+	for _, c := range s.client.Jar.Cookies(u) {
+		if c.Name == SessionCookie {
+			return c
+		}
+	}
+	return nil
 }
 
 func setup(t testing.TB) *bundle {
@@ -51,20 +100,30 @@ func setup(t testing.TB) *bundle {
 	return b
 }
 
-// serve starts an inbox on the bundle's service; opts that leave Service,
-// Store or Logger unset get the bundle's.
-func (b *bundle) serve(t testing.TB, opts Options) *httptest.Server {
+// serve starts an inbox on the bundle's service and opens a session on it;
+// opts that leave Service, Store or Logger unset get the bundle's.
+func (b *bundle) serve(t testing.TB, opts Options) *site {
+	t.Helper()
+	s := b.start(t, opts)
+	s.enter(t)
+	return s
+}
+
+// start starts an inbox on the bundle's service, with a client that has no
+// session yet.
+func (b *bundle) start(t testing.TB, opts Options) *site {
 	t.Helper()
 	opts.Service = cmp.Or(opts.Service, b.svc)
 	if opts.Store == nil {
 		opts.Store = b.db
 	}
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	h := New(opts)
 	mux := http.NewServeMux()
-	mux.Handle(DefaultPrefix+"/", New(opts))
+	mux.Handle(DefaultPrefix+"/", h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv
+	return &site{Server: srv, handler: h, client: newClient()}
 }
 
 // intentOpts overrides parts of the default intent; nil fields keep the default.
@@ -114,16 +173,10 @@ func (b *bundle) count(t testing.TB, sql string, args ...any) int {
 	return n
 }
 
-// noRedirects is a client that hands back redirects instead of following them.
-var noRedirects = &http.Client{
-	Timeout:       10 * time.Second,
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-}
-
-// get fetches a page and returns its status and body.
-func get(t testing.TB, srv *httptest.Server, path string) (int, string) {
+// get fetches a page with the site's client and returns its status and body.
+func get(t testing.TB, srv *site, path string) (int, string) {
 	t.Helper()
-	resp, err := noRedirects.Get(srv.URL + path)
+	resp, err := srv.client.Get(srv.URL + path)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
@@ -149,7 +202,7 @@ func decisionForm(req store.Request, verdict store.Verdict) url.Values {
 }
 
 // post sends a form as a same-origin browser would, with extra headers.
-func post(t testing.TB, srv *httptest.Server, path string, form url.Values, header http.Header) *http.Response {
+func post(t testing.TB, srv *site, path string, form url.Values, header http.Header) *http.Response {
 	t.Helper()
 	r, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -160,7 +213,7 @@ func post(t testing.TB, srv *httptest.Server, path string, form url.Values, head
 	for k, vs := range header {
 		r.Header[k] = vs
 	}
-	resp, err := noRedirects.Do(r)
+	resp, err := srv.client.Do(r)
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
 	}
@@ -169,7 +222,7 @@ func post(t testing.TB, srv *httptest.Server, path string, form url.Values, head
 
 // decide posts a decision, expects the redirect to the request page, and
 // returns the notice code it carries and the page it leads to.
-func decide(t testing.TB, srv *httptest.Server, form url.Values) (notice, page string) {
+func decide(t testing.TB, srv *site, form url.Values) (notice, page string) {
 	t.Helper()
 	resp := post(t, srv, DefaultPrefix+"/decide", form, nil)
 	status, body := readAll(t, resp)

@@ -47,10 +47,12 @@ var backends = []struct {
 	{"sqlite", openSQLite},
 }
 
-// forEachStore runs test once per backend, each on a fresh migrated database.
+// forEachStore runs test once per backend, each on a fresh migrated database,
+// and once more on PostgreSQL connected as the runtime role of
+// store.GrantAppRole, which shows that its grants are all serve needs.
 func forEachStore(t *testing.T, test func(t *testing.T, b *backend)) {
 	t.Helper()
-	for _, bk := range backends {
+	for _, bk := range append(backends[:len(backends):len(backends)], appRoleBackend) {
 		t.Run(bk.name, func(t *testing.T) {
 			t.Parallel()
 			test(t, bk.open(t, true))
@@ -58,27 +60,54 @@ func forEachStore(t *testing.T, test func(t *testing.T, b *backend)) {
 	}
 }
 
+var appRoleBackend = struct {
+	name string
+	open func(t *testing.T, migrated bool) *backend
+}{"postgres-app-role", openPostgresAsAppRole}
+
 func openPostgres(t *testing.T, migrated bool) *backend {
 	t.Helper()
-	ctx := context.Background()
 	url := storetest.NewEmptyURL(t)
 	if migrated {
 		url = storetest.NewURL(t)
 	}
-	db, err := store.Open(ctx, url)
+	return openPostgresAs(t, "postgres", url, url)
+}
+
+// openPostgresAsAppRole is a store connected as the runtime role; the
+// backend's raw statements still run as the owner.
+func openPostgresAsAppRole(t *testing.T, _ bool) *backend {
+	t.Helper()
+	url := storetest.NewURL(t)
+	return openPostgresAs(t, "postgres-app-role", storetest.NewAppRoleURL(t, url), url)
+}
+
+// openPostgresAs opens the Store on storeURL and runs the backend's raw
+// statements on ownerURL.
+func openPostgresAs(t *testing.T, name, storeURL, ownerURL string) *backend {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, storeURL)
 	if err != nil {
 		t.Fatalf("opening test database: %v", err)
 	}
 	t.Cleanup(db.Close)
+	owner := db
+	if ownerURL != storeURL {
+		if owner, err = store.Open(ctx, ownerURL); err != nil {
+			t.Fatalf("opening test database: %v", err)
+		}
+		t.Cleanup(owner.Close)
+	}
 	return &backend{
 		Store: db,
-		name:  "postgres",
+		name:  name,
 		exec: func(query string) error {
-			_, err := db.Pool.Exec(ctx, query)
+			_, err := owner.Pool.Exec(ctx, query)
 			return err
 		},
 		queryInt: func(query string) (n int, err error) {
-			err = db.Pool.QueryRow(ctx, query).Scan(&n)
+			err = owner.Pool.QueryRow(ctx, query).Scan(&n)
 			return n, err
 		},
 		notifier: func(t *testing.T) store.Notifier {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -36,6 +37,9 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 		return nil, err
 	}
 	n, err := s.Migrate(ctx, logger.With("component", "migrate"))
+	if errors.Is(err, store.ErrMigratePrivilege) {
+		err = fmt.Errorf("%w; run `countersign migrate --app-role NAME` as the schema's owner, then start serve again", err)
+	}
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -45,7 +45,7 @@ func TestBrowserLocalRun(t *testing.T) {
 	}
 
 	card := "#card-" + req.ID
-	browser.Do("opening the inbox", chromedp.Navigate(base+"/inbox/"), chromedp.WaitVisible(chromedp.CSS(card)))
+	browser.Do("opening the inbox", chromedp.Navigate(inboxEntry(t, out)), chromedp.WaitVisible(chromedp.CSS(card)))
 	browser.Do("approving",
 		chromedp.Click(chromedp.CSS(card+` input[name="confirm"]`)),
 		chromedp.Click(chromedp.CSS(card+" button.approve")),

@@ -105,12 +105,17 @@ func (c *Config) applyLocalDefaults(base, token string) {
 
 // printLocalBanner tells the person at the terminal how to use the local run.
 // It prints the local agent's token on purpose: it only opens this machine's
-// sandbox, and the curl below needs it.
-func printLocalBanner(w io.Writer, base, storePath, token string) {
+// sandbox, and the curl below needs it. It prints the inbox's entry link
+// (empty when the inbox is off), which works once.
+func printLocalBanner(w io.Writer, base, storePath, token, inboxURL string) {
+	inbox := inboxURL + "\n                (works once, in one browser; restart serve for a new link)"
+	if inboxURL == "" {
+		inbox = "off (COUNTERSIGN_INBOX=off)"
+	}
 	fmt.Fprintf(w, `
 countersign is running locally (no COUNTERSIGN_CONFIG).
   store:        %s (embedded; set COUNTERSIGN_DATABASE_URL for PostgreSQL)
-  review inbox: %s/inbox/
+  review inbox: %s
   agent token:  %s
   demo tool:    %s, dispatching to the built-in sandbox at %s%s
 
@@ -118,5 +123,5 @@ Post an intent, then approve it in the inbox:
 
 curl -s %s/v1/requests -H 'Authorization: Bearer %s' -d '{"run_id": "run-1", "step": 1, "tool": "%s", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}, "summary": "Refund 12.50 EUR on ord_1001", "reason": "parcel lost in transit"}'
 
-`, storePath, base, token, localTool, base, sandboxPath, base, token, localTool)
+`, storePath, inbox, token, localTool, base, sandboxPath, base, token, localTool)
 }

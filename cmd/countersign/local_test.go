@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +33,10 @@ func TestLocalRunApprovesThroughTheInboxToTheSandbox(t *testing.T) {
 	}
 	token := strings.TrimSpace(string(raw))
 	banner := waitFor(t, out, "curl -s "+base+"/v1/requests")
-	if !strings.Contains(banner, "Authorization: Bearer "+token) || !strings.Contains(banner, base+"/inbox/") {
-		t.Fatalf("the banner lacks the token or the inbox address:\n%s", banner)
+	if !strings.Contains(banner, "Authorization: Bearer "+token) || !strings.Contains(banner, base+"/inbox/?token=") {
+		t.Fatalf("the banner lacks the token or the inbox's entry link:\n%s", banner)
 	}
+	browser := newBrowserClient()
 
 	// The intent from the banner's curl.
 	call := func(method, path string, body io.Reader, header map[string]string) (int, []byte) {
@@ -42,7 +45,7 @@ func TestLocalRunApprovesThroughTheInboxToTheSandbox(t *testing.T) {
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
-		resp, err := noRedirect.Do(req)
+		resp, err := browser.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +68,11 @@ func TestLocalRunApprovesThroughTheInboxToTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The card is in the inbox, escaped.
+	// The inbox opens with the banner's link, once; then the card is there, escaped.
+	if code, page := call(http.MethodGet, "/inbox/", nil, nil); code != http.StatusForbidden || strings.Contains(string(page), created.Key[:12]) {
+		t.Fatalf("the inbox without its link = %d:\n%s", code, page)
+	}
+	enterInbox(t, browser, inboxEntry(t, out))
 	code, page := call(http.MethodGet, "/inbox/", nil, nil)
 	if code != http.StatusOK || !strings.Contains(string(page), created.Key[:12]) || !strings.Contains(string(page), "Refund &lt;b&gt;12.50&lt;/b&gt; EUR") {
 		t.Fatalf("inbox = %d, lacks the escaped card:\n%s", code, page)
@@ -122,7 +129,50 @@ func TestLocalRunApprovesThroughTheInboxToTheSandbox(t *testing.T) {
 	}
 }
 
-var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// newBrowserClient returns a client that keeps cookies, as a browser does,
+// and hands redirects back to the test.
+func newBrowserClient() *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	return &http.Client{
+		Timeout:       30 * time.Second,
+		Jar:           jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// inboxEntryPattern finds the inbox's entry link in serve's output: the
+// local banner's line, or the url of the log line with a configuration file.
+var inboxEntryPattern = regexp.MustCompile(`(?:review inbox: |"url":")(http://[^\s"]+/inbox/\?token=[^\s"]+)`)
+
+// inboxEntry waits for serve to print the inbox's entry link and returns it.
+func inboxEntry(t *testing.T, out *syncBuffer) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if m := inboxEntryPattern.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		time.Sleep(10 * time.Millisecond) // polling serve's output, not waiting for an event
+	}
+	t.Fatalf("serve printed no inbox entry link:\n%s", out.String())
+	return ""
+}
+
+// enterInbox opens the entry link with client, as the person at the
+// terminal does, and fails the test unless it sets the session.
+func enterInbox(t *testing.T, client *http.Client, entry string) {
+	t.Helper()
+	resp, err := client.Get(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/inbox/" || len(resp.Cookies()) != 1 {
+		t.Fatalf("the entry link answered %d, Location %q, cookies %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	}
+}
 
 // waitFor polls a process's output until it contains s, and returns it.
 func waitFor(t *testing.T, out *syncBuffer, s string) string {

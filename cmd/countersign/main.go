@@ -3,7 +3,7 @@
 // performs exactly the approved write, once.
 //
 //	countersign serve     run the hook, the Slack surface and the executor
-//	countersign migrate   apply database migrations and exit
+//	countersign migrate   apply database migrations and exit (--app-role NAME: prepare serve's role)
 //	countersign key       read an intent JSON on stdin and print its key
 //	countersign version   print the version
 package main
@@ -25,7 +25,8 @@ const usage = `usage: countersign <command>
 
 commands:
   serve     run the agent hook, the Slack surface and the executor
-  migrate   apply database migrations and exit
+  migrate   apply database migrations and exit (--app-role NAME: prepare
+            the least-privilege role serve runs as; see migrate --help)
   key       read an intent JSON on stdin and print its key
   version   print the version
 
@@ -49,7 +50,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "serve":
 		err = serve(ctx, getenv, stderr)
 	case "migrate":
-		err = migrate(ctx, getenv, stdout)
+		opts, code, ok := parseMigrateArgs(args[1:], stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = migrate(ctx, opts, getenv, stdout)
 	case "key":
 		err = printKey(stdin, stdout)
 	case "version":

@@ -2,16 +2,70 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+
+	"github.com/countersign/countersign/store"
 )
 
-// migrate applies pending migrations to the configured store and exits;
-// serve does the same at start.
-func migrate(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+const migrateUsage = `usage: countersign migrate [--app-role NAME]
+
+Applies the database migrations and exits (serve also applies them at start,
+when its database role may).
+
+  --app-role NAME   then prepare NAME as the role serve runs as: create it if
+                    it does not exist (LOGIN, no password), and grant it
+                    exactly what serve needs and nothing more. It cannot
+                    create, alter or drop tables, disable the audit triggers,
+                    or delete and change the audit trail. Needs PostgreSQL;
+                    run it as the owner of the schema, and again after each
+                    upgrade. Then run serve with COUNTERSIGN_DATABASE_URL
+                    connecting as NAME.
+`
+
+// migrateOptions are migrate's command-line flags.
+type migrateOptions struct {
+	appRole string
+}
+
+// parseMigrateArgs reads migrate's flags. When ok is false the command ends
+// with code: 0 after --help, 2 after a usage error.
+func parseMigrateArgs(args []string, stdout, stderr io.Writer) (opts migrateOptions, code int, ok bool) {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the errors and the usage are printed below
+	fs.Usage = func() {}
+	fs.StringVar(&opts.appRole, "app-role", "", "")
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, migrateUsage)
+		return opts, 0, false
+	case err != nil:
+		fmt.Fprintf(stderr, "countersign migrate: %v\n\n%s", err, migrateUsage)
+		return opts, 2, false
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "countersign migrate: unexpected argument %q\n\n%s", fs.Arg(0), migrateUsage)
+		return opts, 2, false
+	}
+	return opts, 0, true
+}
+
+// migrate applies pending migrations to the configured store and, with
+// --app-role, prepares the role serve runs as.
+func migrate(ctx context.Context, opts migrateOptions, getenv func(string) string, stdout io.Writer) error {
+	if opts.appRole != "" {
+		if err := store.ValidateRoleName(opts.appRole); err != nil {
+			return fmt.Errorf("--app-role: %w", err)
+		}
+	}
 	cfg, err := LoadConfig(getenv)
 	if err != nil {
 		return err
+	}
+	if opts.appRole != "" && cfg.DatabaseURL == "" {
+		return errors.New("--app-role needs PostgreSQL: set COUNTERSIGN_DATABASE_URL (the embedded store has no roles)")
 	}
 	s, where, err := openStore(ctx, cfg)
 	if err != nil {
@@ -23,5 +77,23 @@ func migrate(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 		return err
 	}
 	fmt.Fprintf(stdout, "applied %d migrations to %s\n", n, where)
+	if opts.appRole == "" {
+		return nil
+	}
+	db, ok := s.(*store.DB)
+	if !ok {
+		return errors.New("--app-role needs PostgreSQL")
+	}
+	role, err := db.GrantAppRole(ctx, opts.appRole)
+	if err != nil {
+		return err
+	}
+	if role.Created {
+		fmt.Fprintf(stdout, "created role %s (LOGIN, no password: set one with ALTER ROLE %s PASSWORD '…', or let your server authenticate it another way)\n", role.Name, role.Name)
+	}
+	fmt.Fprintf(stdout, "granted role %s what serve needs on schema %s, and nothing more; run serve connecting as %s\n", role.Name, role.Schema, role.Name)
+	if !role.Login {
+		fmt.Fprintf(stdout, "note: role %s cannot log in (NOLOGIN); ALTER ROLE %s LOGIN before serve connects as it\n", role.Name, role.Name)
+	}
 	return nil
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/executor"
-	"github.com/countersign/countersign/inbox"
 	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
 )
@@ -146,10 +145,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if cfg.SlackBotToken == "" && !cfg.InboxEnabled() {
 		logger.Warn("SLACK_BOT_TOKEN is not set and the inbox is off: cards wait in the outbox until Slack is configured")
 	}
+	var inboxURL string
 	if cfg.InboxEnabled() {
-		a.mux.Handle(inbox.DefaultPrefix+"/", inbox.New(inbox.Options{
-			Service: a.review, Reviewer: cfg.InboxReviewer, Logger: logger.With("component", "inbox"),
-		}))
+		inboxURL = a.mountInbox(ln.Addr())
 	}
 	if cfg.Local() {
 		provider := sandbox.New()
@@ -166,7 +164,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	a.cron.Start()
 	a.cronStarted = true
 	if cfg.Local() {
-		printLocalBanner(stderr, base, b.where, localToken)
+		printLocalBanner(stderr, base, b.where, localToken, inboxURL)
 	}
 	return a.serveHTTP(ctx, ln)
 }

@@ -134,6 +134,64 @@ func Tx(t testing.TB) pgx.Tx {
 	return tx
 }
 
+// NewRoleName returns a role name no other test uses, and drops the role,
+// if anything created it, when the test ends. Roles belong to the whole
+// server, so dbURL names the database whose grants to the role are taken back
+// first; the database must outlive the role (create it before calling this).
+func NewRoleName(t testing.TB, dbURL string) string {
+	t.Helper()
+	name := "cs_app_" + randomHex(6)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			t.Errorf("dropping role %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", name).Scan(&exists); err != nil || !exists {
+			return
+		}
+		// DROP OWNED also takes back its grants on this database and its objects.
+		for _, stmt := range []string{"DROP OWNED BY " + name, "DROP ROLE " + name} {
+			if _, err := conn.Exec(ctx, stmt); err != nil {
+				t.Errorf("dropping role %s: %s: %v", name, stmt, err)
+				return
+			}
+		}
+	})
+	return name
+}
+
+// NewAppRoleURL prepares a runtime role on the migrated database at dbURL with
+// store.GrantAppRole, dropped when the test ends, and returns the URL that
+// connects as it.
+func NewAppRoleURL(t testing.TB, dbURL string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := NewRoleName(t, dbURL)
+	owner, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("opening test database: %v", err)
+	}
+	defer owner.Close()
+	if _, err := owner.GrantAppRole(ctx, name); err != nil {
+		t.Fatalf("granting the runtime role: %v", err)
+	}
+	return WithUser(dbURL, name)
+}
+
+// WithUser returns url connecting as user, without a password.
+func WithUser(rawURL, user string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.User = url.User(user)
+	return u.String()
+}
+
 func connectAdmin(t testing.TB) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), AdminURL())

@@ -1,0 +1,377 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+// appRolePrivileges is what the runtime role may do, object by object; every
+// table, sequence and function of the schema is listed, so one added by a
+// migration must be decided on here.
+var appRolePrivileges = map[string][]string{
+	"table requests":         {"SELECT", "INSERT", "UPDATE"},
+	"table decisions":        {"SELECT", "INSERT"},
+	"table executions":       {"SELECT", "INSERT", "UPDATE"},
+	"table outbox":           {"SELECT", "INSERT", "UPDATE"},
+	"table cards":            {"SELECT", "INSERT", "UPDATE"},
+	"table events":           {"SELECT", "INSERT"},
+	"table goose_db_version": {"SELECT"},
+
+	"sequence decisions_id_seq":        {"USAGE"},
+	"sequence executions_id_seq":       {"USAGE"},
+	"sequence outbox_id_seq":           {"USAGE"},
+	"sequence events_id_seq":           {"USAGE"},
+	"sequence goose_db_version_id_seq": nil,
+
+	"function countersign_card_state":     {"EXECUTE"},
+	"function countersign_effect_strings": nil,
+	"function events_append_only":         nil,
+	"function notify_request_change":      nil,
+	"function notify_execution_change":    nil,
+
+	"schema public": {"USAGE"},
+}
+
+// privilegesOf reads, as the owner, what role may do on every object of the
+// public schema: the privileges granted to it or to PUBLIC.
+func privilegesOf(t *testing.T, owner *store.DB, role string) map[string][]string {
+	t.Helper()
+	rows, err := owner.Pool.Query(context.Background(), `
+SELECT 'table ' || c.relname, p FROM pg_class c,
+	unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+	AND has_table_privilege($1, c.oid, p)
+UNION ALL
+SELECT 'table ' || c.relname, NULL FROM pg_class c
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+UNION ALL
+SELECT 'sequence ' || c.relname, p FROM pg_class c, unnest(ARRAY['USAGE', 'SELECT', 'UPDATE']) p
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'S' AND has_sequence_privilege($1, c.oid, p)
+UNION ALL
+SELECT 'sequence ' || c.relname, NULL FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'S'
+UNION ALL
+SELECT 'function ' || f.proname, 'EXECUTE' FROM pg_proc f
+WHERE f.pronamespace = 'public'::regnamespace AND has_function_privilege($1, f.oid, 'EXECUTE')
+UNION ALL
+SELECT 'function ' || f.proname, NULL FROM pg_proc f WHERE f.pronamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'schema public', p FROM unnest(ARRAY['USAGE', 'CREATE']) p WHERE has_schema_privilege($1, 'public', p)
+UNION ALL
+SELECT 'schema public', NULL`, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type grant struct {
+		Object    string
+		Privilege *string
+	}
+	grants, err := pgx.CollectRows(rows, pgx.RowToStructByPos[grant])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, g := range grants {
+		if g.Privilege == nil {
+			got[g.Object] = append(got[g.Object], []string{}...)
+			continue
+		}
+		got[g.Object] = append(got[g.Object], *g.Privilege)
+	}
+	for k := range got {
+		slices.Sort(got[k])
+	}
+	return got
+}
+
+// assertAppRolePrivileges fails unless role may do exactly what serve needs.
+func assertAppRolePrivileges(t *testing.T, owner *store.DB, role string) {
+	t.Helper()
+	got := privilegesOf(t, owner, role)
+	for _, object := range slices.Sorted(maps.Keys(got)) {
+		want, listed := appRolePrivileges[object]
+		if !listed {
+			t.Errorf("%s is not listed in appRolePrivileges: decide what the runtime role may do on it", object)
+			continue
+		}
+		want = slices.Sorted(slices.Values(want))
+		if !slices.Equal(got[object], want) {
+			t.Errorf("%s: the runtime role may %v, want %v", object, got[object], want)
+		}
+	}
+	for object := range appRolePrivileges {
+		if _, ok := got[object]; !ok {
+			t.Errorf("%s is listed but not in the schema", object)
+		}
+	}
+
+	ctx := context.Background()
+	var super, createRole, createDB, replication, bypassRLS, connect, createInDB, publicCreate bool
+	var owned int
+	if err := owner.Pool.QueryRow(ctx, `
+SELECT r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolreplication, r.rolbypassrls,
+	has_database_privilege(r.oid, current_database(), 'CONNECT'),
+	has_database_privilege(r.oid, current_database(), 'CREATE'),
+	has_schema_privilege('public', 'public', 'CREATE'),
+	(SELECT count(*) FROM pg_shdepend d WHERE d.refobjid = r.oid AND d.deptype = 'o')
+FROM pg_roles r WHERE r.rolname = $1`, role).Scan(&super, &createRole, &createDB, &replication, &bypassRLS,
+		&connect, &createInDB, &publicCreate, &owned); err != nil {
+		t.Fatal(err)
+	}
+	if super || createRole || createDB || replication || bypassRLS {
+		t.Errorf("the runtime role has attributes: superuser %v, createrole %v, createdb %v, replication %v, bypassrls %v",
+			super, createRole, createDB, replication, bypassRLS)
+	}
+	if !connect || createInDB {
+		t.Errorf("on the database the runtime role has CONNECT %v, CREATE %v; want CONNECT only", connect, createInDB)
+	}
+	if publicCreate {
+		t.Error("PUBLIC may create in the public schema")
+	}
+	if owned != 0 {
+		t.Errorf("the runtime role owns %d objects", owned)
+	}
+}
+
+// asAppRole returns a fresh migrated database's owner pool, a pool connected
+// as a runtime role prepared by GrantAppRole, and the role's name.
+func asAppRole(t *testing.T) (owner, app *store.DB, role string) {
+	t.Helper()
+	ctx := context.Background()
+	url := storetest.NewURL(t)
+	appURL := storetest.NewAppRoleURL(t, url)
+	owner, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owner.Close)
+	if app, err = store.Open(ctx, appURL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(app.Close)
+	if err := app.Pool.QueryRow(ctx, `SELECT current_user`).Scan(&role); err != nil {
+		t.Fatalf("connecting as the runtime role: %v", err)
+	}
+	if role == "postgres" || !strings.HasPrefix(role, "cs_app_") {
+		t.Fatalf("connected as %s, not as the runtime role", role)
+	}
+	return owner, app, role
+}
+
+func TestAppRoleHasExactlyWhatServeNeeds(t *testing.T) {
+	t.Parallel()
+	owner, _, role := asAppRole(t)
+	assertAppRolePrivileges(t, owner, role)
+}
+
+// Connected as the runtime role, nothing can change the schema, the audit
+// triggers or the audit trail: each attempt is refused by a privilege check,
+// before any trigger would run.
+func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	owner, app, _ := asAppRole(t)
+	req := insertRequest(t, app, "wa_role_audit")
+	if _, _, ok, err := app.Decide(ctx, decide(req, store.VerdictApprove, "U1")); err != nil || !ok {
+		t.Fatalf("deciding as the runtime role: %v, %v", ok, err)
+	}
+	eventsBefore := countRows(t, owner, `SELECT count(*) FROM events`)
+	if eventsBefore < 2 {
+		t.Fatalf("%d events after intake and a decision", eventsBefore)
+	}
+
+	for _, stmt := range []string{
+		`ALTER TABLE events DISABLE TRIGGER ALL`,
+		`ALTER TABLE events DISABLE TRIGGER events_no_update_delete`,
+		`ALTER TABLE events DISABLE TRIGGER events_no_truncate`,
+		`DROP TRIGGER events_no_update_delete ON events`,
+		`DROP TRIGGER events_no_truncate ON events`,
+		`DROP FUNCTION events_append_only() CASCADE`,
+		`CREATE OR REPLACE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$`,
+		`DELETE FROM events`,
+		`UPDATE events SET actor = 'someone else'`,
+		`TRUNCATE events`,
+		`TRUNCATE requests CASCADE`,
+		`DROP TABLE events`,
+		`ALTER TABLE events ADD COLUMN note text`,
+		`ALTER TABLE events RENAME TO events_old`,
+		`ALTER TABLE requests DROP CONSTRAINT requests_key_key`,
+		`ALTER TABLE executions DROP COLUMN snapshot_hash`,
+		`ALTER TABLE decisions OWNER TO CURRENT_USER`,
+		`COMMENT ON TABLE events IS 'nothing to see'`,
+		`DELETE FROM requests`,
+		`DELETE FROM decisions`,
+		`UPDATE decisions SET verdict = 'reject'`,
+		`CREATE TABLE shadow (id int)`,
+		`CREATE VIEW shadow AS SELECT 1`,
+		`CREATE FUNCTION shadow() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
+		`CREATE TRIGGER shadow BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION notify_request_change()`,
+		`CREATE SCHEMA shadow`,
+		`SELECT countersign_effect_strings('{}')`,
+		`SET ROLE postgres`,
+	} {
+		_, err := app.Pool.Exec(ctx, stmt)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" || strings.Contains(pgErr.Message, "append-only") {
+			t.Errorf("%s: %v; want a privilege refusal (42501)", stmt, err)
+		}
+	}
+
+	if n := countRows(t, owner, `SELECT count(*) FROM events`); n != eventsBefore {
+		t.Errorf("%d events, was %d", n, eventsBefore)
+	}
+	if n := countRows(t, owner, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal AND tgenabled = 'O'`); n != 2 {
+		t.Errorf("%d enabled triggers on events, want 2", n)
+	}
+	if n := countRows(t, owner, `SELECT count(*) FROM pg_class WHERE relname = 'shadow' OR relname = 'events_old'`); n != 0 {
+		t.Errorf("%d relations created by the runtime role", n)
+	}
+}
+
+func countRows(t *testing.T, db *store.DB, sql string) int {
+	t.Helper()
+	var n int
+	if err := db.Pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// Running the grant again changes nothing it granted and takes back whatever
+// was granted to the role since.
+func TestGrantAppRoleAgainTakesBackExtras(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.NewURL(t)
+	owner, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owner.Close)
+	name := storetest.NewRoleName(t, url)
+	first, err := owner.GrantAppRole(ctx, name)
+	if err != nil || !first.Created || !first.Login || first.Schema != "public" {
+		t.Fatalf("first grant = %+v, %v", first, err)
+	}
+	for _, stmt := range []string{
+		`GRANT ALL ON events, decisions, requests TO ` + name,
+		`GRANT ALL ON SCHEMA public TO ` + name,
+		`GRANT CREATE ON SCHEMA public TO PUBLIC`,
+		`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ` + name,
+		`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC`,
+		`GRANT ALL ON ALL FUNCTIONS IN SCHEMA public TO ` + name,
+	} {
+		if _, err := owner.Pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if got := privilegesOf(t, owner, name); slices.Contains(got["table events"], "DELETE") == false {
+		t.Fatal("the extra grants did not land")
+	}
+	again, err := owner.GrantAppRole(ctx, name)
+	if err != nil || again.Created {
+		t.Fatalf("second grant = %+v, %v", again, err)
+	}
+	assertAppRolePrivileges(t, owner, name)
+}
+
+func TestGrantAppRoleRefusesBadNamesAndPowerfulRoles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.NewURL(t)
+	owner, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owner.Close)
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := owner.Pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	for _, name := range []string{"", "App", "1app", "app-role", `app"; DROP TABLE events; --`, "pg_app", "public", strings.Repeat("a", 64)} {
+		if _, err := owner.GrantAppRole(ctx, name); !errors.Is(err, store.ErrInvalidRoleName) {
+			t.Errorf("GrantAppRole(%q) = %v, want ErrInvalidRoleName", name, err)
+		}
+		if n := countRows(t, owner, `SELECT count(*) FROM pg_roles WHERE rolname = '`+strings.ReplaceAll(name, "'", "''")+`'`); n != 0 {
+			t.Errorf("a role %q exists", name)
+		}
+	}
+
+	superuser := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + superuser + ` SUPERUSER`)
+	creator := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + creator + ` CREATEROLE`)
+	tableOwner := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + tableOwner)
+	exec(`ALTER TABLE cards OWNER TO ` + tableOwner)
+	member := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + member + ` LOGIN IN ROLE ` + tableOwner)
+	writer := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + writer + ` LOGIN IN ROLE pg_write_all_data`)
+	for name, why := range map[string]string{
+		"postgres": "is the role running this migration",
+		superuser:  "superuser",
+		creator:    "CREATEROLE",
+		tableOwner: "owns objects in this database",
+		member:     "is a member of a role that owns",
+		writer:     "pg_write_all_data",
+	} {
+		_, err := owner.GrantAppRole(ctx, name)
+		if !errors.Is(err, store.ErrUnsafeAppRole) || !strings.Contains(err.Error(), why) {
+			t.Errorf("GrantAppRole(%s) = %v, want ErrUnsafeAppRole saying %q", name, err, why)
+		}
+		if name == "postgres" || name == superuser || name == writer {
+			continue // they may do all this anyway
+		}
+		if got := privilegesOf(t, owner, name); len(got["table events"]) != 0 || len(got["table requests"]) != 0 {
+			t.Errorf("the refused role %s was granted %v on events, %v on requests", name, got["table events"], got["table requests"])
+		}
+	}
+
+	empty, err := store.Open(ctx, storetest.NewEmptyURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(empty.Close)
+	unmigrated := storetest.NewRoleName(t, url)
+	if _, err := empty.GrantAppRole(ctx, unmigrated); err == nil || !strings.Contains(err.Error(), "apply the migrations first") {
+		t.Errorf("GrantAppRole on an empty database = %v", err)
+	}
+	if n := countRows(t, owner, `SELECT count(*) FROM pg_roles WHERE rolname = '`+unmigrated+`'`); n != 0 {
+		t.Error("the role was created on an unmigrated database")
+	}
+}
+
+// serve migrates at start: as the runtime role, a current schema needs no
+// privilege beyond reading the applied versions, and a schema with
+// migrations pending is refused with an error that says what to do.
+func TestMigrateAsAppRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	owner, app, _ := asAppRole(t)
+	if n, err := app.Migrate(ctx, nil); err != nil || n != 0 {
+		t.Fatalf("Migrate as the runtime role on a current schema = %d, %v", n, err)
+	}
+	versions := countRows(t, owner, `SELECT count(*) FROM goose_db_version`)
+	if _, err := owner.Pool.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id = (SELECT max(version_id) FROM goose_db_version)`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := app.Migrate(ctx, nil); !errors.Is(err, store.ErrMigratePrivilege) || n != 0 {
+		t.Fatalf("Migrate as the runtime role with a migration pending = %d, %v; want ErrMigratePrivilege", n, err)
+	}
+	if n := countRows(t, owner, `SELECT count(*) FROM goose_db_version`); n != versions-1 {
+		t.Fatalf("%d versions recorded, want %d", n, versions-1)
+	}
+}
