@@ -108,3 +108,17 @@ func TestDecodeIntentNUL(t *testing.T) {
 		t.Errorf("escaped backslash = %q %s, %v; want it accepted", in.Summary, in.Snapshot, err)
 	}
 }
+
+// A reference holding U+0000 names no request.
+func TestHookNULReferenceNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, r := range []response{
+		b.do(t, http.MethodGet, "/v1/requests/wa_%00", testToken, nil, nil),
+		b.do(t, http.MethodPost, "/v1/requests/%00/cancel", testToken, nil, nil),
+	} {
+		if code, _ := r.errorCode(t); r.status != http.StatusNotFound || code != CodeNotFound {
+			t.Errorf("= %d %s, want 404 %s", r.status, r.body, CodeNotFound)
+		}
+	}
+}
