@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -108,10 +109,12 @@ func (b *batch[In, Out]) collect(first *batchCall[In, Out]) []*batchCall[In, Out
 // is served again alone: no call is ever failed by another. A member whose
 // first attempt committed before the batch failed (PostgreSQL's insert reads
 // conflicting keys after its statement) finds its row on the retry, as a
-// replay of the same write.
+// replay of the same write. A store out of reach, or a batch that used up
+// its time, would fail each call alone as well, one after the other, so
+// those failures are answered at once.
 func (b *batch[In, Out]) serve(calls []*batchCall[In, Out]) {
 	outs, err := b.run(calls)
-	if err != nil && len(calls) > 1 {
+	if err != nil && len(calls) > 1 && !IsUnavailable(err) && !errors.Is(err, context.DeadlineExceeded) {
 		for _, c := range calls {
 			b.serve([]*batchCall[In, Out]{c})
 		}
