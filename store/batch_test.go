@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // serveTogether has b serve ins as one batch and returns each call's error.
@@ -65,7 +66,7 @@ func TestBatchFailureRetriesEachCallAlone(t *testing.T) {
 // An outage would fail every call alone too; the batch answers at once.
 func TestBatchUnavailableIsNotRetried(t *testing.T) {
 	t.Parallel()
-	for _, fail := range []error{io.ErrUnexpectedEOF, fmt.Errorf("reading: %w", ErrUnavailable), context.DeadlineExceeded} {
+	for _, fail := range []error{&pgconn.PgError{Code: "57P01"}, fmt.Errorf("reading: %w", ErrUnavailable), context.DeadlineExceeded} {
 		b, seen := recordingBatch(fail)
 		errs := serveTogether(b, []string{"a", "bad", "c"})
 		for i, err := range errs {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -45,12 +46,17 @@ func IsUnavailable(err error) bool {
 	if errors.As(err, &connectErr) {
 		return true
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	// Neither a statement that used up its deadline nor a failed HTTP call
+	// (Slack's, while deciding) is the database out of reach, whatever
+	// network error the call carries.
+	var urlErr *url.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &urlErr) {
 		return false
 	}
+	// pgx returns a connection cut mid-statement bare (unexpected EOF, a
+	// reset), and one that failed before anything was sent as SafeToRetry.
 	var opErr *net.OpError
-	return errors.As(err, &opErr) ||
-		pgconn.SafeToRetry(err) || // failed before anything reached the server
+	return errors.As(err, &opErr) || pgconn.SafeToRetry(err) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, puddle.ErrClosedPool)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"testing"
 
@@ -16,21 +17,26 @@ import (
 	"github.com/countersign/countersign/store/storetest"
 )
 
-// closedPortURL returns url with its host moved to a loopback port nothing
-// listens on.
-func closedPortURL(t *testing.T, raw string) string {
+// closedPortAddr returns a loopback address nothing listens on.
+func closedPortAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// closedPortURL returns url with its host moved to a loopback port nothing
+// listens on.
+func closedPortURL(t *testing.T, raw string) string {
+	t.Helper()
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Host = addr
+	u.Host = closedPortAddr(t)
 	return u.String()
 }
 
@@ -100,6 +106,8 @@ func TestIsUnavailableNotForAnswers(t *testing.T) {
 	_, errs["text with NUL"] = db.Pool.Exec(ctx, `SELECT $1::text`, "a\x00")
 	_, errs["unknown table"] = db.Pool.Exec(ctx, `SELECT * FROM no_such_table`)
 	_, errs["missing key"] = db.RequestByKey(ctx, "wa_missing")
+	// A network error that is not the database's, as from a Slack call.
+	_, errs["HTTP to a closed port"] = http.Get("http://" + closedPortAddr(t))
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	_, errs["cancelled by the caller"] = db.RequestByKey(cancelled, "wa_x")
@@ -122,7 +130,8 @@ func TestIsUnavailableByCode(t *testing.T) {
 			t.Errorf("SQLSTATE %s: IsUnavailable = %v, want %v", code, got, want)
 		}
 	}
-	for _, err := range []error{io.ErrUnexpectedEOF, fmt.Errorf("x: %w", store.ErrUnavailable)} {
+	// pgx returns a connection cut mid-statement as it read it.
+	for _, err := range []error{fmt.Errorf("reading request: %w", io.ErrUnexpectedEOF), fmt.Errorf("x: %w", store.ErrUnavailable)} {
 		if !store.IsUnavailable(err) {
 			t.Errorf("IsUnavailable(%v) = false, want true", err)
 		}
