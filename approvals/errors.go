@@ -3,6 +3,7 @@ package approvals
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/countersign/countersign/store"
 )
@@ -17,7 +18,13 @@ const (
 	CodeTooLarge       = "too_large"
 	CodeNotFound       = "not_found"
 	CodeAlreadyDecided = "already_decided"
+	CodeUnavailable    = "unavailable"
 )
+
+// RetryAfter is the wait an unavailable answer asks for (HTTP Retry-After):
+// about what a pool takes to reconnect once PostgreSQL is back from a
+// restart or a failover.
+const RetryAfter = 2 * time.Second
 
 // Sentinel errors of intake and review.
 var (

@@ -82,6 +82,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent Agent) in
 		case errors.Is(err, ErrKeyTaken):
 			outcome = "key_reused"
 			status = writeError(w, http.StatusConflict, CodeKeyReused, "this key already names a request of another agent; send a different key")
+		case store.IsUnavailable(err):
+			outcome = "unavailable"
+			status = h.writeServiceError(w, r, err)
 		case errors.Is(err, ErrKeyReused):
 			outcome = "key_reused"
 			status = writeError(w, http.StatusConflict, CodeKeyReused, "this key already names a request with different run, step, tool or effect fields")
@@ -222,8 +225,9 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent Agent) in
 	return writeJSON(w, http.StatusOK, view)
 }
 
-// writeServiceError answers input errors and not-found with their codes, and
-// anything else with a 500 that reveals nothing but is logged.
+// writeServiceError answers input errors and not-found with their codes, a
+// store out of reach with 503 unavailable and Retry-After, and anything else
+// with a 500 that reveals nothing but is logged.
 func (h *Handler) writeServiceError(w http.ResponseWriter, r *http.Request, err error) int {
 	var input *InputError
 	switch {
@@ -237,6 +241,10 @@ func (h *Handler) writeServiceError(w http.ResponseWriter, r *http.Request, err 
 		return writeError(w, http.StatusNotFound, CodeNotFound, "no request has that id or key")
 	case errors.Is(err, context.Canceled):
 		return 499 // the client went away; nothing to write
+	case store.IsUnavailable(err):
+		h.logger.Warn("hook request failed: database unavailable", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		w.Header().Set("Retry-After", strconv.Itoa(int(RetryAfter/time.Second)))
+		return writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "countersign cannot reach its database right now; retry after the Retry-After delay")
 	}
 	h.logger.Error("hook request failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	return writeError(w, http.StatusInternalServerError, "internal", "countersign could not complete the request; it is safe to retry")

@@ -46,7 +46,8 @@ var intentFields = []string{"run_id", "step", "tool", "effect", "summary", "reas
 // DecodeIntent parses an intake body strictly: malformed JSON is
 // CodeMalformedJSON; duplicate member names anywhere, unknown top-level fields,
 // missing or mistyped fields, and integers too large to be exact are
-// CodeInvalidRequest naming the field. A reviewer and an executor must never
+// CodeInvalidRequest naming the field, and so is U+0000 in any string: the
+// ledger's text cannot hold it (DECISIONS.md). A reviewer and an executor must never
 // read different values from the same bytes, so nothing ambiguous is accepted.
 func DecodeIntent(body []byte) (Intent, error) {
 	if err := CheckJSON(body); err != nil {
@@ -86,6 +87,9 @@ func DecodeIntent(body []byte) (Intent, error) {
 		return Intent{}, invalid("effect", "effect is required and must be a JSON object")
 	}
 	in.Effect = effect
+	if err := checkEffectNUL(effect); err != nil {
+		return Intent{}, err
+	}
 	if in.Snapshot, err = Canonicalize(effect); err != nil {
 		return Intent{}, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)
 	}
@@ -121,10 +125,7 @@ func requiredString(fields map[string]json.RawMessage, name string, max int) (st
 	if strings.TrimSpace(s) == "" {
 		return "", invalid(name, "%s must not be empty", name)
 	}
-	if len(s) > max {
-		return "", invalid(name, "%s is longer than %d bytes", name, max)
-	}
-	return s, nil
+	return s, checkText(name, s, max)
 }
 
 func optionalString(fields map[string]json.RawMessage, name string, max int) (string, error) {
@@ -136,10 +137,72 @@ func optionalString(fields map[string]json.RawMessage, name string, max int) (st
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", invalid(name, "%s must be a string", name)
 	}
+	return s, checkText(name, s, max)
+}
+
+// checkText refuses a text field longer than max bytes or holding U+0000.
+func checkText(name, s string, max int) error {
 	if len(s) > max {
-		return "", invalid(name, "%s is longer than %d bytes", name, max)
+		return invalid(name, "%s is longer than %d bytes", name, max)
 	}
-	return s, nil
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid(name, "%s contains U+0000 (NUL), which countersign does not accept in text", name)
+	}
+	return nil
+}
+
+// checkEffectNUL refuses an effect with U+0000 in a string value, naming
+// the value's path, or in a member name, naming the object that holds it.
+// effect is known to be well-formed.
+func checkEffectNUL(effect []byte) error {
+	// Well-formed JSON can only write U+0000 as this escape, so most effects
+	// are cleared without decoding.
+	if !bytes.Contains(effect, []byte(`\u0000`)) {
+		return nil
+	}
+	at, name, found := nulIn(json.NewDecoder(bytes.NewReader(effect)), "effect")
+	switch {
+	case !found:
+		return nil
+	case name:
+		return invalid(at, "a member name in %s contains U+0000 (NUL), which an effect may not hold", at)
+	}
+	return invalid(at, "%s contains U+0000 (NUL), which an effect may not hold", at)
+}
+
+// nulIn finds the first string value or member name holding U+0000 in the
+// value dec reads next, at path.
+func nulIn(dec *json.Decoder, path string) (at string, name, found bool) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", false, false
+	}
+	switch tok := tok.(type) {
+	case json.Delim:
+		for i := 0; dec.More(); i++ {
+			child := fmt.Sprintf("%s[%d]", path, i)
+			if tok == '{' {
+				nameTok, err := dec.Token()
+				if err != nil {
+					return "", false, false
+				}
+				member, _ := nameTok.(string)
+				if strings.IndexByte(member, 0) >= 0 {
+					return path, true, true
+				}
+				child = joinPath(path, member)
+			}
+			if at, name, found := nulIn(dec, child); found {
+				return at, name, found
+			}
+		}
+		_, _ = dec.Token() // the closing delimiter
+	case string:
+		if strings.IndexByte(tok, 0) >= 0 {
+			return path, false, true
+		}
+	}
+	return "", false, false
 }
 
 // decodeStep accepts an integer or a non-empty string and keeps it as sent:
@@ -153,6 +216,9 @@ func decodeStep(raw json.RawMessage) (json.RawMessage, error) {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil || strings.TrimSpace(s) == "" || len(s) > 256 {
 			return nil, invalid("step", "step must be an integer or a non-empty string of at most 256 bytes")
+		}
+		if err := checkText("step", s, 256); err != nil {
+			return nil, err
 		}
 		// Re-encode so escapes in the input do not change the stored form.
 		return json.Marshal(s)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -24,6 +25,10 @@ func FuzzDecodeIntent(f *testing.F) {
 		`{"a":{"b":1,"c":2,"d":3,"e":4,"f":5,"g":6,"h":7,"i":8,"j":9,"k":10,"l":11,"m":12,"n":13,"o":14,"p":15,"q":16,"r":17,"b":18}}`,
 		`{"a\u0062":1,"ab":2}`, `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
 		`{"n":-9007199254740993,"f":1e400,"g":-0.0,"h":1E-400}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{},"summary":"a\u0000b"}`,
+		`{"run_id":"r","step":"\u0000","tool":"t","effect":{}}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{"a":[{"b\u0000":"\u0000"}]}}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{"a":"\\u0000"},"reason":"\\u0000"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -45,6 +50,18 @@ func FuzzDecodeIntent(f *testing.F) {
 		if len(in.Effect) == 0 || in.Effect[0] != '{' || in.RunID == "" || in.Tool == "" || len(in.Step) == 0 {
 			t.Fatalf("accepted an intent without its basis: %+v", in)
 		}
+		var step, effect any
+		if err := json.Unmarshal(in.Step, &step); err != nil {
+			t.Fatalf("accepted step %s does not decode: %v", in.Step, err)
+		}
+		if err := json.Unmarshal(in.Effect, &effect); err != nil {
+			t.Fatalf("accepted effect does not decode: %v", err)
+		}
+		for _, v := range []any{in.RunID, in.Tool, in.Summary, in.Reason, in.RequestedFor, in.IdempotencyKey, step, effect} {
+			if holdsNUL(v) {
+				t.Fatalf("accepted U+0000 in %q of %+v", v, in)
+			}
+		}
 		snapshot, err := Canonicalize(in.Effect)
 		if err != nil {
 			t.Fatalf("accepted effect does not canonicalize: %v", err)
@@ -59,4 +76,26 @@ func FuzzDecodeIntent(f *testing.F) {
 			t.Fatalf("key depends on the effect's formatting: %s %v, %s %v", k1, err1, k2, err2)
 		}
 	})
+}
+
+// holdsNUL reports whether a decoded JSON value has U+0000 in any string or
+// member name.
+func holdsNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsRune(v, 0)
+	case []any:
+		for _, e := range v {
+			if holdsNUL(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for name, e := range v {
+			if strings.ContainsRune(name, 0) || holdsNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -45,7 +45,17 @@ type bundle struct {
 // setup returns a service on a fresh database, serving the hook.
 func setup(t testing.TB) *bundle {
 	t.Helper()
-	db := storetest.NewDB(t)
+	return setupOn(t, storetest.NewURL(t))
+}
+
+// setupOn is setup on the database at url.
+func setupOn(t testing.TB, url string) *bundle {
+	t.Helper()
+	db, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("opening test database: %v", err)
+	}
+	t.Cleanup(db.Close)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := &Service{
 		DB: db,

@@ -81,8 +81,7 @@ func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) commandAnswer
 	text := ""
 	answer, err := lookup.Run(ctx, b.db, q)
 	if err != nil {
-		b.logger.Error("slash command lookup", slog.String("kind", string(q.Kind)), slog.String("error", err.Error()))
-		text = "The lookup failed just now; please try again."
+		_, text = b.failed("slash command lookup", err, "The lookup failed just now; please try again.", slog.String("kind", string(q.Kind)))
 	} else {
 		text = LookupText(answer)
 	}

@@ -185,8 +185,8 @@ func (b *Bot) decide(ctx context.Context, c click) (outcome, answer string) {
 	case errors.Is(err, approvals.ErrNotFound):
 		return "not_found", "This card's request does not exist here. Nothing was recorded."
 	}
-	b.logger.Error("recording a decision", slog.String("request_id", c.Decision.RequestID), slog.String("error", err.Error()))
-	return "error", "Your decision could not be recorded just now. Nothing changed; please click again."
+	return b.failed("recording a decision", err, "Your decision could not be recorded just now. Nothing changed; please click again.",
+		slog.String("request_id", c.Decision.RequestID))
 }
 
 // resolve passes a needs-review choice to the executor after checking that
@@ -199,13 +199,11 @@ func (b *Bot) resolve(ctx context.Context, c click) (outcome, answer string) {
 	if errors.Is(err, store.ErrNotFound) {
 		return "not_found", "This card's request does not exist here. Nothing was recorded."
 	} else if err != nil {
-		b.logger.Error("reading a request", slog.String("request_id", c.Resolve.RequestID), slog.String("error", err.Error()))
-		return "error", "Your choice could not be recorded just now. Nothing changed; please click again."
+		return b.failed("reading a request", err, clickAgain, slog.String("request_id", c.Resolve.RequestID))
 	}
 	allowed, err := b.review.MayDecide(ctx, req.Tool, c.User)
 	if err != nil {
-		b.logger.Error("checking an approver", slog.String("key", req.Key), slog.String("error", err.Error()))
-		return "error", "Your choice could not be recorded just now. Nothing changed; please click again."
+		return b.failed("checking an approver", err, clickAgain, slog.String("key", req.Key))
 	}
 	if !allowed {
 		if err := b.db.AppendEvent(ctx, store.Event{RequestID: req.ID, Actor: c.User, Kind: "resolution_refused",
@@ -219,11 +217,31 @@ func (b *Bot) resolve(ctx context.Context, c click) (outcome, answer string) {
 		if alreadyResolved(err) {
 			return "already_resolved", "This write was already resolved. Nothing changed."
 		}
-		b.logger.Error("resolving an execution", slog.String("key", req.Key), slog.String("error", err.Error()))
-		return "error", "Your choice could not be recorded just now. Nothing changed; please click again."
+		return b.failed("resolving an execution", err, clickAgain, slog.String("key", req.Key))
 	}
 	b.logger.Info("execution resolved", slog.String("key", req.Key), slog.String("action", c.ActionID), slog.String("by", c.User))
 	return "resolved", "Recorded. The card will follow the write."
+}
+
+// clickAgain is what a clicker hears when a choice failed for no reason of
+// theirs.
+const clickAgain = "Your choice could not be recorded just now. Nothing changed; please click again."
+
+// unavailableAnswer is what a clicker or a slash command hears while the
+// database is out of reach.
+const unavailableAnswer = "countersign cannot reach its database right now; try again in a moment."
+
+// failed logs a failure and returns the outcome and the clicker's answer:
+// database_unavailable when the database is out of reach (nothing was
+// recorded), else error with answer.
+func (b *Bot) failed(doing string, err error, answer string, attrs ...any) (outcome, text string) {
+	attrs = append(attrs, slog.String("error", err.Error()))
+	if store.IsUnavailable(err) {
+		b.logger.Warn(doing+": database unavailable", attrs...)
+		return "database_unavailable", unavailableAnswer
+	}
+	b.logger.Error(doing, attrs...)
+	return "error", answer
 }
 
 // answer sends an ephemeral message to the clicker after Slack has its

@@ -80,8 +80,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusNotFound, "No request has that id.")
 		return
 	default:
-		h.logger.Error("inbox decision", slog.String("request_id", d.RequestID), slog.String("error", err.Error()))
-		h.fail(w, http.StatusInternalServerError, "The decision could not be recorded just now; please try again.")
+		h.failed(w, "inbox decision", err, "The decision could not be recorded just now; please try again.", slog.String("request_id", d.RequestID))
 		return
 	}
 	target := h.prefix + "/requests/" + url.PathEscape(d.RequestID) + "?notice=" + code

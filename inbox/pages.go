@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
@@ -135,8 +138,7 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) {
 	text := strings.TrimSpace(r.URL.Query().Get("q"))
 	q, answer, err := lookup.Find(r.Context(), h.db, text)
 	if err != nil {
-		h.logger.Error("inbox lookup", slog.String("kind", string(q.Kind)), slog.String("error", err.Error()))
-		h.fail(w, http.StatusInternalServerError, "The lookup failed just now; please try again.")
+		h.failed(w, "inbox lookup", err, "The lookup failed just now; please try again.", slog.String("kind", string(q.Kind)))
 		return
 	}
 	p := lookupPage{page: page{Title: "Lookup", Query: text}, Answer: answer}
@@ -147,8 +149,21 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) {
 	h.render(w, http.StatusOK, "lookup", p)
 }
 
-// internal logs a failure and answers 500 without its details.
+// internal logs a failure and answers it without its details; see failed.
 func (h *Handler) internal(w http.ResponseWriter, doing string, err error) {
-	h.logger.Error(doing, slog.String("error", err.Error()))
-	h.fail(w, http.StatusInternalServerError, "Something went wrong "+doing+"; please try again.")
+	h.failed(w, doing, err, "Something went wrong "+doing+"; please try again.")
+}
+
+// failed logs a failure and answers 503 with Retry-After when the database
+// is out of reach, else 500 with message.
+func (h *Handler) failed(w http.ResponseWriter, doing string, err error, message string, attrs ...any) {
+	attrs = append(attrs, slog.String("error", err.Error()))
+	if store.IsUnavailable(err) {
+		h.logger.Warn(doing+": database unavailable", attrs...)
+		w.Header().Set("Retry-After", strconv.Itoa(int(approvals.RetryAfter/time.Second)))
+		h.fail(w, http.StatusServiceUnavailable, "countersign cannot reach its database right now; try again in a moment.")
+		return
+	}
+	h.logger.Error(doing, attrs...)
+	h.fail(w, http.StatusInternalServerError, message)
 }

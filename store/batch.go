@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -15,7 +16,8 @@ const batchTimeout = 30 * time.Second
 // With a single caller a batch is just that caller. IntakeBatcher and
 // ReplayReader are built on it.
 type batch[In, Out any] struct {
-	// do serves ins in order, one Out per In; an error fails the whole batch.
+	// do serves ins in order, one Out per In; an error fails the whole
+	// batch, whose calls are then served one by one (see serve).
 	do       func(ctx context.Context, ins []In) ([]Out, error)
 	queue    chan *batchCall[In, Out]
 	maxBatch int
@@ -102,14 +104,22 @@ func (b *batch[In, Out]) collect(first *batchCall[In, Out]) []*batchCall[In, Out
 	return calls
 }
 
+// serve answers every call in calls. When do fails for a batch of several,
+// one member may be the cause (a value the database refuses), so each call
+// is served again alone: no call is ever failed by another. A member whose
+// first attempt committed before the batch failed (PostgreSQL's insert reads
+// conflicting keys after its statement) finds its row on the retry, as a
+// replay of the same write. A store out of reach, or a batch that used up
+// its time, would fail each call alone as well, one after the other, so
+// those failures are answered at once.
 func (b *batch[In, Out]) serve(calls []*batchCall[In, Out]) {
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-	defer cancel()
-	ins := make([]In, len(calls))
-	for i, c := range calls {
-		ins[i] = c.in
+	outs, err := b.run(calls)
+	if err != nil && len(calls) > 1 && !IsUnavailable(err) && !errors.Is(err, context.DeadlineExceeded) {
+		for _, c := range calls {
+			b.serve([]*batchCall[In, Out]{c})
+		}
+		return
 	}
-	outs, err := b.do(ctx, ins)
 	for i, c := range calls {
 		r := batchResult[Out]{err: err}
 		if err == nil {
@@ -117,4 +127,15 @@ func (b *batch[In, Out]) serve(calls []*batchCall[In, Out]) {
 		}
 		c.done <- r
 	}
+}
+
+// run calls do once for calls, on a context of its own.
+func (b *batch[In, Out]) run(calls []*batchCall[In, Out]) ([]Out, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	ins := make([]In, len(calls))
+	for i, c := range calls {
+		ins[i] = c.in
+	}
+	return b.do(ctx, ins)
 }

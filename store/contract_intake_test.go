@@ -237,3 +237,26 @@ func TestExpireDue(t *testing.T) {
 		}
 	})
 }
+
+// No stored key or indexed effect string holds U+0000, so a lookup by one
+// finds nothing; PostgreSQL would otherwise refuse the query itself.
+func TestLookupsWithNULFindNothing(t *testing.T) {
+	forEachStore(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		insertRequest(t, b, "wa_nul")
+		for _, ref := range []string{"wa_nul\x00", "\x00"} {
+			if _, err := b.RequestByKey(ctx, ref); err != store.ErrNotFound {
+				t.Errorf("RequestByKey(%q) = %v, want ErrNotFound", ref, err)
+			}
+			if _, err := b.RequestByRef(ctx, ref); err != store.ErrNotFound {
+				t.Errorf("RequestByRef(%q) = %v, want ErrNotFound", ref, err)
+			}
+			if got, err := b.RequestsByKeyPrefix(ctx, ref, 10); err != nil || len(got) != 0 {
+				t.Errorf("RequestsByKeyPrefix(%q) = %d requests, %v; want none", ref, len(got), err)
+			}
+			if got, err := b.RequestsByEffectString(ctx, ref, 10); err != nil || len(got) != 0 {
+				t.Errorf("RequestsByEffectString(%q) = %d requests, %v; want none", ref, len(got), err)
+			}
+		}
+	})
+}

@@ -55,13 +55,18 @@ func EffectStrings(effect []byte) ([]string, error) {
 		} else {
 			s = string(raw[1 : len(raw)-1])
 		}
-		if n := utf8.RuneCountInString(s); n >= 1 && n <= maxEffectString && !strings.ContainsRune(s, 0) {
+		if n := utf8.RuneCountInString(s); n >= 1 && n <= maxEffectString && !holdsNUL(s) {
 			out = append(out, s)
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
 }
+
+// holdsNUL reports whether s holds U+0000, which no PostgreSQL text value
+// can: no stored key or effect string has it, so a lookup by one finds
+// nothing without asking the database, which would refuse the query.
+func holdsNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 // arrayLiteral writes values as a PostgreSQL array literal ({"a","b"}), so a
 // batch can pass each request's list as one element of a text[] parameter.

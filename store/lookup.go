@@ -11,6 +11,9 @@ import (
 // prefix, in key order. It is a range scan on the key's unique index (byte
 // order, C collation), so a prefix never becomes a LIKE pattern.
 func RequestsByKeyPrefix(ctx context.Context, db DBTX, prefix string, limit int) ([]Request, error) {
+	if holdsNUL(prefix) {
+		return nil, nil
+	}
 	// Keys are printable ASCII, so every key with the prefix sorts before prefix+DEL.
 	return queryRequests(ctx, db, `SELECT `+requestColumns+` FROM requests
 WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3`, prefix, prefix+"\x7f", limit)
@@ -20,6 +23,9 @@ WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3`, prefix, prefix+"\x7f", limi
 // effect holds value as a string at any depth (EffectStrings, stored at
 // intake and GIN-indexed).
 func RequestsByEffectString(ctx context.Context, db DBTX, value string, limit int) ([]Request, error) {
+	if holdsNUL(value) {
+		return nil, nil
+	}
 	return queryRequests(ctx, db, `SELECT `+requestColumns+` FROM requests
 WHERE effect_strings @> ARRAY[$1::text] ORDER BY created_at DESC LIMIT $2`, value, limit)
 }

@@ -236,6 +236,9 @@ WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
 
 // RequestByKey returns the request stored under key.
 func RequestByKey(ctx context.Context, db DBTX, key string) (Request, error) {
+	if holdsNUL(key) {
+		return Request{}, ErrNotFound
+	}
 	return queryRequest(ctx, db, `SELECT `+requestColumns+` FROM requests WHERE key = $1`, key)
 }
 

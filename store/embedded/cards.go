@@ -90,7 +90,7 @@ func (s *Store) CardState(ctx context.Context, requestID string, round int) (str
 	id, _ := canonicalID(requestID)
 	var state sql.NullString
 	if err := s.reader.QueryRowContext(ctx, `SELECT `+cardState("?1", "?2"), id, round).Scan(&state); err != nil {
-		return "", fmt.Errorf("reading card state: %w", err)
+		return "", fmt.Errorf("reading card state: %w", translate(err))
 	}
 	if !state.Valid {
 		return "", store.ErrNotFound

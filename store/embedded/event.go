@@ -38,7 +38,7 @@ func (s *Store) EventsFor(ctx context.Context, requestID string) ([]store.Event,
 	rows, err := s.reader.QueryContext(ctx, `SELECT id, request_id, at, actor, kind, data
 FROM events WHERE request_id = ? ORDER BY id`, id)
 	if err != nil {
-		return nil, fmt.Errorf("reading events: %w", err)
+		return nil, fmt.Errorf("reading events: %w", translate(err))
 	}
 	events, err := collect(rows, func(row scanner) (store.Event, error) {
 		var (
@@ -55,7 +55,7 @@ FROM events WHERE request_id = ? ORDER BY id`, id)
 		return e, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading events: %w", err)
+		return nil, fmt.Errorf("reading events: %w", translate(err))
 	}
 	return events, nil
 }

@@ -23,11 +23,11 @@ func (s *Store) ExecutionsFor(ctx context.Context, requestID string) ([]store.Ex
 	id, _ := canonicalID(requestID)
 	rows, err := s.reader.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions WHERE request_id = ? ORDER BY id`, id)
 	if err != nil {
-		return nil, fmt.Errorf("reading executions: %w", err)
+		return nil, fmt.Errorf("reading executions: %w", translate(err))
 	}
 	out, err := collect(rows, scanExecution)
 	if err != nil {
-		return nil, fmt.Errorf("reading executions: %w", err)
+		return nil, fmt.Errorf("reading executions: %w", translate(err))
 	}
 	return out, nil
 }
@@ -45,7 +45,7 @@ func (s *Store) CountUnsettled(ctx context.Context) (unknown, needsReview int, e
 	(SELECT count(*) FROM executions WHERE state = 'unknown'),
 	(SELECT count(*) FROM executions WHERE state = 'needs_review')`).Scan(&unknown, &needsReview)
 	if err != nil {
-		return 0, 0, fmt.Errorf("counting unsettled executions: %w", err)
+		return 0, 0, fmt.Errorf("counting unsettled executions: %w", translate(err))
 	}
 	return unknown, needsReview, nil
 }

@@ -46,14 +46,14 @@ SELECT id FROM (
 	SELECT * FROM (SELECT request_id, updated_at FROM executions WHERE state = 'needs_review' ORDER BY updated_at LIMIT ?1)
 ) ORDER BY updated_at LIMIT ?1`, limit)
 	if err != nil {
-		return nil, fmt.Errorf("listing unresolved executions: %w", err)
+		return nil, fmt.Errorf("listing unresolved executions: %w", translate(err))
 	}
 	ids, err := collect(rows, func(row scanner) (string, error) {
 		var id string
 		return id, row.Scan(&id)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listing unresolved executions: %w", err)
+		return nil, fmt.Errorf("listing unresolved executions: %w", translate(err))
 	}
 	out := make([]store.Unresolved, 0, len(ids))
 	for _, id := range ids {
@@ -73,11 +73,11 @@ SELECT id FROM (
 func (s *Store) queryRequests(ctx context.Context, query string, args ...any) ([]store.Request, error) {
 	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("reading requests: %w", err)
+		return nil, fmt.Errorf("reading requests: %w", translate(err))
 	}
 	reqs, err := collect(rows, scanRequest)
 	if err != nil {
-		return nil, fmt.Errorf("reading requests: %w", err)
+		return nil, fmt.Errorf("reading requests: %w", translate(err))
 	}
 	return reqs, nil
 }

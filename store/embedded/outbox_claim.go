@@ -93,7 +93,7 @@ func (s *Store) PostPending(ctx context.Context, requestID string, round int) (b
 	var pending bool
 	if err := s.reader.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM outbox
 	WHERE request_id = ? AND round = ? AND kind = 'post_card' AND state = 'pending')`, id, round).Scan(&pending); err != nil {
-		return false, fmt.Errorf("reading outbox: %w", err)
+		return false, fmt.Errorf("reading outbox: %w", translate(err))
 	}
 	return pending, nil
 }
@@ -105,7 +105,7 @@ func (s *Store) OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, e
 	var others bool
 	if err := s.reader.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM outbox
 	WHERE request_id = ? AND round = ? AND kind = 'post_card' AND id <> ?)`, id, row.Round, row.ID).Scan(&others); err != nil {
-		return false, fmt.Errorf("reading outbox: %w", err)
+		return false, fmt.Errorf("reading outbox: %w", translate(err))
 	}
 	return others, nil
 }

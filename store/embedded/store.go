@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
@@ -37,11 +38,19 @@ var (
 // Open opens the ledger file at path, creating it if missing. Call Migrate
 // before first use.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, busyTimeout)
+}
+
+// busyTimeout is how long a statement waits for a write lock another
+// process holds before failing (store.ErrUnavailable).
+const busyTimeout = 10 * time.Second
+
+func open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
 	// The driver reads options after the first '?'; such a path would be cut.
 	if strings.Contains(path, "?") {
 		return nil, fmt.Errorf("opening %s: the path may not contain '?'", path)
 	}
-	writer, err := sql.Open("sqlite", dsn(path, false))
+	writer, err := sql.Open("sqlite", dsn(path, false, busyTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
@@ -54,7 +63,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	reader, err := sql.Open("sqlite", dsn(path, true))
+	reader, err := sql.Open("sqlite", dsn(path, true, busyTimeout))
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
@@ -69,15 +78,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 //     the last commits on power loss, and a lost claim breaks write-ahead (a
 //     write sent under a claim the ledger no longer remembers).
 //   - busy_timeout: another process holding the write lock is waited for,
-//     not failed.
+//     up to busyTimeout; past it the call fails as store.ErrUnavailable.
 //   - _txlock=immediate: every transaction takes the write lock at BEGIN, so
 //     a claim's select and update see no commit in between and two
 //     transactions never deadlock upgrading a read lock.
 //   - query_only on reader connections, so a write can never bypass the
 //     serialised writer.
-func dsn(path string, readOnly bool) string {
+func dsn(path string, readOnly bool, busyTimeout time.Duration) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -93,9 +102,9 @@ func dsn(path string, readOnly bool) string {
 // Ping reports whether the file answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.writer.PingContext(ctx); err != nil {
-		return err
+		return unavailable(err)
 	}
-	return s.reader.PingContext(ctx)
+	return unavailable(s.reader.PingContext(ctx))
 }
 
 // Close closes both connection pools.

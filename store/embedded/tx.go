@@ -52,7 +52,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 // process but may be lost with the machine, like PostgreSQL's
 // synchronous_commit off. SQLite refuses to change synchronous inside a
 // transaction, so it is set around it on the one writer connection.
-func (s *Store) transact(ctx context.Context, durable bool, fn func(tx *writeTx) error) error {
+func (s *Store) transact(ctx context.Context, durable bool, fn func(tx *writeTx) error) (err error) {
+	defer func() { err = unavailable(err) }()
 	conn, err := s.writer.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// serveTogether has b serve ins as one batch and returns each call's error.
+func serveTogether(b *batch[string, string], ins []string) []error {
+	calls := make([]*batchCall[string, string], len(ins))
+	for i, in := range ins {
+		calls[i] = &batchCall[string, string]{in: in, done: make(chan batchResult[string], 1)}
+	}
+	b.serve(calls)
+	errs := make([]error, len(ins))
+	for i, c := range calls {
+		r := <-c.done
+		if r.err == nil && r.out != "out:"+ins[i] {
+			r.err = fmt.Errorf("answer %q for %q", r.out, ins[i])
+		}
+		errs[i] = r.err
+	}
+	return errs
+}
+
+// recordingBatch fails any batch holding "bad" with fail, and records the
+// batches it was asked to serve.
+func recordingBatch(fail error) (*batch[string, string], func() [][]string) {
+	var mu sync.Mutex
+	var seen [][]string
+	b := newBatch(1, 8, errors.New("stopped"), func(_ context.Context, ins []string) ([]string, error) {
+		mu.Lock()
+		seen = append(seen, slices.Clone(ins))
+		mu.Unlock()
+		if slices.Contains(ins, "bad") {
+			return nil, fail
+		}
+		out := make([]string, len(ins))
+		for i, in := range ins {
+			out[i] = "out:" + in
+		}
+		return out, nil
+	})
+	return b, func() [][]string { mu.Lock(); defer mu.Unlock(); return seen }
+}
+
+func TestBatchFailureRetriesEachCallAlone(t *testing.T) {
+	t.Parallel()
+	b, seen := recordingBatch(errors.New("value refused"))
+	errs := serveTogether(b, []string{"a", "bad", "c"})
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+		t.Errorf("errors = %v, want only the bad call to fail", errs)
+	}
+	want := [][]string{{"a", "bad", "c"}, {"a"}, {"bad"}, {"c"}}
+	if got := seen(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("batches served = %v, want %v", got, want)
+	}
+}
+
+// An outage would fail every call alone too; the batch answers at once.
+func TestBatchUnavailableIsNotRetried(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []error{&pgconn.PgError{Code: "57P01"}, fmt.Errorf("reading: %w", ErrUnavailable), context.DeadlineExceeded} {
+		b, seen := recordingBatch(fail)
+		errs := serveTogether(b, []string{"a", "bad", "c"})
+		for i, err := range errs {
+			if !errors.Is(err, fail) {
+				t.Errorf("%v: call %d = %v, want the batch's error", fail, i, err)
+			}
+		}
+		if got := seen(); len(got) != 1 {
+			t.Errorf("%v: batches served = %v, want the one batch", fail, got)
+		}
+	}
+}
