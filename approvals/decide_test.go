@@ -61,7 +61,7 @@ func TestApproveCreatesExecutionFromStoredKeyAndSnapshot(t *testing.T) {
 	if err != nil || !out.Created {
 		t.Fatalf("Decide = %v, created %v", err, out.Created)
 	}
-	exec, err := store.LatestExecution(b.ctx, b.db.Pool, req.ID)
+	exec, err := store.NewLedger(b.db).LatestExecution(b.ctx, req.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestDecideAfterExpiryIsNotPending(t *testing.T) {
 	if err != nil || got.Status != store.RequestExpired {
 		t.Fatalf("after expiry: %s, %v", got.Status, err)
 	}
-	if _, err := store.LatestDecision(b.ctx, b.db.Pool, req.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := store.NewLedger(b.db).LatestDecision(b.ctx, req.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("an expiry must not be recorded as a decision: %v", err)
 	}
 	if c := b.count(t, `SELECT count(*) FROM events WHERE request_id = $1 AND kind = 'expired'`, req.ID); c != 1 {

@@ -28,6 +28,9 @@ const (
 	tokenAdmin = "admin-agent-token"
 )
 
+// waiter counts a request's long-polls.
+type waiter interface{ Waiting(requestID string) int }
+
 // hookStore is a store under the hook, with what wakes its long-polls.
 type hookStore struct {
 	store.Store
@@ -43,27 +46,29 @@ var hookStores = []struct {
 }{
 	{"postgres", func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, *store.ReplayReader) {
 		db := storetest.NewDB(t)
-		listener := store.NewListener(db, logger)
-		go listener.Run(ctx)
+		listener, listen, listening := db.Notifier(logger)
+		go listen(ctx)
 		select {
-		case <-listener.Listening():
+		case <-listening:
 		case <-time.After(10 * time.Second):
 			t.Fatal("listener did not start")
 		}
-		reader := store.NewReplayReader(db.Pool, 2, 16)
+		ledger := store.NewLedger(db)
+		reader := store.NewReplayReader(ledger, 2, 16)
 		go reader.Run(ctx)
-		return hookStore{Store: db, notifier: listener, waiting: listener.Waiting}, reader
+		return hookStore{Store: ledger, notifier: listener, waiting: listener.(waiter).Waiting}, reader
 	}},
 	{"embedded", func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, *store.ReplayReader) {
-		s, err := embedded.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+		d, err := embedded.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(s.Close)
-		if _, err := s.Migrate(ctx, nil); err != nil {
+		t.Cleanup(d.Close)
+		if _, err := d.Migrate(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		return hookStore{Store: s, notifier: s, waiting: s.Waiting}, nil
+		notifier, _, _ := d.Notifier(logger)
+		return hookStore{Store: store.NewLedger(d), notifier: notifier, waiting: notifier.(waiter).Waiting}, nil
 	}},
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -182,13 +183,14 @@ func TestHookClosedEmbeddedStoreAnswersUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := &Service{DB: s, Tools: map[string]Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger}
+	svc := &Service{DB: store.NewLedger(s), Tools: map[string]Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger}
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := httptest.NewServer(NewHandler(svc, Agents{agent}, s, logger, NewMetrics(prometheus.NewRegistry())))
+	notifier, _, _ := s.Notifier(logger)
+	server := httptest.NewServer(NewHandler(svc, Agents{agent}, notifier, logger, NewMetrics(prometheus.NewRegistry())))
 	defer server.Close()
 	b := &bundle{server: server, ctx: ctx}
 

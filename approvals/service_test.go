@@ -81,7 +81,7 @@ func TestSubmitKeyReusedLeavesOriginalUntouched(t *testing.T) {
 	if _, _, err := b.svc.Submit(b.ctx, "billing-agent", in); !errors.Is(err, ErrKeyReused) {
 		t.Fatalf("reuse with another effect: %v, want ErrKeyReused", err)
 	}
-	after, err := store.RequestByKey(b.ctx, b.db.Pool, "client-key-0001")
+	after, err := store.NewLedger(b.db).RequestByKey(b.ctx, "client-key-0001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestReplayRedrivesACardThatWasNeverPosted(t *testing.T) {
 		t.Errorf("pending post_card rows after replays = %d, want 1", got)
 	}
 	// Once posted, replays never re-notify.
-	if err := store.SetCard(b.ctx, b.db.Pool, req.ID, "C0BILLING", "1700000000.000100"); err != nil {
+	if err := store.NewLedger(b.db).SetCard(b.ctx, req.ID, "C0BILLING", "1700000000.000100"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.db.Pool.Exec(b.ctx, `UPDATE outbox SET state = 'delivered' WHERE request_id = $1`, req.ID); err != nil {

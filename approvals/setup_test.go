@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -35,8 +36,8 @@ type fixedGroups map[string][]string
 func (g fixedGroups) GroupMembers(_ context.Context, id string) ([]string, error) { return g[id], nil }
 
 type bundle struct {
-	db       *store.DB
-	listener *store.Listener
+	db       *postgres.Driver
+	listener store.Notifier
 	svc      *Service
 	server   *httptest.Server
 	ctx      context.Context
@@ -51,14 +52,14 @@ func setup(t testing.TB) *bundle {
 // setupOn is setup on the database at url.
 func setupOn(t testing.TB, url string) *bundle {
 	t.Helper()
-	db, err := store.Open(context.Background(), url)
+	db, err := postgres.Open(context.Background(), url)
 	if err != nil {
 		t.Fatalf("opening test database: %v", err)
 	}
 	t.Cleanup(db.Close)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := &Service{
-		DB: db,
+		DB: store.NewLedger(db),
 		Tools: map[string]Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
 			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
@@ -68,14 +69,14 @@ func setupOn(t testing.TB, url string) *bundle {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	svc.Batcher = store.NewIntakeBatcher(db, 2, 16)
+	svc.Batcher = store.NewIntakeBatcher(store.NewLedger(db), 2, 16)
 	go svc.Batcher.Run(ctx)
-	svc.Reader = store.NewReplayReader(db.Pool, 2, 16)
+	svc.Reader = store.NewReplayReader(store.NewLedger(db), 2, 16)
 	go svc.Reader.Run(ctx)
-	listener := store.NewListener(db, logger)
-	go listener.Run(ctx)
+	listener, listen, listening := db.Notifier(logger)
+	go listen(ctx)
 	select {
-	case <-listener.Listening():
+	case <-listening:
 	case <-time.After(10 * time.Second):
 		t.Fatal("listener did not start")
 	}
@@ -150,7 +151,7 @@ func approve(req store.Request, by string) Decision {
 }
 
 // hasWaiter reports whether a long-poll is subscribed to the request.
-func (b *bundle) hasWaiter(requestID string) bool { return b.listener.Waiting(requestID) > 0 }
+func (b *bundle) hasWaiter(requestID string) bool { return b.listener.(waiter).Waiting(requestID) > 0 }
 
 // together runs fn(0) … fn(n-1) on n goroutines released at the same moment,
 // and returns when all have finished.

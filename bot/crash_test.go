@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 )
 
 // Environment of the worker process the crash test kills.
@@ -35,15 +36,15 @@ func TestMain(m *testing.M) {
 // it is killed.
 func runWorker(dbURL, slackURL string) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
+	db, err := postgres.Open(ctx, dbURL)
 	if err != nil {
 		os.Exit(3)
 	}
 	client := slack.New("xoxb-test", slack.OptionAPIURL(slackURL+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
-	review := &approvals.Service{DB: db, Logger: slog.New(slog.DiscardHandler), Tools: map[string]approvals.Tool{
+	review := &approvals.Service{DB: store.NewLedger(db), Logger: slog.New(slog.DiscardHandler), Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA"}},
 	}}
-	w := bot.New(bot.Config{Slack: client, DB: db, Review: review, PostInterval: -1, Lease: 500 * time.Millisecond})
+	w := bot.New(bot.Config{Slack: client, DB: store.NewLedger(db), Review: review, PostInterval: -1, Lease: 500 * time.Millisecond})
 	for {
 		if _, err := w.DeliverOnce(ctx); err != nil {
 			os.Exit(4)

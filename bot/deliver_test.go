@@ -330,7 +330,7 @@ func mrkdwnTexts(m bottest.Message) []string {
 func TestTwoWorkersPostEachCardOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	other := bot.New(bot.Config{Slack: b.slackClient(), DB: b.db, Review: b.review, PostInterval: -1})
+	other := bot.New(bot.Config{Slack: b.slackClient(), DB: store.NewLedger(b.db), Review: b.review, PostInterval: -1})
 	const n = 60
 	for i := range n {
 		b.submit(intent{n: i})
@@ -374,7 +374,7 @@ func TestDuplicatePostIsTakenBack(t *testing.T) {
 	if msgs := b.fake.Messages(billingChan); len(msgs) != 0 {
 		t.Fatalf("%d cards left from this worker, want 0 (the other replica's stands)", len(msgs))
 	}
-	if c, _ := store.CardFor(b.ctx, b.db.Pool, req.ID, 1); c.TS != "1.000001" {
+	if c, _ := store.NewLedger(b.db).CardFor(b.ctx, req.ID, 1); c.TS != "1.000001" {
 		t.Fatalf("the card that stands is %q", c.TS)
 	}
 }

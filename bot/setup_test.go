@@ -19,6 +19,7 @@ import (
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -32,7 +33,7 @@ const (
 type bundle struct {
 	t      testing.TB
 	ctx    context.Context
-	db     *store.DB
+	db     *postgres.Driver
 	fake   *bottest.Slack
 	review *approvals.Service
 	bot    *bot.Bot
@@ -54,10 +55,10 @@ func setup(t testing.TB, opts *options) *bundle {
 	if opts == nil {
 		opts = &options{}
 	}
-	var db *store.DB
+	var db *postgres.Driver
 	if opts.dbURL != "" {
 		var err error
-		if db, err = store.Open(context.Background(), opts.dbURL); err != nil {
+		if db, err = postgres.Open(context.Background(), opts.dbURL); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(db.Close)
@@ -70,14 +71,14 @@ func setup(t testing.TB, opts *options) *bundle {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	review := &approvals.Service{DB: db, Logger: logger, Tools: map[string]approvals.Tool{
+	review := &approvals.Service{DB: store.NewLedger(db), Logger: logger, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
 		"fast.expiring":  {Name: "fast.expiring", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Millisecond},
 	}}
 	review.Groups = bot.NewGroups(client, time.Minute)
 	b := bot.New(bot.Config{
-		Slack: client, DB: db, Review: review, SigningSecret: secret, Resolver: opts.resolver,
+		Slack: client, DB: store.NewLedger(db), Review: review, SigningSecret: secret, Resolver: opts.resolver,
 		Logger: logger, PostInterval: -1, Lease: opts.lease, LookupAllowed: opts.lookupAllowed,
 	})
 	mux := http.NewServeMux()
@@ -170,7 +171,7 @@ func (b *bundle) exec(sql string, args ...any) {
 
 func (b *bundle) request(id string) store.Request {
 	b.t.Helper()
-	req, err := store.RequestByID(b.ctx, b.db.Pool, id)
+	req, err := store.NewLedger(b.db).RequestByID(b.ctx, id)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func (b *bundle) request(id string) store.Request {
 // card returns the fake's copy of a request round's card.
 func (b *bundle) card(id string, round int) bottest.Message {
 	b.t.Helper()
-	c, err := store.CardFor(b.ctx, b.db.Pool, id, round)
+	c, err := store.NewLedger(b.db).CardFor(b.ctx, id, round)
 	if err != nil {
 		b.t.Fatalf("card of %s round %d: %v", id, round, err)
 	}

@@ -18,7 +18,7 @@ import (
 func (b *bundle) later(t *testing.T, ahead time.Duration) *executor.Executor {
 	t.Helper()
 	return executor.New(executor.Config{
-		DB: b.db, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		DB: store.NewLedger(b.db), Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
 		Worker: "reconciler", Backoff: func(int) time.Duration { return 0 }, VerifyWindow: -1,
 		Now: func() time.Time { return time.Now().Add(ahead) },
 	})
@@ -27,7 +27,7 @@ func (b *bundle) later(t *testing.T, ahead time.Duration) *executor.Executor {
 // claimAndDie claims every ready row as a worker that never comes back.
 func (b *bundle) claimAndDie(t *testing.T) []store.Claim {
 	t.Helper()
-	claims, err := store.ClaimExecutions(context.Background(), b.db.Pool, store.ClaimParams{
+	claims, err := store.NewLedger(b.db).ClaimExecutions(context.Background(), store.ClaimParams{
 		Worker: "dead-worker", Limit: 100, ClaimTimeouts: map[string]time.Duration{toolName: b.tool.ClaimTimeout},
 	})
 	if err != nil {
@@ -177,7 +177,7 @@ func TestAStaleWorkerNeverOverwritesANewerOutcome(t *testing.T) {
 	wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
 
 	// The dead worker wakes up and reports a failure for its old claim.
-	applied, err := store.TransitionExecutions(context.Background(), b.db.Pool, store.TransitionParams{
+	applied, err := store.NewLedger(b.db).TransitionExecutions(context.Background(), store.TransitionParams{
 		From: store.ExecClaimed, Worker: "dead-worker", Actor: "executor:dead-worker",
 	}, []store.Transition{{ExecutionID: stale.ID, Attempt: stale.Attempts, To: store.ExecFailed, Code: "card_declined", Event: "failed"}})
 	if err != nil {
@@ -196,13 +196,13 @@ func TestInconclusiveVerificationWaitsThenEscalates(t *testing.T) {
 	b.provider.SetFor(req.Key, providertest.Behavior{Status: 504})
 	b.dispatch(t)
 	// The verify endpoint is down.
-	bad := executor.New(executor.Config{DB: b.db, Tools: map[string]executor.Tool{toolName: withVerify(b.tool, "http://127.0.0.1:1/objects?key={key}")}, VerifyWindow: time.Hour})
+	bad := executor.New(executor.Config{DB: store.NewLedger(b.db), Tools: map[string]executor.Tool{toolName: withVerify(b.tool, "http://127.0.0.1:1/objects?key={key}")}, VerifyWindow: time.Hour})
 	if rep, err := bad.ReconcileOnce(context.Background()); err != nil || rep.Settled != 0 {
 		t.Fatalf("report %+v err %v", rep, err)
 	}
 	wantState(t, b.execution(t, req.ID), store.ExecUnknown)
 	// Past the window, a human decides.
-	late := executor.New(executor.Config{DB: b.db, Tools: map[string]executor.Tool{toolName: withVerify(b.tool, "http://127.0.0.1:1/objects?key={key}")},
+	late := executor.New(executor.Config{DB: store.NewLedger(b.db), Tools: map[string]executor.Tool{toolName: withVerify(b.tool, "http://127.0.0.1:1/objects?key={key}")},
 		VerifyWindow: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
 	if _, err := late.ReconcileOnce(context.Background()); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestResolveMarkSucceededAndMarkFailed(t *testing.T) {
 			t.Fatalf("%s: %v", action, err)
 		}
 		wantState(t, b.execution(t, req.ID), want)
-		events, _ := store.EventsFor(ctx, b.db.Pool, req.ID)
+		events, _ := store.NewLedger(b.db).EventsFor(ctx, req.ID)
 		last := events[len(events)-1]
 		if last.Kind != "resolved" || last.Actor != "U0SUPPORT" || last.Data["action"] != action {
 			t.Fatalf("%s: last event %+v", action, last)

@@ -28,7 +28,7 @@ func TestAnApprovalOlderThanItsTTLAsksForANewDecision(t *testing.T) {
 	if b.provider.Received() != 0 {
 		t.Fatal("a stale approval was sent")
 	}
-	now, err := store.RequestByID(context.Background(), b.db.Pool, req.ID)
+	now, err := store.NewLedger(b.db).RequestByID(context.Background(), req.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -75,7 +76,7 @@ type serveTool struct {
 // serving them.
 type cluster struct {
 	url      string
-	db       *store.DB
+	db       *postgres.Driver
 	provider *providertest.Provider
 	config   string
 	review   *approvals.Service
@@ -87,7 +88,7 @@ func newCluster(t *testing.T, tool serveTool) *cluster {
 	c.provider.Secret = []byte(secret)
 	srv := providertest.Start(t, c.provider)
 	var err error
-	if c.db, err = store.Open(context.Background(), c.url); err != nil {
+	if c.db, err = postgres.Open(context.Background(), c.url); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.db.Close)
@@ -121,7 +122,7 @@ tools:
 		t.Fatal(err)
 	}
 	c.review = &approvals.Service{
-		DB:     c.db,
+		DB:     store.NewLedger(c.db),
 		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: 5}},
 		Logger: slog.New(slog.DiscardHandler),
 	}
@@ -224,7 +225,7 @@ func (p *process) terminate(t *testing.T, within time.Duration) int {
 
 func (c *cluster) execution(t *testing.T, requestID string) store.Execution {
 	t.Helper()
-	e, err := store.LatestExecution(context.Background(), c.db.Pool, requestID)
+	e, err := store.NewLedger(c.db).LatestExecution(context.Background(), requestID)
 	if err != nil {
 		t.Fatal(err)
 	}

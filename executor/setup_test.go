@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -26,7 +27,7 @@ const (
 
 // bundle is what most executor tests share.
 type bundle struct {
-	db       *store.DB
+	db       *postgres.Driver
 	provider *providertest.Provider
 	srv      *httptest.Server
 	tool     executor.Tool
@@ -59,13 +60,13 @@ func setup(t *testing.T, opts *options) *bundle {
 		opts.tool(&b.tool)
 	}
 	b.review = &approvals.Service{
-		DB:     b.db,
+		DB:     store.NewLedger(b.db),
 		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    opts.reviewNow,
 	}
 	cfg := executor.Config{
-		DB: b.db, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		DB: store.NewLedger(b.db), Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
 		Worker: "worker-a", BatchSize: 50, Concurrency: 16,
 		Backoff:      func(int) time.Duration { return 0 },
 		VerifyWindow: -1,
@@ -116,7 +117,7 @@ func approveKey(t testing.TB, review *approvals.Service, runID, key string) stor
 
 func (b *bundle) execution(t *testing.T, requestID string) store.Execution {
 	t.Helper()
-	e, err := store.LatestExecution(context.Background(), b.db.Pool, requestID)
+	e, err := store.NewLedger(b.db).LatestExecution(context.Background(), requestID)
 	if err != nil {
 		t.Fatalf("reading execution: %v", err)
 	}
@@ -164,9 +165,9 @@ func wantObjects(t *testing.T, p *providertest.Provider, key string, want int) {
 }
 
 // eventKinds returns the kinds of a request's audit events in order.
-func eventKinds(t *testing.T, db *store.DB, requestID string) []string {
+func eventKinds(t *testing.T, db *postgres.Driver, requestID string) []string {
 	t.Helper()
-	events, err := store.EventsFor(context.Background(), db.Pool, requestID)
+	events, err := store.NewLedger(db).EventsFor(context.Background(), requestID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func eventKinds(t *testing.T, db *store.DB, requestID string) []string {
 }
 
 // outboxRows returns a request's outbox rows as "kind/round/reason".
-func outboxRows(t *testing.T, db *store.DB, requestID string) []string {
+func outboxRows(t *testing.T, db *postgres.Driver, requestID string) []string {
 	t.Helper()
 	rows, err := db.Pool.Query(context.Background(),
 		`SELECT kind || '/' || round || coalesce('/' || (data->>'reason'), '') FROM outbox WHERE request_id = $1 ORDER BY id`, requestID)

@@ -80,7 +80,7 @@ func runExecutor(t *testing.T, b *bundle) *providertest.Provider {
 	srv := providertest.Start(t, provider)
 	logger := slog.New(slog.DiscardHandler)
 	ex := executor.New(executor.Config{
-		DB: b.db, Secret: []byte(secret), Logger: logger,
+		DB: store.NewLedger(b.db), Secret: []byte(secret), Logger: logger,
 		Tools: map[string]executor.Tool{toolName: {
 			Name: toolName, Method: "POST", URL: srv.URL + "/credits", Timeout: 2 * time.Second,
 			KeyAware: true, Verify: &executor.Endpoint{URL: srv.URL + "/objects?key={key}"},
@@ -89,10 +89,10 @@ func runExecutor(t *testing.T, b *bundle) *providertest.Provider {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	listener := store.NewListener(b.db, logger)
-	go listener.Run(ctx)
+	listener, listen, listening := b.db.Notifier(logger)
+	go listen(ctx)
 	select {
-	case <-listener.Listening():
+	case <-listening:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listener did not start")
 	}

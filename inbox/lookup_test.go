@@ -41,7 +41,7 @@ func TestLookupAnswersAsTheSlashCommand(t *testing.T) {
 		{"inv_shared", 2, "2 requests have an effect holding"},
 		{"pending", 2, "Waiting for a decision"},
 	} {
-		_, answer, err := lookup.Find(b.ctx, b.db, c.text)
+		_, answer, err := lookup.Find(b.ctx, store.NewLedger(b.db), c.text)
 		if err != nil {
 			t.Fatal(err)
 		}

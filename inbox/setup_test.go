@@ -18,6 +18,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -31,7 +32,7 @@ const (
 // bundle is what most inbox tests share: a service on a fresh database and
 // the inbox serving it on a loopback test server, with a session.
 type bundle struct {
-	db     *store.DB
+	db     *postgres.Driver
 	svc    *approvals.Service
 	server *site
 	ctx    context.Context
@@ -89,7 +90,7 @@ func setup(t testing.TB) *bundle {
 	t.Helper()
 	db := storetest.NewDB(t)
 	svc := &approvals.Service{
-		DB: db,
+		DB: store.NewLedger(db),
 		Tools: map[string]approvals.Tool{
 			toolName: {Name: toolName, Approvers: []string{reviewer, requester}, RequestTTL: time.Hour, MaxAttempts: 3},
 		},
@@ -115,7 +116,7 @@ func (b *bundle) start(t testing.TB, opts Options) *site {
 	t.Helper()
 	opts.Service = cmp.Or(opts.Service, b.svc)
 	if opts.Store == nil {
-		opts.Store = b.db
+		opts.Store = store.NewLedger(b.db)
 	}
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	h := New(opts)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -30,14 +31,14 @@ func TestDatabaseOutageAsksToTryAgain(t *testing.T) {
 	}
 	u.Host = ln.Addr().String()
 	ln.Close()
-	down, err := store.Open(context.Background(), u.String())
+	down, err := postgres.Open(context.Background(), u.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(down.Close)
 	svc := *b.svc
-	svc.DB = down
-	srv := b.serve(t, Options{Reviewer: reviewer, Service: &svc, Store: down})
+	svc.DB = store.NewLedger(down)
+	srv := b.serve(t, Options{Reviewer: reviewer, Service: &svc, Store: store.NewLedger(down)})
 
 	check := func(what string, resp *http.Response) {
 		t.Helper()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
+	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -49,7 +50,7 @@ var backends = []struct {
 
 // forEachStore runs test once per backend, each on a fresh migrated database,
 // and once more on PostgreSQL connected as the runtime role of
-// store.GrantAppRole, which shows that its grants are all serve needs.
+// postgres.Driver.GrantAppRole, which shows that its grants are all serve needs.
 func forEachStore(t *testing.T, test func(t *testing.T, b *backend)) {
 	t.Helper()
 	for _, bk := range append(backends[:len(backends):len(backends)], appRoleBackend) {
@@ -87,20 +88,20 @@ func openPostgresAsAppRole(t *testing.T, _ bool) *backend {
 func openPostgresAs(t *testing.T, name, storeURL, ownerURL string) *backend {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, storeURL)
+	db, err := postgres.Open(ctx, storeURL)
 	if err != nil {
 		t.Fatalf("opening test database: %v", err)
 	}
 	t.Cleanup(db.Close)
 	owner := db
 	if ownerURL != storeURL {
-		if owner, err = store.Open(ctx, ownerURL); err != nil {
+		if owner, err = postgres.Open(ctx, ownerURL); err != nil {
 			t.Fatalf("opening test database: %v", err)
 		}
 		t.Cleanup(owner.Close)
 	}
 	return &backend{
-		Store: db,
+		Store: store.NewLedger(db),
 		name:  name,
 		exec: func(query string) error {
 			_, err := owner.Pool.Exec(ctx, query)
@@ -112,12 +113,12 @@ func openPostgresAs(t *testing.T, name, storeURL, ownerURL string) *backend {
 		},
 		notifier: func(t *testing.T) store.Notifier {
 			listenCtx, cancel := context.WithCancel(ctx)
-			l := store.NewListener(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			l, run, listening := db.Notifier(slog.New(slog.NewTextHandler(io.Discard, nil)))
 			done := make(chan struct{})
-			go func() { defer close(done); l.Run(listenCtx) }()
+			go func() { defer close(done); run(listenCtx) }()
 			t.Cleanup(func() { cancel(); <-done })
 			select {
-			case <-l.Listening():
+			case <-listening:
 			case <-time.After(10 * time.Second):
 				t.Fatal("listener did not start")
 			}
@@ -146,8 +147,9 @@ func openSQLite(t *testing.T, migrated bool) *backend {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
+	n, _, _ := s.Notifier(nil)
 	return &backend{
-		Store: s,
+		Store: store.NewLedger(s),
 		name:  "sqlite",
 		exec: func(query string) error {
 			_, err := raw.ExecContext(ctx, query)
@@ -157,7 +159,7 @@ func openSQLite(t *testing.T, migrated bool) *backend {
 			err = raw.QueryRowContext(ctx, query).Scan(&n)
 			return n, err
 		},
-		notifier: func(*testing.T) store.Notifier { return s },
+		notifier: func(*testing.T) store.Notifier { return n },
 	}
 }
 

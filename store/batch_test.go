@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // serveTogether has b serve ins as one batch and returns each call's error.
@@ -66,7 +64,9 @@ func TestBatchFailureRetriesEachCallAlone(t *testing.T) {
 // An outage would fail every call alone too; the batch answers at once.
 func TestBatchUnavailableIsNotRetried(t *testing.T) {
 	t.Parallel()
-	for _, fail := range []error{&pgconn.PgError{Code: "57P01"}, fmt.Errorf("reading: %w", ErrUnavailable), context.DeadlineExceeded} {
+	// A driver marks its outages (PostgreSQL's SQLSTATE 57P01 here) with ErrUnavailable.
+	shutdown := fmt.Errorf("%w: %w", ErrUnavailable, errors.New("terminating connection due to administrator command (SQLSTATE 57P01)"))
+	for _, fail := range []error{shutdown, fmt.Errorf("reading: %w", ErrUnavailable), context.DeadlineExceeded} {
 		b, seen := recordingBatch(fail)
 		errs := serveTogether(b, []string{"a", "bad", "c"})
 		for i, err := range errs {

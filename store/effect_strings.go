@@ -67,25 +67,3 @@ func EffectStrings(effect []byte) ([]string, error) {
 // can: no stored key or effect string has it, so a lookup by one finds
 // nothing without asking the database, which would refuse the query.
 func holdsNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
-
-// arrayLiteral writes values as a PostgreSQL array literal ({"a","b"}), so a
-// batch can pass each request's list as one element of a text[] parameter.
-func arrayLiteral(values []string) string {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, v := range values {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('"')
-		for j := 0; j < len(v); j++ {
-			if v[j] == '"' || v[j] == '\\' {
-				b.WriteByte('\\')
-			}
-			b.WriteByte(v[j])
-		}
-		b.WriteByte('"')
-	}
-	b.WriteByte('}')
-	return b.String()
-}

@@ -42,24 +42,24 @@ func TestEffectStringsAgreesWithSQL(t *testing.T) {
 }
 
 func TestRequestsByEffectStringFindsStoredValues(t *testing.T) {
-	t.Parallel()
-	tx := storetest.Tx(t)
-	ctx := context.Background()
-	p := store.NewRequest{
-		Key: "wa_effect_strings", BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`), Tool: "t",
-		Snapshot: []byte(`{"customer":{"id":"cus_\"7\""},"lines":[{"sku":"sku-1"}]}`), PayloadHash: "sha256:p",
-		RequestedBy: "agent", TTL: 3600e6,
-	}
-	if _, err := store.InsertRequests(ctx, tx, []store.NewRequest{p}, nil); err != nil {
-		t.Fatal(err)
-	}
-	for value, want := range map[string]int{`cus_"7"`: 1, "sku-1": 1, "customer": 0, "sku": 0} {
-		reqs, err := store.RequestsByEffectString(ctx, tx, value, 10)
-		if err != nil {
+	forEachStore(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		p := store.NewRequest{
+			Key: "wa_effect_strings", BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`), Tool: "t",
+			Snapshot: []byte(`{"customer":{"id":"cus_\"7\""},"lines":[{"sku":"sku-1"}]}`), PayloadHash: "sha256:p",
+			RequestedBy: "agent", TTL: 3600e6,
+		}
+		if _, err := b.InsertRequests(ctx, []store.NewRequest{p}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if len(reqs) != want {
-			t.Errorf("RequestsByEffectString(%q) = %d requests, want %d", value, len(reqs), want)
+		for value, want := range map[string]int{`cus_"7"`: 1, "sku-1": 1, "customer": 0, "sku": 0} {
+			reqs, err := b.RequestsByEffectString(ctx, value, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reqs) != want {
+				t.Errorf("RequestsByEffectString(%q) = %d requests, want %d", value, len(reqs), want)
+			}
 		}
-	}
+	})
 }

@@ -1,12 +1,6 @@
 package store
 
-import (
-	"context"
-	"fmt"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-)
+import "time"
 
 // ExecState is where an approved write stands; values equal the SQL values.
 type ExecState string
@@ -24,41 +18,117 @@ const (
 
 // Execution is the executor's record of one approved round of a request.
 type Execution struct {
-	ID             int64      `db:"id"`
-	RequestID      string     `db:"request_id"`
-	DecisionID     int64      `db:"decision_id"`
-	Key            string     `db:"key"`
-	Tool           string     `db:"tool"`
-	Snapshot       []byte     `db:"snapshot"`
-	SnapshotHash   string     `db:"snapshot_hash"`
-	State          ExecState  `db:"state"`
-	Attempts       int        `db:"attempts"`
-	MaxAttempts    int        `db:"max_attempts"`
-	NextAttemptAt  time.Time  `db:"next_attempt_at"`
-	ClaimedBy      *string    `db:"claimed_by"`
-	ClaimExpiresAt *time.Time `db:"claim_expires_at"`
-	LastCode       *string    `db:"last_code"`
-	LastError      *string    `db:"last_error"`
-	ResponseStatus *int       `db:"response_status"`
-	ResponseBody   []byte     `db:"response_body"`
-	ProviderRef    *string    `db:"provider_ref"`
-	ApprovedAt     time.Time  `db:"approved_at"`
-	CreatedAt      time.Time  `db:"created_at"`
-	UpdatedAt      time.Time  `db:"updated_at"`
+	ID             int64
+	RequestID      string
+	DecisionID     int64
+	Key            string
+	Tool           string
+	Snapshot       []byte
+	SnapshotHash   string
+	State          ExecState
+	Attempts       int
+	MaxAttempts    int
+	NextAttemptAt  time.Time
+	ClaimedBy      *string
+	ClaimExpiresAt *time.Time
+	LastCode       *string
+	LastError      *string
+	ResponseStatus *int
+	ResponseBody   []byte
+	ProviderRef    *string
+	ApprovedAt     time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
-// ExecutionColumns lists the executions columns in Execution's field names,
-// for queries in other packages that scan with pgx.RowToStructByName.
-const ExecutionColumns = `id, request_id::text AS request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
-	attempts, max_attempts, next_attempt_at, claimed_by, claim_expires_at, last_code, last_error,
-	response_status, response_body, provider_ref, approved_at, created_at, updated_at`
+// Claim is an execution the caller now holds, with the round of the decision
+// that approved it and the database clock at the moment of the claim.
+type Claim struct {
+	Execution
+	Round int
+	DBNow time.Time
+}
 
-// LatestExecution returns the newest execution of a request.
-func LatestExecution(ctx context.Context, db DBTX, requestID string) (Execution, error) {
-	rows, err := db.Query(ctx, `SELECT `+ExecutionColumns+` FROM executions WHERE request_id = $1 ORDER BY id DESC LIMIT 1`, requestID)
-	if err != nil {
-		return Execution{}, fmt.Errorf("reading execution: %w", err)
-	}
-	e, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Execution])
-	return e, translate(err)
+// ClaimParams says what a worker may claim and for how long.
+type ClaimParams struct {
+	Worker string
+	Limit  int
+	// ClaimTimeouts maps each tool the worker can dispatch to its claim
+	// timeout; rows of other tools are left for a worker that knows them.
+	ClaimTimeouts map[string]time.Duration
+	Now           *time.Time
+}
+
+// Unknown is an execution leased for verification, with the database clock.
+type Unknown struct {
+	Execution
+	DBNow time.Time
+}
+
+// ResolveParams is a human's answer to an execution in needs_review.
+type ResolveParams struct {
+	RequestID   string
+	ExecutionID int64
+	To          ExecState // succeeded, failed or ready
+	Code        string    // recorded as last_code; empty keeps the row's
+	Action      string
+	By          string
+	Now         *time.Time
+}
+
+// SupersedeParams names a claimed execution that must not run as approved.
+type SupersedeParams struct {
+	ExecutionID int64
+	Attempt     int
+	Worker      string
+	Code        string // approval_expired, precondition_failed
+	Message     string
+	// RequestTTL is how long the new round waits for a decision, at least.
+	RequestTTL time.Duration
+	Now        *time.Time
+}
+
+// Transition moves one execution out of the state the caller holds it in,
+// with what to record on the row, in the audit trail and in the outbox.
+type Transition struct {
+	ExecutionID int64
+	// Attempt is the attempts value the caller saw. A row whose count moved on
+	// (it was reclaimed) is not touched, so a stale worker never overwrites a
+	// newer outcome.
+	Attempt int
+	To      ExecState
+	// Status, Body and ProviderRef record the provider's last answer; zero
+	// values keep what the row has.
+	Status      int
+	Body        []byte
+	ProviderRef string
+	// Code and Error replace last_code and last_error; empty clears them.
+	Code  string
+	Error string
+	// Delay sets next_attempt_at to now plus Delay.
+	Delay     time.Duration
+	Event     string
+	EventData map[string]any
+	// Reply, when set, also queues a thread reply with this reason.
+	Reply string
+}
+
+// TransitionParams names who moves the rows and from which state.
+type TransitionParams struct {
+	From ExecState
+	// Worker, when set, must be the row's claimed_by (for From = claimed).
+	Worker string
+	Actor  string
+	Now    *time.Time
+	// AsyncCommit lets the commit return before it is durable. Only for
+	// outcomes that can be verified later: a lost outcome leaves its claim to
+	// expire and be reconciled like any other unknown.
+	AsyncCommit bool
+}
+
+// Applied is a transition that took effect.
+type Applied struct {
+	ExecutionID int64
+	RequestID   string
+	Round       int
 }

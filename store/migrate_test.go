@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"io/fs"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +12,8 @@ import (
 
 // migrationFiles counts each backend's migration files.
 var migrationFiles = map[string]func() ([]fs.DirEntry, error){
-	"postgres": func() ([]fs.DirEntry, error) { return migrations.FS.ReadDir(".") },
-	"sqlite":   func() ([]fs.DirEntry, error) { return os.ReadDir("embedded/migrations") },
+	"postgres": func() ([]fs.DirEntry, error) { return fs.ReadDir(migrations.Postgres, ".") },
+	"sqlite":   func() ([]fs.DirEntry, error) { return fs.ReadDir(migrations.SQLite, ".") },
 }
 
 func TestMigrateFreshDatabaseConcurrentlyThenIdempotent(t *testing.T) {

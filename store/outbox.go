@@ -1,11 +1,6 @@
 package store
 
-import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"time"
-)
+import "time"
 
 // OutboxKind is what a Slack delivery does; values equal the SQL values.
 type OutboxKind string
@@ -27,25 +22,14 @@ const (
 	OutboxFailed    OutboxState = "failed"
 )
 
-// EnqueueOutboxTx writes a Slack delivery in the caller's transaction, so it
-// exists exactly when the state change that needs it commits. A zero at means
-// the database clock.
-func EnqueueOutboxTx(ctx context.Context, db DBTX, kind OutboxKind, requestID string, round int, data map[string]any, at time.Time) error {
-	payload := []byte("{}")
-	if data != nil {
-		var err error
-		if payload, err = json.Marshal(data); err != nil {
-			return fmt.Errorf("encoding outbox data: %w", err)
-		}
-	}
-	var atp *time.Time
-	if !at.IsZero() {
-		atp = &at
-	}
-	if _, err := db.Exec(ctx, `INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-VALUES ($1, $2, $3, $4, coalesce($5::timestamptz, now()), coalesce($5::timestamptz, now()))`,
-		kind, requestID, round, payload, atp); err != nil {
-		return fmt.Errorf("enqueueing %s: %w", kind, err)
-	}
-	return nil
+// OutboxRow is one Slack delivery as the worker claims it.
+type OutboxRow struct {
+	ID        int64
+	Kind      OutboxKind
+	RequestID string
+	Round     int
+	Data      map[string]any
+	Attempts  int // claims so far, this one included
+	LastError string
+	CreatedAt time.Time
 }

@@ -13,19 +13,19 @@ import (
 
 func TestReplayReaderConcurrentReads(t *testing.T) {
 	t.Parallel()
-	db := storetest.NewDB(t)
+	db := store.NewLedger(storetest.NewDB(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const stored = 30
 	ids := map[string]string{}
 	for k := range stored {
-		req, _, err := store.InsertRequest(ctx, db.Pool, newRequest(fmt.Sprintf("wa_read_%02d", k), "sha256:b"))
+		req, _, err := db.InsertRequest(ctx, newRequest(fmt.Sprintf("wa_read_%02d", k), "sha256:b"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids[req.Key] = req.ID
 	}
-	reader := store.NewReplayReader(db.Pool, 2, 8)
+	reader := store.NewReplayReader(db, 2, 8)
 	go reader.Run(ctx)
 
 	// Stored and unknown keys, each read by 3 callers at once.
@@ -60,7 +60,7 @@ func TestReplayReaderConcurrentReads(t *testing.T) {
 	}
 
 	// The batched read gives what the single read gives.
-	want, wantQueued, err := store.ReplayRequest(ctx, db.Pool, "wa_read_07")
+	want, wantQueued, err := db.ReplayRequest(ctx, "wa_read_07")
 	if err != nil {
 		t.Fatal(err)
 	}

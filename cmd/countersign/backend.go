@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
+	"github.com/countersign/countersign/store/postgres"
 )
 
 // backend is the opened store and what wakes its waiters.
@@ -37,7 +38,7 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 		return nil, err
 	}
 	n, err := s.Migrate(ctx, logger.With("component", "migrate"))
-	if errors.Is(err, store.ErrMigratePrivilege) {
+	if errors.Is(err, postgres.ErrMigratePrivilege) {
 		err = fmt.Errorf("%w; run `countersign migrate --app-role NAME` as the schema's owner, then start serve again", err)
 	}
 	if err != nil {
@@ -49,19 +50,18 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 	}
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b := &backend{store: s, where: where, stopLoops: stop}
-	switch s := s.(type) {
-	case *store.DB:
-		listener := store.NewListener(s, logger.With("component", "listener"))
-		b.loops.Go(func() { listener.Run(loopCtx) })
-		b.notifier = listener
-		b.replays = store.NewReplayReader(s.Pool, replayReaders, replayMaxBatch)
+	notifier, listen, _ := s.Driver().Notifier(logger.With("component", "listener"))
+	b.notifier = notifier
+	if listen != nil {
+		b.loops.Go(func() { listen(loopCtx) })
+	}
+	if s.Driver().BatchesReads() {
+		b.replays = store.NewReplayReader(s, replayReaders, replayMaxBatch)
 		b.loops.Go(func() { b.replays.Run(loopCtx) })
-	case *embedded.Store:
-		b.notifier = s // it wakes its own subscribers after each commit
-		if !cfg.Local() {
-			logger.Warn("COUNTERSIGN_DATABASE_URL is not set: using the embedded store, which serves one process on one machine",
-				slog.String("path", where))
-		}
+	}
+	if cfg.DatabaseURL == "" && !cfg.Local() {
+		logger.Warn("COUNTERSIGN_DATABASE_URL is not set: using the embedded store, which serves one process on one machine",
+			slog.String("path", where))
 	}
 	return b, nil
 }
@@ -75,10 +75,13 @@ func (b *backend) close() {
 
 // openStore opens PostgreSQL when COUNTERSIGN_DATABASE_URL is set, else the
 // embedded store in the data directory (created, owner only, if missing).
-func openStore(ctx context.Context, cfg *Config) (store.Store, string, error) {
+func openStore(ctx context.Context, cfg *Config) (*store.Ledger, string, error) {
 	if cfg.DatabaseURL != "" {
-		db, err := store.Open(ctx, cfg.DatabaseURL)
-		return db, "PostgreSQL", err
+		db, err := postgres.Open(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, "", err
+		}
+		return store.NewLedger(db), "PostgreSQL", nil
 	}
 	if cfg.dataDirErr != nil {
 		return nil, "", cfg.dataDirErr
@@ -87,8 +90,11 @@ func openStore(ctx context.Context, cfg *Config) (store.Store, string, error) {
 		return nil, "", err
 	}
 	path := filepath.Join(cfg.DataDir, storeFile)
-	s, err := embedded.Open(ctx, path)
-	return s, path, err
+	d, err := embedded.Open(ctx, path)
+	if err != nil {
+		return nil, "", err
+	}
+	return store.NewLedger(d), path, nil
 }
 
 // makeDataDir creates the data directory, readable by its owner only: it

@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -24,10 +25,10 @@ func testApp(t *testing.T, cfg *Config) *app {
 	logger := slog.New(slog.DiscardHandler)
 	cfg.applyDefaults()
 	a := &app{
-		cfg: cfg, logger: logger, db: db, registry: prometheus.NewRegistry(), mux: http.NewServeMux(),
+		cfg: cfg, logger: logger, db: store.NewLedger(db), registry: prometheus.NewRegistry(), mux: http.NewServeMux(),
 		cron: cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{logger}), cron.Recover(cronLogger{logger}))),
 	}
-	a.review = &approvals.Service{DB: db, Tools: map[string]approvals.Tool{
+	a.review = &approvals.Service{DB: store.NewLedger(db), Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: "C0BILLING", Approvers: []string{"UANA"}},
 	}, Logger: logger}
 	return a

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 )
 
 const migrateUsage = `usage: countersign migrate [--app-role NAME]
@@ -56,7 +56,7 @@ func parseMigrateArgs(args []string, stdout, stderr io.Writer) (opts migrateOpti
 // --app-role, prepares the role serve runs as.
 func migrate(ctx context.Context, opts migrateOptions, getenv func(string) string, stdout io.Writer) error {
 	if opts.appRole != "" {
-		if err := store.ValidateRoleName(opts.appRole); err != nil {
+		if err := postgres.ValidateRoleName(opts.appRole); err != nil {
 			return fmt.Errorf("--app-role: %w", err)
 		}
 	}
@@ -80,7 +80,7 @@ func migrate(ctx context.Context, opts migrateOptions, getenv func(string) strin
 	if opts.appRole == "" {
 		return nil
 	}
-	db, ok := s.(*store.DB)
+	db, ok := s.Driver().(*postgres.Driver)
 	if !ok {
 		return errors.New("--app-role needs PostgreSQL")
 	}

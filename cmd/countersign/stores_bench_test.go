@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
+	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -34,11 +35,11 @@ func BenchmarkStores(b *testing.B) {
 		open func(b *testing.B) store.Store
 	}{
 		{"postgres", func(b *testing.B) store.Store {
-			db, err := store.Open(context.Background(), storetest.NewURL(b))
+			db, err := postgres.Open(context.Background(), storetest.NewURL(b))
 			if err != nil {
 				b.Fatal(err)
 			}
-			return db
+			return store.NewLedger(db)
 		}},
 		{"embedded", func(b *testing.B) store.Store {
 			s, err := embedded.Open(context.Background(), filepath.Join(b.TempDir(), storeFile))
@@ -48,7 +49,7 @@ func BenchmarkStores(b *testing.B) {
 			if _, err := s.Migrate(context.Background(), nil); err != nil {
 				b.Fatal(err)
 			}
-			return s
+			return store.NewLedger(s)
 		}},
 	}
 	for _, s := range stores {

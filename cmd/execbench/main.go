@@ -37,6 +37,7 @@ import (
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 )
 
 const tool = "billing.credit"
@@ -67,11 +68,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer drop()
-	db, err := store.Open(ctx, scratch)
+	db, err := postgres.Open(ctx, scratch)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	ledger := store.NewLedger(db)
 	if _, err := db.Migrate(ctx, nil); err != nil {
 		return err
 	}
@@ -94,7 +96,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	)
 	metrics := executor.NewMetrics(nil)
 	ex := executor.New(executor.Config{
-		DB: db,
+		DB: ledger,
 		Tools: map[string]executor.Tool{tool: {
 			URL: "http://" + ln.Addr().String() + "/", Timeout: 10 * time.Second, KeyAware: true,
 			MaxAttempts: 5, ClaimTimeout: time.Minute, ApprovalTTL: 24 * time.Hour,
@@ -115,8 +117,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	listener := store.NewListener(db, slog.New(slog.DiscardHandler))
-	go listener.Run(runCtx)
+	listener, listen, _ := db.Notifier(slog.New(slog.DiscardHandler))
+	go listen(runCtx)
 	wake, unsubscribe := listener.SubscribeReady()
 	defer unsubscribe()
 	kick := make(chan struct{}, 1)
@@ -174,7 +176,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// Trickle: approve one request at a time through the review service and
 	// wait for its dispatch.
-	review := &approvals.Service{DB: db, Tools: map[string]approvals.Tool{tool: {Name: tool, Approvers: []string{"U0BENCH"}}},
+	review := &approvals.Service{DB: ledger, Tools: map[string]approvals.Tool{tool: {Name: tool, Approvers: []string{"U0BENCH"}}},
 		Logger: slog.New(slog.DiscardHandler)}
 	time.Sleep(100 * time.Millisecond) // let the LISTEN connection settle after the burst
 	var fromApproval, fromCall []time.Duration
@@ -229,14 +231,14 @@ func pct(d []time.Duration, p float64) time.Duration {
 
 // seed inserts n requests approved a moment ago, with their decisions and
 // ready executions, in three set-based statements.
-func seed(ctx context.Context, db *store.DB, n int) error {
+func seed(ctx context.Context, db *postgres.Driver, n int) error {
 	effect := `{"amount_cents":4200,"currency":"USD","invoice":"inv_8841"}`
 	hash := "sha256:" + sha256Hex([]byte(effect))
 	strs, err := store.EffectStrings([]byte(effect))
 	if err != nil {
 		return err
 	}
-	return db.InTx(ctx, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
 INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, requested_by, status, expires_at)
 SELECT 'wa_bench_' || g, 'b', 'bench', to_jsonb(g), $2, $3, convert_to($4::text, 'UTF8'), $5, 'bench', 'approved', now() + interval '1 day'

@@ -18,13 +18,14 @@ import (
 func TestClaimsAreExclusiveAcrossStoresOnOneFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	stores := make([]*embedded.Store, 2)
+	stores := make([]*store.Ledger, 2)
 	for i := range stores {
-		s, err := embedded.Open(ctx, path)
+		d, err := embedded.Open(ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(s.Close)
+		t.Cleanup(d.Close)
+		s := store.NewLedger(d)
 		if _, err := s.Migrate(ctx, nil); err != nil {
 			t.Fatal(err)
 		}

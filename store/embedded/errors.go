@@ -29,6 +29,18 @@ func translate(err error) error {
 	return unavailable(err)
 }
 
+// wrap is translate with context, the form every primitive returns.
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = translate(err)
+	if errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // unavailable marks err with store.ErrUnavailable when it means the file is
 // out of reach rather than refusing the statement: another connection (or
 // process) held the lock past the busy timeout, or the Store is closed.

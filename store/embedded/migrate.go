@@ -2,30 +2,27 @@ package embedded
 
 import (
 	"context"
-	"embed"
+	"database/sql"
 	"fmt"
-	"io/fs"
 	"log/slog"
 
 	"github.com/pressly/goose/v3"
+
+	"github.com/countersign/countersign/migrations"
 )
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
 // Migrate applies every pending migration and reports how many ran.
-func (s *Store) Migrate(ctx context.Context, logger *slog.Logger) (int, error) {
+func (s *Driver) Migrate(ctx context.Context, logger *slog.Logger) (int, error) {
 	s.migrating.Lock()
 	defer s.migrating.Unlock()
-	files, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		return 0, fmt.Errorf("preparing migrations: %w", err)
-	}
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	if logger != nil {
 		opts = append(opts, goose.WithSlog(logger))
 	}
-	provider, err := goose.NewProvider(goose.DialectSQLite3, s.writer, files, opts...)
+	if err := renumber(ctx, s.writer); err != nil {
+		return 0, err
+	}
+	provider, err := goose.NewProvider(goose.DialectSQLite3, s.writer, migrations.SQLite, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("preparing migrations: %w", err)
 	}
@@ -59,4 +56,23 @@ func countApplied(results []*goose.MigrationResult) int {
 		}
 	}
 	return n
+}
+
+// renumber moves a file migrated before SQLite shared PostgreSQL's migration
+// numbers onto them. SQLite's schema began after PostgreSQL's 00004, so its
+// 00001_ledger holds what PostgreSQL's 00001 to 00004 hold, and it has no
+// 00002 to 00004; its old version 2 is the shared 00005_recently_decided.
+// One statement, so processes migrating at once both leave it renumbered.
+func renumber(ctx context.Context, db *sql.DB) error {
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`).Scan(&tables); err != nil {
+		return fmt.Errorf("reading migration versions: %w", unavailable(err))
+	}
+	if tables == 0 {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE goose_db_version SET version_id = 5 WHERE version_id = 2`); err != nil {
+		return fmt.Errorf("renumbering migration versions: %w", unavailable(err))
+	}
+	return nil
 }

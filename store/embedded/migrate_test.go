@@ -2,11 +2,13 @@ package embedded_test
 
 import (
 	"context"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/countersign/countersign/migrations"
+	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 )
 
@@ -14,18 +16,20 @@ import (
 // separate writer connections) both come up, and each migration is applied
 // once.
 func TestMigrateAcrossStoresOnAFreshFile(t *testing.T) {
-	entries, err := os.ReadDir("migrations")
+	entries, err := fs.ReadDir(migrations.SQLite, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for round := range 3 {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "ledger.db")
-		stores := make([]*embedded.Store, 3)
+		stores := make([]*store.Ledger, 3)
 		for i := range stores {
-			if stores[i], err = embedded.Open(ctx, path); err != nil {
+			d, err := embedded.Open(ctx, path)
+			if err != nil {
 				t.Fatal(err)
 			}
+			stores[i] = store.NewLedger(d)
 			defer stores[i].Close()
 		}
 		applied := make([]int, len(stores))

@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"time"
+
+	"github.com/countersign/countersign/store"
 )
 
 // querier is what a statement needs: a pool or a transaction.
@@ -18,6 +21,8 @@ type querier interface {
 // owes, as PostgreSQL's triggers queue NOTIFYs that fire on commit.
 type writeTx struct {
 	*sql.Tx
+	// now is the clock of the whole transaction, as PostgreSQL's now().
+	now     time.Time
 	changed map[string]struct{}
 	ready   bool
 }
@@ -33,16 +38,46 @@ func (tx *writeTx) requestChanged(requestID string) {
 
 // executionMoved records an execution entering state: its request changed,
 // and a ready execution wakes the dispatcher.
-func (tx *writeTx) executionMoved(requestID, state string) {
+func (tx *writeTx) executionMoved(requestID string, state store.ExecState) {
 	tx.requestChanged(requestID)
-	if state == "ready" {
+	if state == store.ExecReady {
 		tx.ready = true
 	}
 }
 
-// write runs fn in one durable transaction; see transact.
-func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
-	return s.transact(ctx, true, fn)
+// executor runs the primitives outside a transaction (tx nil: reads on the
+// reader pool, each write in a transaction of its own) or in one.
+type executor struct {
+	d  *Driver
+	tx *writeTx
+}
+
+var _ store.Executor = executor{}
+
+// read is where a read runs: in the transaction, which sees its own writes,
+// or on the reader pool.
+func (e executor) read() querier {
+	if e.tx != nil {
+		return e.tx
+	}
+	return e.d.reader
+}
+
+// write runs fn in the transaction, or in a durable one of its own.
+func (e executor) write(ctx context.Context, fn func(tx *writeTx) error) error {
+	if e.tx != nil {
+		return fn(e.tx)
+	}
+	return e.d.transact(ctx, true, fn)
+}
+
+// clock returns now, or the transaction's clock when now is nil, at the
+// stored precision.
+func (tx *writeTx) clock(now *time.Time) time.Time {
+	if now != nil {
+		return fromMicros(now.UnixMicro())
+	}
+	return tx.now
 }
 
 // transact runs fn in one transaction on the writer connection (BEGIN
@@ -52,7 +87,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 // process but may be lost with the machine, like PostgreSQL's
 // synchronous_commit off. SQLite refuses to change synchronous inside a
 // transaction, so it is set around it on the one writer connection.
-func (s *Store) transact(ctx context.Context, durable bool, fn func(tx *writeTx) error) (err error) {
+func (s *Driver) transact(ctx context.Context, durable bool, fn func(tx *writeTx) error) (err error) {
 	defer func() { err = unavailable(err) }()
 	conn, err := s.writer.Conn(ctx)
 	if err != nil {
@@ -69,7 +104,7 @@ func (s *Store) transact(ctx context.Context, durable bool, fn func(tx *writeTx)
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
 	}
-	tx := &writeTx{Tx: sqlTx}
+	tx := &writeTx{Tx: sqlTx, now: clock(nil)}
 	if err := fn(tx); err != nil {
 		_ = sqlTx.Rollback()
 		return err
@@ -78,10 +113,10 @@ func (s *Store) transact(ctx context.Context, durable bool, fn func(tx *writeTx)
 		return fmt.Errorf("committing: %w", translate(err))
 	}
 	for id := range tx.changed {
-		s.NotifyChange(id)
+		s.hub.NotifyChange(id)
 	}
 	if tx.ready {
-		s.NotifyReady()
+		s.hub.NotifyReady()
 	}
 	return nil
 }

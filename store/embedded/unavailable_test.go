@@ -17,13 +17,14 @@ func newRequest(key string) store.NewRequest {
 		Snapshot: []byte(`{"a":1}`), PayloadHash: "sha256:p", RequestedBy: "agent", TTL: time.Hour}
 }
 
-func openMigrated(t *testing.T, path string, busyTimeout time.Duration) *embedded.Store {
+func openMigrated(t *testing.T, path string, busyTimeout time.Duration) *store.Ledger {
 	t.Helper()
-	s, err := embedded.OpenWithBusyTimeout(context.Background(), path, busyTimeout)
+	d, err := embedded.OpenWithBusyTimeout(context.Background(), path, busyTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
+	t.Cleanup(d.Close)
+	s := store.NewLedger(d)
 	if _, err := s.Migrate(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/countersign/countersign/store"
 )
 
 // Times are stored as unix microseconds: PostgreSQL's precision, so both
 // stores return the same instants, and integers compare and sort like times.
 
 // clock returns now, or the current time when now is nil, at the stored
-// precision. PostgreSQL's now() is one value per transaction; callers take
-// the clock once per transaction for the same reason.
+// precision. PostgreSQL's now() is one value per transaction; a transaction
+// takes the clock once (writeTx.clock) for the same reason.
 func clock(now *time.Time) time.Time {
 	if now != nil {
 		return fromMicros(now.UnixMicro())
@@ -27,10 +25,6 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-// jsonTime renders a time inside JSON data as PostgreSQL's jsonb_build_object
-// does for a timestamptz in a UTC session.
-func jsonTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.999999-07:00") }
-
 // newID returns a random (version 4) UUID in PostgreSQL's text form.
 func newID() string {
 	var b [16]byte
@@ -40,11 +34,9 @@ func newID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// canonicalID returns id as stored (lowercase), and whether it is a UUID at
-// all; PostgreSQL's uuid type compares case-insensitively.
-func canonicalID(id string) (string, bool) {
-	return strings.ToLower(id), store.IsUUID(id)
-}
+// canonicalID returns id as stored (lowercase): PostgreSQL's uuid type
+// compares case-insensitively.
+func canonicalID(id string) string { return strings.ToLower(id) }
 
 // encodeData renders event and outbox data; nil is the empty object.
 func encodeData(data map[string]any) (string, error) {

@@ -24,7 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/countersign/countersign/migrations"
-	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 )
 
 // DefaultURL is the test server used when COUNTERSIGN_TEST_DATABASE_URL is unset.
@@ -92,9 +92,9 @@ func dropDatabase(t testing.TB, name string) {
 }
 
 // NewDB opens a pool on a fresh migrated database for this test.
-func NewDB(t testing.TB) *store.DB {
+func NewDB(t testing.TB) *postgres.Driver {
 	t.Helper()
-	db, err := store.Open(context.Background(), NewURL(t))
+	db, err := postgres.Open(context.Background(), NewURL(t))
 	if err != nil {
 		t.Fatalf("opening test database: %v", err)
 	}
@@ -104,7 +104,7 @@ func NewDB(t testing.TB) *store.DB {
 
 var (
 	sharedOnce sync.Once
-	shared     *store.DB
+	shared     *postgres.Driver
 	sharedErr  error
 )
 
@@ -121,7 +121,7 @@ func Tx(t testing.TB) pgx.Tx {
 			sharedErr = templateErr
 			return
 		}
-		shared, sharedErr = store.Open(ctx, withDatabase(AdminURL(), sharedName(templateName)))
+		shared, sharedErr = postgres.Open(ctx, withDatabase(AdminURL(), sharedName(templateName)))
 	})
 	if sharedErr != nil {
 		t.Fatalf("preparing shared test database: %v", sharedErr)
@@ -165,13 +165,13 @@ func NewRoleName(t testing.TB, dbURL string) string {
 }
 
 // NewAppRoleURL prepares a runtime role on the migrated database at dbURL with
-// store.GrantAppRole, dropped when the test ends, and returns the URL that
+// postgres.Driver.GrantAppRole, dropped when the test ends, and returns the URL that
 // connects as it.
 func NewAppRoleURL(t testing.TB, dbURL string) string {
 	t.Helper()
 	ctx := context.Background()
 	name := NewRoleName(t, dbURL)
-	owner, err := store.Open(ctx, dbURL)
+	owner, err := postgres.Open(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("opening test database: %v", err)
 	}
@@ -252,7 +252,7 @@ func buildTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, withDatabase(AdminURL(), building))
+	db, err := postgres.Open(ctx, withDatabase(AdminURL(), building))
 	if err != nil {
 		return err
 	}
@@ -300,11 +300,11 @@ func sharedName(templateName string) string {
 
 func migrationsHash() (string, error) {
 	h := sha256.New()
-	err := fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(migrations.Postgres, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(migrations.FS, path)
+		b, err := fs.ReadFile(migrations.Postgres, path)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package store_test
+package postgres_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -44,7 +45,7 @@ var appRolePrivileges = map[string][]string{
 
 // privilegesOf reads, as the owner, what role may do on every object of the
 // public schema: the privileges granted to it or to PUBLIC.
-func privilegesOf(t *testing.T, owner *store.DB, role string) map[string][]string {
+func privilegesOf(t *testing.T, owner *postgres.Driver, role string) map[string][]string {
 	t.Helper()
 	rows, err := owner.Pool.Query(context.Background(), `
 SELECT 'table ' || c.relname, p FROM pg_class c,
@@ -94,7 +95,7 @@ SELECT 'schema public', NULL`, role)
 }
 
 // assertAppRolePrivileges fails unless role may do exactly what serve needs.
-func assertAppRolePrivileges(t *testing.T, owner *store.DB, role string) {
+func assertAppRolePrivileges(t *testing.T, owner *postgres.Driver, role string) {
 	t.Helper()
 	got := privilegesOf(t, owner, role)
 	for _, object := range slices.Sorted(maps.Keys(got)) {
@@ -144,17 +145,17 @@ FROM pg_roles r WHERE r.rolname = $1`, role).Scan(&super, &createRole, &createDB
 
 // asAppRole returns a fresh migrated database's owner pool, a pool connected
 // as a runtime role prepared by GrantAppRole, and the role's name.
-func asAppRole(t *testing.T) (owner, app *store.DB, role string) {
+func asAppRole(t *testing.T) (owner, app *postgres.Driver, role string) {
 	t.Helper()
 	ctx := context.Background()
 	url := storetest.NewURL(t)
 	appURL := storetest.NewAppRoleURL(t, url)
-	owner, err := store.Open(ctx, url)
+	owner, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(owner.Close)
-	if app, err = store.Open(ctx, appURL); err != nil {
+	if app, err = postgres.Open(ctx, appURL); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(app.Close)
@@ -180,8 +181,8 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	owner, app, _ := asAppRole(t)
-	req := insertRequest(t, app, "wa_role_audit")
-	if _, _, ok, err := app.Decide(ctx, decide(req, store.VerdictApprove, "U1")); err != nil || !ok {
+	req := insertRequest(t, store.NewLedger(app), "wa_role_audit")
+	if _, _, ok, err := store.NewLedger(app).Decide(ctx, decide(req, store.VerdictApprove, "U1")); err != nil || !ok {
 		t.Fatalf("deciding as the runtime role: %v, %v", ok, err)
 	}
 	eventsBefore := countRows(t, owner, `SELECT count(*) FROM events`)
@@ -237,7 +238,7 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 	}
 }
 
-func countRows(t *testing.T, db *store.DB, sql string) int {
+func countRows(t *testing.T, db *postgres.Driver, sql string) int {
 	t.Helper()
 	var n int
 	if err := db.Pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
@@ -252,7 +253,7 @@ func TestGrantAppRoleAgainTakesBackExtras(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := storetest.NewURL(t)
-	owner, err := store.Open(ctx, url)
+	owner, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestGrantAppRoleRefusesBadNamesAndPowerfulRoles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := storetest.NewURL(t)
-	owner, err := store.Open(ctx, url)
+	owner, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestGrantAppRoleRefusesBadNamesAndPowerfulRoles(t *testing.T) {
 	}
 
 	for _, name := range []string{"", "App", "1app", "app-role", `app"; DROP TABLE events; --`, "pg_app", "public", strings.Repeat("a", 64)} {
-		if _, err := owner.GrantAppRole(ctx, name); !errors.Is(err, store.ErrInvalidRoleName) {
+		if _, err := owner.GrantAppRole(ctx, name); !errors.Is(err, postgres.ErrInvalidRoleName) {
 			t.Errorf("GrantAppRole(%q) = %v, want ErrInvalidRoleName", name, err)
 		}
 		if n := countRows(t, owner, `SELECT count(*) FROM pg_roles WHERE rolname = '`+strings.ReplaceAll(name, "'", "''")+`'`); n != 0 {
@@ -329,7 +330,7 @@ func TestGrantAppRoleRefusesBadNamesAndPowerfulRoles(t *testing.T) {
 		writer:     "pg_write_all_data",
 	} {
 		_, err := owner.GrantAppRole(ctx, name)
-		if !errors.Is(err, store.ErrUnsafeAppRole) || !strings.Contains(err.Error(), why) {
+		if !errors.Is(err, postgres.ErrUnsafeAppRole) || !strings.Contains(err.Error(), why) {
 			t.Errorf("GrantAppRole(%s) = %v, want ErrUnsafeAppRole saying %q", name, err, why)
 		}
 		if name == "postgres" || name == superuser || name == writer {
@@ -340,7 +341,7 @@ func TestGrantAppRoleRefusesBadNamesAndPowerfulRoles(t *testing.T) {
 		}
 	}
 
-	empty, err := store.Open(ctx, storetest.NewEmptyURL(t))
+	empty, err := postgres.Open(ctx, storetest.NewEmptyURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestMigrateAsAppRole(t *testing.T) {
 	if _, err := owner.Pool.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id = (SELECT max(version_id) FROM goose_db_version)`); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := app.Migrate(ctx, nil); !errors.Is(err, store.ErrMigratePrivilege) || n != 0 {
+	if n, err := app.Migrate(ctx, nil); !errors.Is(err, postgres.ErrMigratePrivilege) || n != 0 {
 		t.Fatalf("Migrate as the runtime role with a migration pending = %d, %v; want ErrMigratePrivilege", n, err)
 	}
 	if n := countRows(t, owner, `SELECT count(*) FROM goose_db_version`); n != versions-1 {

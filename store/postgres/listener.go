@@ -1,45 +1,44 @@
-package store
+package postgres
 
 import (
 	"context"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/countersign/countersign/store"
 )
 
 // Notification channels written by the schema's triggers.
 const (
-	ChannelChange = "countersign_change" // payload: request id
-	ChannelReady  = "countersign_ready"  // an execution became ready
+	channelChange = "countersign_change" // payload: request id
+	channelReady  = "countersign_ready"  // an execution became ready
 )
 
 // Listener holds one LISTEN connection and fans notifications out to
 // in-process subscribers. It only wakes waiters early; correctness never
 // depends on a notification arriving, so waiters also re-read on timeout.
 type Listener struct {
-	*Hub
-	db     *DB
+	*store.Hub
+	db     *Driver
 	logger *slog.Logger
 
 	listening     chan struct{} // closed once the first LISTEN is in place
 	listeningOnce sync.Once
 }
 
-// NewListener returns a Listener; Run starts it.
-func NewListener(db *DB, logger *slog.Logger) *Listener {
+// newListener returns a Listener; run starts it.
+func newListener(db *Driver, logger *slog.Logger) *Listener {
 	return &Listener{
-		Hub:       NewHub(),
+		Hub:       store.NewHub(),
 		db:        db,
 		logger:    logger,
 		listening: make(chan struct{}),
 	}
 }
 
-// Listening is closed once notifications are being received.
-func (l *Listener) Listening() <-chan struct{} { return l.listening }
-
-// Run listens until ctx ends, reconnecting after a lost connection.
-func (l *Listener) Run(ctx context.Context) {
+// run listens until ctx ends, reconnecting after a lost connection.
+func (l *Listener) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := l.listen(ctx); err != nil && ctx.Err() == nil {
 			l.logger.Warn("listen connection lost", slog.String("error", err.Error()))
@@ -61,7 +60,7 @@ func (l *Listener) listen(ctx context.Context) error {
 	// The connection carries LISTEN state; never hand it back to the pool.
 	conn := pooled.Hijack()
 	defer conn.Close(context.Background())
-	for _, ch := range []string{ChannelChange, ChannelReady} {
+	for _, ch := range []string{channelChange, channelReady} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
 		}
@@ -73,9 +72,9 @@ func (l *Listener) listen(ctx context.Context) error {
 			return err
 		}
 		switch n.Channel {
-		case ChannelChange:
+		case channelChange:
 			l.NotifyChange(n.Payload)
-		case ChannelReady:
+		case channelReady:
 			l.NotifyReady()
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"runtime"
 	"strings"
@@ -15,10 +16,10 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-// Store is the embedded ledger. It wakes its own subscribers (store.Notifier)
-// after each commit that changes what they wait for.
-type Store struct {
-	*store.Hub
+// Driver is the ledger in one SQLite file. It wakes its own subscribers
+// (store.Notifier) after each commit that changes what they wait for.
+type Driver struct {
+	hub *store.Hub
 	// writer holds a single connection: writes queue for it in Go instead of
 	// spinning on SQLITE_BUSY, and each begins IMMEDIATE (see dsn).
 	writer *sql.DB
@@ -30,14 +31,11 @@ type Store struct {
 	migrating sync.Mutex
 }
 
-var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Notifier = (*Store)(nil)
-)
+var _ store.Driver = (*Driver)(nil)
 
 // Open opens the ledger file at path, creating it if missing. Call Migrate
 // before first use.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string) (*Driver, error) {
 	return open(ctx, path, busyTimeout)
 }
 
@@ -45,7 +43,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // process holds before failing (store.ErrUnavailable).
 const busyTimeout = 10 * time.Second
 
-func open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
+func open(ctx context.Context, path string, busyTimeout time.Duration) (*Driver, error) {
 	// The driver reads options after the first '?'; such a path would be cut.
 	if strings.Contains(path, "?") {
 		return nil, fmt.Errorf("opening %s: the path may not contain '?'", path)
@@ -69,7 +67,7 @@ func open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, 
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	reader.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
-	return &Store{Hub: store.NewHub(), writer: writer, reader: reader}, nil
+	return &Driver{hub: store.NewHub(), writer: writer, reader: reader}, nil
 }
 
 // dsn configures every connection:
@@ -100,7 +98,7 @@ func dsn(path string, readOnly bool, busyTimeout time.Duration) string {
 }
 
 // Ping reports whether the file answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Driver) Ping(ctx context.Context) error {
 	if err := s.writer.PingContext(ctx); err != nil {
 		return unavailable(err)
 	}
@@ -108,7 +106,27 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Close closes both connection pools.
-func (s *Store) Close() {
+func (s *Driver) Close() {
 	s.reader.Close()
 	s.writer.Close()
 }
+
+// Executor runs each primitive on its own: reads on the reader pool, writes
+// in a transaction of their own on the writer.
+func (s *Driver) Executor() store.Executor { return executor{d: s} }
+
+// InTx runs fn in one transaction on the writer; see transact.
+func (s *Driver) InTx(ctx context.Context, durable bool, fn func(store.Executor) error) error {
+	return s.transact(ctx, durable, func(tx *writeTx) error { return fn(executor{d: s, tx: tx}) })
+}
+
+// Notifier is the driver itself: its commits wake its subscribers, so
+// there is no loop to run.
+func (s *Driver) Notifier(*slog.Logger) (store.Notifier, func(context.Context), <-chan struct{}) {
+	listening := make(chan struct{})
+	close(listening)
+	return s.hub, nil, listening
+}
+
+// BatchesReads is false: reads are in-process, with no round trip to share.
+func (s *Driver) BatchesReads() bool { return false }

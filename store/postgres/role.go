@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -78,11 +78,11 @@ type AppRole struct {
 // is a superuser, has CREATEROLE, owns objects in the database or is a member
 // of a role that does is refused with ErrUnsafeAppRole. Run it after Migrate,
 // as the schema's owner, and again after each upgrade: it is idempotent.
-func (db *DB) GrantAppRole(ctx context.Context, name string) (role AppRole, err error) {
+func (d *Driver) GrantAppRole(ctx context.Context, name string) (role AppRole, err error) {
 	if err := ValidateRoleName(name); err != nil {
 		return AppRole{}, err
 	}
-	err = db.InTx(ctx, func(tx pgx.Tx) error {
+	err = d.inTx(ctx, func(tx pgx.Tx) error {
 		role, err = grantAppRoleTx(ctx, tx, name)
 		return err
 	})
@@ -229,7 +229,7 @@ END, r.rolcanlogin
 FROM pg_roles r WHERE r.rolname = $1`
 
 // namesOf runs a query returning one text column.
-func namesOf(ctx context.Context, db DBTX, sql string, args ...any) ([]string, error) {
+func namesOf(ctx context.Context, db dbtx, sql string, args ...any) ([]string, error) {
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -26,8 +26,8 @@ var ErrMigratePrivilege = errors.New("the schema has migrations pending that thi
 // Migrate applies every pending migration under an advisory lock and reports
 // how many ran. With none pending it only reads the applied versions, so the
 // runtime role of GrantAppRole may call it.
-func (db *DB) Migrate(ctx context.Context, logger *slog.Logger) (int, error) {
-	sqlDB := stdlib.OpenDBFromPool(db.Pool)
+func (d *Driver) Migrate(ctx context.Context, logger *slog.Logger) (int, error) {
+	sqlDB := stdlib.OpenDBFromPool(d.Pool)
 	defer sqlDB.Close()
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID))
 	if err != nil {
@@ -37,7 +37,7 @@ func (db *DB) Migrate(ctx context.Context, logger *slog.Logger) (int, error) {
 	if logger != nil {
 		opts = append(opts, goose.WithSlog(logger))
 	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, opts...)
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("preparing migrations: %w", err)
 	}

@@ -1,0 +1,11 @@
+package store
+
+// Card is the Slack message showing one round of a request.
+type Card struct {
+	RequestID     string
+	Round         int
+	Channel       string
+	TS            string
+	RenderedState string
+	Settled       bool
+}

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Driver is one database the Ledger runs on: it opens and closes it,
+// migrates it, runs transactions and answers the single-statement
+// primitives of Executor. Domain rules (which audit event and outbox rows a
+// transition writes, who the actor is) live in the Ledger, not here.
+type Driver interface {
+	// Executor runs each primitive on its own, outside any transaction.
+	Executor() Executor
+	// InTx runs fn in one transaction, committed when fn returns nil. With
+	// durable false the commit may return before it is on disk (see
+	// TransitionParams.AsyncCommit).
+	InTx(ctx context.Context, durable bool, fn func(Executor) error) error
+	Migrate(ctx context.Context, logger *slog.Logger) (int, error)
+	Ping(ctx context.Context) error
+	Close()
+	// Notifier returns what wakes this database's waiters and, when the
+	// wake-ups need a loop of their own (PostgreSQL's LISTEN connection),
+	// the function that runs it until ctx ends and a channel closed once it
+	// receives. run is nil when the driver wakes its subscribers after its
+	// own commits.
+	Notifier(logger *slog.Logger) (n Notifier, run func(ctx context.Context), listening <-chan struct{})
+	// BatchesReads reports whether reading many keys in one statement pays
+	// (a network round trip to share); see ReplayReader.
+	BatchesReads() bool
+}
+
+// Executor answers the primitives the Ledger composes: each is one
+// statement (or, on SQLite, what one statement does) and translates its
+// errors to ErrNotFound, ErrConflict and ErrUnavailable. A nil *time.Time
+// means the database clock, read once per transaction.
+type Executor interface {
+	// InsertRequest inserts one request unless its key exists (inserted
+	// false, zero Request). It writes no event and no outbox row.
+	InsertRequest(ctx context.Context, p NewRequest, now *time.Time) (req Request, inserted bool, err error)
+	RequestByKey(ctx context.Context, key string) (Request, error)
+	RequestByID(ctx context.Context, id string) (Request, error)
+	// ReplayRequests reads keys with whether each one's current round has a
+	// card post queued; missing keys are left out.
+	ReplayRequests(ctx context.Context, keys []string) (map[string]Replayed, error)
+	// DecideRequest moves a request pending in p.Round with p.PayloadHash and
+	// not expired to the verdict's status; ok false when it was not so.
+	DecideRequest(ctx context.Context, p DecideParams) (req Request, ok bool, err error)
+	// CancelRequest moves a pending request to cancelled; ok false when it
+	// was not pending.
+	CancelRequest(ctx context.Context, id string, now *time.Time) (req Request, ok bool, err error)
+	// ExpireRequests moves up to limit pending requests past their expiry
+	// to expired, skipping rows another transaction holds.
+	ExpireRequests(ctx context.Context, now *time.Time, limit int) ([]Request, error)
+	// ReopenRequest sends an approved request in round back to pending in
+	// round+1 at at, its expiry at least at+ttl; ok false when it moved on.
+	ReopenRequest(ctx context.Context, id string, round int, at time.Time, ttl time.Duration) (newRound int, ok bool, err error)
+	SetCard(ctx context.Context, id, channel, ts string) error
+	// RedriveCard queues a post of a pending request's card when it was
+	// never posted and none is queued (one conditional insert).
+	RedriveCard(ctx context.Context, id string) error
+
+	InsertDecision(ctx context.Context, d Decision) (Decision, error)
+	DecisionFor(ctx context.Context, requestID string, round int) (Decision, error)
+	LatestDecision(ctx context.Context, requestID string) (Decision, error)
+
+	// InsertEvents appends audit events; a zero At is the database clock.
+	InsertEvents(ctx context.Context, events []Event) error
+	EventsFor(ctx context.Context, requestID string) ([]Event, error)
+	// InsertOutbox queues deliveries; a zero At is the database clock.
+	InsertOutbox(ctx context.Context, rows []NewOutbox) error
+
+	// InsertExecution creates the ready execution of an approval, copying
+	// the request's key, tool and snapshot.
+	InsertExecution(ctx context.Context, e NewExecution) error
+	LatestExecution(ctx context.Context, requestID string) (Execution, error)
+	ExecutionsFor(ctx context.Context, requestID string) ([]Execution, error)
+	ExecutionForDecision(ctx context.Context, decisionID int64) (Execution, error)
+	ExecutionExists(ctx context.Context, id int64, requestID string) (bool, error)
+	// ClaimExecutionRows moves due ready executions to claimed (see
+	// ClaimExecutions) and writes nothing else.
+	ClaimExecutionRows(ctx context.Context, p ClaimParams) ([]Claim, error)
+	// TransitionExecutionRow moves one execution as TransitionExecutions
+	// does and writes nothing else; ok false when it was not so held.
+	TransitionExecutionRow(ctx context.Context, p TransitionParams, t Transition) (a Applied, at time.Time, ok bool, err error)
+	// SupersedeExecution retires a claimed execution still held by
+	// p.Worker at p.Attempt; ok false otherwise.
+	SupersedeExecution(ctx context.Context, p SupersedeParams) (s Superseded, ok bool, err error)
+	// ResolveExecution moves an execution out of needs_review; ok false
+	// when it is not there (or does not exist).
+	ResolveExecution(ctx context.Context, p ResolveParams) (r Resolved, ok bool, err error)
+	// ExpireClaimRows moves up to limit claims past their expiry to unknown.
+	ExpireClaimRows(ctx context.Context, now *time.Time, limit int) ([]ExpiredClaim, error)
+	LeaseUnknowns(ctx context.Context, now *time.Time, lease time.Duration, limit int) ([]Unknown, error)
+	CountUnsettled(ctx context.Context) (unknown, needsReview int, err error)
+	// UnresolvedRequestIDs lists the requests of up to limit executions in
+	// unknown or needs_review, oldest change first.
+	UnresolvedRequestIDs(ctx context.Context, limit int) ([]string, error)
+
+	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]OutboxRow, error)
+	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
+	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
+	RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error
+	PostPending(ctx context.Context, requestID string, round int) (bool, error)
+	OtherPostRows(ctx context.Context, row OutboxRow) (bool, error)
+
+	CardFor(ctx context.Context, requestID string, round int) (Card, error)
+	RecordCard(ctx context.Context, c Card) (Card, error)
+	MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error
+	CardState(ctx context.Context, requestID string, round int) (string, error)
+	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
+
+	RequestsByKeyPrefix(ctx context.Context, prefix string, limit int) ([]Request, error)
+	RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error)
+	PendingRequests(ctx context.Context, limit int) ([]Request, error)
+	RecentlyDecided(ctx context.Context, limit int) ([]Request, error)
+}
+
+// BatchExecutor is an Executor with one-statement versions of the hottest
+// units, each writing its own audit events and outbox rows as the Ledger
+// would from the primitives (the driver test suite holds them to it). The
+// Ledger uses them when a driver has them: on PostgreSQL one statement
+// saves a round trip per row.
+type BatchExecutor interface {
+	Executor
+	InsertRequestsBatch(ctx context.Context, ps []NewRequest, now *time.Time) ([]InsertResult, error)
+	ClaimExecutionsBatch(ctx context.Context, p ClaimParams) ([]Claim, error)
+	TransitionExecutionsBatch(ctx context.Context, p TransitionParams, ts []Transition) ([]Applied, error)
+}
+
+// Replayed is what ReplayRequest reads for one key.
+type Replayed struct {
+	Request    Request
+	PostQueued bool
+}
+
+// NewOutbox is a delivery to queue.
+type NewOutbox struct {
+	Kind      OutboxKind
+	RequestID string
+	Round     int
+	Data      map[string]any
+	At        time.Time
+}
+
+// NewExecution is the execution an approval creates.
+type NewExecution struct {
+	RequestID   string
+	DecisionID  int64
+	MaxAttempts int
+	At          time.Time
+}
+
+// Superseded is an execution SupersedeExecution retired.
+type Superseded struct {
+	RequestID string
+	Round     int // of the decision that approved it
+	At        time.Time
+}
+
+// Resolved is an execution ResolveExecution moved.
+type Resolved struct {
+	Attempts int
+	Round    int
+	At       time.Time
+}
+
+// ExpiredClaim is a claim ExpireClaimRows moved to unknown.
+type ExpiredClaim struct {
+	ExecutionID int64
+	RequestID   string
+	Round       int
+	Attempts    int
+	HeldBy      string
+	At          time.Time
+}

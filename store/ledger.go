@@ -1,0 +1,660 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+)
+
+// Ledger is the Store on any Driver: every transition's rules (its
+// conditions, its audit event, its outbox rows, in one transaction) are
+// written here once, from the driver's single-statement primitives.
+type Ledger struct {
+	driver Driver
+}
+
+var _ Store = (*Ledger)(nil)
+
+// NewLedger returns the Store on d.
+func NewLedger(d Driver) *Ledger { return &Ledger{driver: d} }
+
+// Driver returns the database the ledger runs on.
+func (l *Ledger) Driver() Driver { return l.driver }
+
+func (l *Ledger) ex() Executor { return l.driver.Executor() }
+
+// Migrate applies the driver's pending migrations.
+func (l *Ledger) Migrate(ctx context.Context, logger *slog.Logger) (int, error) {
+	return l.driver.Migrate(ctx, logger)
+}
+
+// Ping reports whether the database answers.
+func (l *Ledger) Ping(ctx context.Context) error { return l.driver.Ping(ctx) }
+
+// Close closes the database.
+func (l *Ledger) Close() { l.driver.Close() }
+
+// executorActor is the audit actor of an executor worker.
+func executorActor(worker string) string { return "executor:" + worker }
+
+// inTx runs fn in one durable transaction.
+func (l *Ledger) inTx(ctx context.Context, fn func(Executor) error) error {
+	return l.driver.InTx(ctx, true, fn)
+}
+
+// write appends events and outbox rows in the caller's transaction.
+func write(ctx context.Context, ex Executor, events []Event, outbox []NewOutbox) error {
+	if len(events) > 0 {
+		if err := ex.InsertEvents(ctx, events); err != nil {
+			return err
+		}
+	}
+	if len(outbox) > 0 {
+		return ex.InsertOutbox(ctx, outbox)
+	}
+	return nil
+}
+
+func updateCard(requestID string, round int, at time.Time) NewOutbox {
+	return NewOutbox{Kind: OutboxUpdateCard, RequestID: requestID, Round: round, At: at}
+}
+
+// InsertRequest stores a new request with its "requested" audit event and the
+// outbox row that posts its card, or returns the request the key already
+// names (inserted false).
+func (l *Ledger) InsertRequest(ctx context.Context, p NewRequest) (Request, bool, error) {
+	results, err := l.InsertRequests(ctx, []NewRequest{p}, p.Now)
+	if err != nil {
+		return Request{}, false, err
+	}
+	return results[0].Request, results[0].Inserted, nil
+}
+
+// InsertRequests stores new requests, each with its audit event and card
+// post, in one commit, and returns one result per request in order; a key
+// that exists already is returned and writes nothing. now, when set, is the
+// creation time of every request.
+func (l *Ledger) InsertRequests(ctx context.Context, ps []NewRequest, now *time.Time) ([]InsertResult, error) {
+	ps = append([]NewRequest(nil), ps...)
+	for i, p := range ps {
+		if !json.Valid(p.Step) {
+			return nil, fmt.Errorf("inserting requests: step of %s is not JSON", p.Key)
+		}
+		if p.EffectStrings == nil {
+			var err error
+			if ps[i].EffectStrings, err = EffectStrings(p.Snapshot); err != nil {
+				return nil, fmt.Errorf("inserting requests: key %s: %w", p.Key, err)
+			}
+		}
+	}
+	if b, ok := l.ex().(BatchExecutor); ok {
+		return b.InsertRequestsBatch(ctx, ps, now)
+	}
+	var results []InsertResult
+	err := l.inTx(ctx, func(ex Executor) error {
+		results = make([]InsertResult, len(ps))
+		var (
+			events []Event
+			outbox []NewOutbox
+		)
+		for i, p := range ps {
+			req, inserted, err := ex.InsertRequest(ctx, p, now)
+			if err == nil && !inserted {
+				req, err = ex.RequestByKey(ctx, p.Key)
+			}
+			if err != nil {
+				return fmt.Errorf("inserting requests: %w", err)
+			}
+			results[i] = InsertResult{Request: req, Inserted: inserted}
+			if inserted {
+				events = append(events, Event{RequestID: req.ID, At: req.CreatedAt, Actor: "agent:" + req.RequestedBy,
+					Kind: "requested", Data: map[string]any{"key": req.Key, "round": req.Round}})
+				outbox = append(outbox, NewOutbox{Kind: OutboxPostCard, RequestID: req.ID, Round: req.Round, At: req.CreatedAt})
+			}
+		}
+		return write(ctx, ex, events, outbox)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// ReplayRequest returns the request stored under key, and whether a card post
+// for its current round is queued. It only reads: replays never write, except
+// through RedriveCard.
+func (l *Ledger) ReplayRequest(ctx context.Context, key string) (Request, bool, error) {
+	if holdsNUL(key) {
+		return Request{}, false, ErrNotFound
+	}
+	found, err := l.ex().ReplayRequests(ctx, []string{key})
+	if err != nil {
+		return Request{}, false, err
+	}
+	r, ok := found[key]
+	if !ok {
+		return Request{}, false, ErrNotFound
+	}
+	return r.Request, r.PostQueued, nil
+}
+
+// ReplayRequests is ReplayRequest for several keys in one read; missing keys
+// are left out.
+func (l *Ledger) ReplayRequests(ctx context.Context, keys []string) (map[string]Replayed, error) {
+	return l.ex().ReplayRequests(ctx, keys)
+}
+
+// RedriveCard queues a card post for the request's round when it is pending,
+// its card was never posted and no post is queued (invariant 2: a replay
+// re-notifies Slack only to re-drive a card that was never posted).
+func (l *Ledger) RedriveCard(ctx context.Context, requestID string) error {
+	if !IsUUID(requestID) {
+		return nil
+	}
+	return l.ex().RedriveCard(ctx, requestID)
+}
+
+// RequestByKey returns the request stored under key.
+func (l *Ledger) RequestByKey(ctx context.Context, key string) (Request, error) {
+	if holdsNUL(key) {
+		return Request{}, ErrNotFound
+	}
+	return l.ex().RequestByKey(ctx, key)
+}
+
+// RequestByID returns the request with the given id.
+func (l *Ledger) RequestByID(ctx context.Context, id string) (Request, error) {
+	if !IsUUID(id) {
+		return Request{}, ErrNotFound
+	}
+	return l.ex().RequestByID(ctx, id)
+}
+
+// RequestByRef returns the request named by its id or its full key.
+func (l *Ledger) RequestByRef(ctx context.Context, ref string) (Request, error) {
+	if IsUUID(ref) {
+		return l.RequestByID(ctx, ref)
+	}
+	return l.RequestByKey(ctx, ref)
+}
+
+// CancelRequest moves a pending request to cancelled with its audit event and
+// card update. cancelled is false when the request was no longer pending.
+func (l *Ledger) CancelRequest(ctx context.Context, id, actor string, now *time.Time) (req Request, cancelled bool, err error) {
+	if !IsUUID(id) {
+		return Request{}, false, ErrNotFound
+	}
+	err = l.inTx(ctx, func(ex Executor) error {
+		req, cancelled, err = ex.CancelRequest(ctx, id, now)
+		if err != nil {
+			return fmt.Errorf("cancelling request: %w", err)
+		}
+		if !cancelled {
+			req, err = ex.RequestByID(ctx, id)
+			return err
+		}
+		return write(ctx, ex,
+			[]Event{{RequestID: req.ID, At: req.UpdatedAt, Actor: actor, Kind: "cancelled", Data: map[string]any{"round": req.Round}}},
+			[]NewOutbox{updateCard(req.ID, req.Round, req.UpdatedAt)})
+	})
+	if err != nil {
+		return Request{}, false, err
+	}
+	return req, cancelled, nil
+}
+
+// ExpireDue moves up to limit pending requests past their expiry to expired,
+// each with its audit event and card update, and returns them.
+func (l *Ledger) ExpireDue(ctx context.Context, now *time.Time, limit int) (reqs []Request, err error) {
+	err = l.inTx(ctx, func(ex Executor) error {
+		if reqs, err = ex.ExpireRequests(ctx, now, limit); err != nil {
+			return fmt.Errorf("expiring requests: %w", err)
+		}
+		events, outbox := make([]Event, len(reqs)), make([]NewOutbox, len(reqs))
+		for i, r := range reqs {
+			events[i] = Event{RequestID: r.ID, At: r.UpdatedAt, Actor: "system", Kind: "expired", Data: map[string]any{"round": r.Round}}
+			outbox[i] = updateCard(r.ID, r.Round, r.UpdatedAt)
+		}
+		return write(ctx, ex, events, outbox)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return reqs, nil
+}
+
+// SetCard records where a request's card was posted.
+func (l *Ledger) SetCard(ctx context.Context, id, channel, ts string) error {
+	if !IsUUID(id) {
+		return nil
+	}
+	return l.ex().SetCard(ctx, id, channel, ts)
+}
+
+// Decide records a verdict if, and only if, the request is still pending in
+// the given round with the given payload hash and has not expired. The
+// conditional status update is the single write that picks the winner;
+// losers find the request decided. On success it also writes the decision,
+// the execution (on approve), the audit event and the card update. decided
+// is false when the request was not in that state.
+func (l *Ledger) Decide(ctx context.Context, p DecideParams) (req Request, d Decision, decided bool, err error) {
+	if !IsUUID(p.RequestID) {
+		return Request{}, Decision{}, false, nil
+	}
+	err = l.inTx(ctx, func(ex Executor) error {
+		req, decided, err = ex.DecideRequest(ctx, p)
+		if err != nil || !decided {
+			return err
+		}
+		d, err = ex.InsertDecision(ctx, Decision{RequestID: req.ID, Round: req.Round, Verdict: p.Verdict,
+			DecidedBy: p.DecidedBy, Via: p.Via, PayloadHashSeen: p.PayloadHash, DecidedAt: req.UpdatedAt})
+		if err != nil {
+			return fmt.Errorf("recording decision: %w", err)
+		}
+		if p.Verdict == VerdictApprove {
+			if err := ex.InsertExecution(ctx, NewExecution{RequestID: req.ID, DecisionID: d.ID,
+				MaxAttempts: p.MaxAttempts, At: d.DecidedAt}); err != nil {
+				return fmt.Errorf("creating execution: %w", err)
+			}
+		}
+		return write(ctx, ex,
+			[]Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: "decided", Data: map[string]any{
+				"verdict": p.Verdict, "round": req.Round, "via": p.Via, "payload_hash_seen": p.PayloadHash}}},
+			[]NewOutbox{updateCard(req.ID, req.Round, d.DecidedAt)})
+	})
+	if err != nil || !decided {
+		return Request{}, Decision{}, false, err
+	}
+	return req, d, true, nil
+}
+
+// DecisionFor returns the decision recorded for a request round.
+func (l *Ledger) DecisionFor(ctx context.Context, requestID string, round int) (Decision, error) {
+	if !IsUUID(requestID) {
+		return Decision{}, ErrNotFound
+	}
+	return l.ex().DecisionFor(ctx, requestID, round)
+}
+
+// LatestDecision returns the decision of the request's highest decided round.
+func (l *Ledger) LatestDecision(ctx context.Context, requestID string) (Decision, error) {
+	if !IsUUID(requestID) {
+		return Decision{}, ErrNotFound
+	}
+	return l.ex().LatestDecision(ctx, requestID)
+}
+
+// AppendEvent appends an audit event; a zero At means the database clock.
+func (l *Ledger) AppendEvent(ctx context.Context, e Event) error {
+	return l.ex().InsertEvents(ctx, []Event{e})
+}
+
+// EventsFor returns a request's audit trail, oldest first.
+func (l *Ledger) EventsFor(ctx context.Context, requestID string) ([]Event, error) {
+	if !IsUUID(requestID) {
+		return nil, nil
+	}
+	return l.ex().EventsFor(ctx, requestID)
+}
+
+// LatestExecution returns the newest execution of a request.
+func (l *Ledger) LatestExecution(ctx context.Context, requestID string) (Execution, error) {
+	if !IsUUID(requestID) {
+		return Execution{}, ErrNotFound
+	}
+	return l.ex().LatestExecution(ctx, requestID)
+}
+
+// ExecutionsFor returns every execution of a request, oldest first.
+func (l *Ledger) ExecutionsFor(ctx context.Context, requestID string) ([]Execution, error) {
+	if !IsUUID(requestID) {
+		return nil, nil
+	}
+	return l.ex().ExecutionsFor(ctx, requestID)
+}
+
+// ExecutionForDecision returns the newest execution created by a decision.
+func (l *Ledger) ExecutionForDecision(ctx context.Context, decisionID int64) (Execution, error) {
+	return l.ex().ExecutionForDecision(ctx, decisionID)
+}
+
+// ClaimExecutions moves up to Limit due ready executions to claimed, counting
+// the attempt on the row and writing each claim's audit event and card
+// update. Rows another worker holds are skipped, so any number of workers
+// can claim at once and none gets the same row.
+func (l *Ledger) ClaimExecutions(ctx context.Context, p ClaimParams) (claims []Claim, err error) {
+	if p.Limit <= 0 || len(p.ClaimTimeouts) == 0 {
+		return nil, nil
+	}
+	if b, ok := l.ex().(BatchExecutor); ok {
+		return b.ClaimExecutionsBatch(ctx, p)
+	}
+	err = l.inTx(ctx, func(ex Executor) error {
+		if claims, err = ex.ClaimExecutionRows(ctx, p); err != nil {
+			return fmt.Errorf("claiming executions: %w", err)
+		}
+		events, outbox := make([]Event, len(claims)), make([]NewOutbox, len(claims))
+		for i, c := range claims {
+			events[i] = Event{RequestID: c.RequestID, At: c.UpdatedAt, Actor: executorActor(p.Worker), Kind: "claimed",
+				Data: map[string]any{"attempt": c.Attempts, "execution_id": c.ID, "claim_expires_at": c.ClaimExpiresAt}}
+			outbox[i] = updateCard(c.RequestID, c.Round, c.UpdatedAt)
+		}
+		return write(ctx, ex, events, outbox)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claims, nil
+}
+
+// TransitionExecutions applies a batch of transitions in one commit: each
+// row moves only if it is still in p.From with the attempt count the caller
+// saw (and, for claims, still held by p.Worker), and each move writes its
+// audit event, its card update and, when asked, a thread reply. It returns
+// the transitions that took effect. With p.AsyncCommit the commit does not
+// wait for the disk (see TransitionParams).
+func (l *Ledger) TransitionExecutions(ctx context.Context, p TransitionParams, ts []Transition) (applied []Applied, err error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	if b, ok := l.ex().(BatchExecutor); ok && !p.AsyncCommit {
+		return b.TransitionExecutionsBatch(ctx, p, ts)
+	}
+	err = l.driver.InTx(ctx, !p.AsyncCommit, func(ex Executor) error {
+		if b, ok := ex.(BatchExecutor); ok {
+			applied, err = b.TransitionExecutionsBatch(ctx, p, ts)
+			return err
+		}
+		applied = nil
+		var (
+			events []Event
+			outbox []NewOutbox
+		)
+		for _, t := range ts {
+			a, at, ok, err := ex.TransitionExecutionRow(ctx, p, t)
+			if err != nil {
+				return fmt.Errorf("recording outcomes: %w", err)
+			}
+			if !ok {
+				continue
+			}
+			applied = append(applied, a)
+			events = append(events, Event{RequestID: a.RequestID, At: at, Actor: p.Actor, Kind: t.Event, Data: t.EventData})
+			outbox = append(outbox, updateCard(a.RequestID, a.Round, at))
+			if t.Reply != "" {
+				outbox = append(outbox, NewOutbox{Kind: OutboxThreadReply, RequestID: a.RequestID, Round: a.Round,
+					Data: map[string]any{"reason": t.Reply}, At: at})
+			}
+		}
+		return write(ctx, ex, events, outbox)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return applied, nil
+}
+
+// Supersede retires a claimed execution before anything was sent and sends
+// its request back to review: the execution becomes superseded, the request
+// pending in a new round, with the audit event, an update of the old round's
+// card and a post of the new round's card. superseded is false when the
+// claim is no longer the caller's or the request moved on (the execution
+// stays retired in the second case).
+func (l *Ledger) Supersede(ctx context.Context, p SupersedeParams) (newRound int, superseded bool, err error) {
+	err = l.inTx(ctx, func(ex Executor) error {
+		s, ok, err := ex.SupersedeExecution(ctx, p)
+		if err != nil || !ok {
+			return err
+		}
+		newRound, superseded, err = ex.ReopenRequest(ctx, s.RequestID, s.Round, s.At, p.RequestTTL)
+		if err != nil || !superseded {
+			return err
+		}
+		return write(ctx, ex,
+			[]Event{{RequestID: s.RequestID, At: s.At, Actor: executorActor(p.Worker), Kind: "superseded",
+				Data: map[string]any{"execution_id": p.ExecutionID, "attempt": p.Attempt, "code": p.Code,
+					"message": p.Message, "round": s.Round, "new_round": newRound}}},
+			[]NewOutbox{updateCard(s.RequestID, s.Round, s.At),
+				{Kind: OutboxPostCard, RequestID: s.RequestID, Round: newRound, At: s.At}})
+	})
+	if err != nil || !superseded {
+		return 0, false, err
+	}
+	return newRound, true, nil
+}
+
+// Resolve moves an execution out of needs_review with its audit event and
+// card update. A move back to ready (a resend under the same key) raises the
+// attempt cap to allow at least one more attempt. resolved is false when the
+// execution exists but is not in needs_review; a missing execution is
+// ErrNotFound.
+func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, err error) {
+	if !IsUUID(p.RequestID) {
+		return false, ErrNotFound
+	}
+	err = l.inTx(ctx, func(ex Executor) error {
+		r, ok, err := ex.ResolveExecution(ctx, p)
+		if err != nil {
+			return fmt.Errorf("resolving execution: %w", err)
+		}
+		if !ok {
+			exists, err := ex.ExecutionExists(ctx, p.ExecutionID, p.RequestID)
+			if err != nil {
+				return fmt.Errorf("resolving execution: %w", err)
+			}
+			if !exists {
+				return ErrNotFound
+			}
+			return nil
+		}
+		resolved = true
+		return write(ctx, ex,
+			[]Event{{RequestID: p.RequestID, At: r.At, Actor: p.By, Kind: "resolved", Data: map[string]any{
+				"execution_id": p.ExecutionID, "action": p.Action, "attempt": r.Attempts, "state": p.To}}},
+			[]NewOutbox{updateCard(p.RequestID, r.Round, r.At)})
+	})
+	if err != nil {
+		return false, err
+	}
+	return resolved, nil
+}
+
+// ExpireClaims moves up to limit claims past their claim_expires_at to
+// unknown, each with its audit event and card update, and returns how many
+// moved. The worker that held such a claim may have sent the write or not;
+// only the provider can say, so the row goes to verification, never straight
+// back to ready.
+func (l *Ledger) ExpireClaims(ctx context.Context, now *time.Time, limit int) (moved int, err error) {
+	err = l.inTx(ctx, func(ex Executor) error {
+		expired, err := ex.ExpireClaimRows(ctx, now, limit)
+		if err != nil {
+			return fmt.Errorf("expiring claims: %w", err)
+		}
+		moved = len(expired)
+		events, outbox := make([]Event, len(expired)), make([]NewOutbox, len(expired))
+		for i, e := range expired {
+			events[i] = Event{RequestID: e.RequestID, At: e.At, Actor: executorActor("reconciler"), Kind: "unknown",
+				Data: map[string]any{"attempt": e.Attempts, "execution_id": e.ExecutionID, "code": "claim_timeout", "held_by": e.HeldBy}}
+			outbox[i] = updateCard(e.RequestID, e.Round, e.At)
+		}
+		return write(ctx, ex, events, outbox)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
+}
+
+// LeaseUnknowns returns up to limit due unknown executions and pushes their
+// next_attempt_at out by lease, so replicas reconciling at once verify each
+// row once per lease. A lease is not a state change: it writes no event.
+func (l *Ledger) LeaseUnknowns(ctx context.Context, now *time.Time, lease time.Duration, limit int) ([]Unknown, error) {
+	return l.ex().LeaseUnknowns(ctx, now, lease, limit)
+}
+
+// CountUnsettled returns how many executions are unknown and how many wait
+// for a human.
+func (l *Ledger) CountUnsettled(ctx context.Context) (unknown, needsReview int, err error) {
+	return l.ex().CountUnsettled(ctx)
+}
+
+// EnqueueOutbox queues a Slack delivery; a zero at means the database clock.
+func (l *Ledger) EnqueueOutbox(ctx context.Context, kind OutboxKind, requestID string, round int, data map[string]any, at time.Time) error {
+	return l.ex().InsertOutbox(ctx, []NewOutbox{{Kind: kind, RequestID: requestID, Round: round, Data: data, At: at}})
+}
+
+// ClaimOutbox leases up to limit due deliveries, oldest first: their
+// next_attempt_at moves lease into the future, so another worker skips them
+// until the lease runs out (a crashed worker's rows come back by themselves).
+// Each claim counts as an attempt, so a row claimed before is one whose
+// earlier delivery may have landed. No transaction stays open while Slack is
+// called.
+func (l *Ledger) ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]OutboxRow, error) {
+	claimed, err := l.ex().ClaimOutbox(ctx, limit, lease)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(claimed, func(i, j int) bool { return claimed[i].ID < claimed[j].ID })
+	return claimed, nil
+}
+
+// MarkOutboxDelivered records a delivery that landed; note, if any, says why
+// nothing had to be sent.
+func (l *Ledger) MarkOutboxDelivered(ctx context.Context, id int64, note string) error {
+	return l.ex().MarkOutboxDelivered(ctx, id, note)
+}
+
+// MarkOutboxFailed records a delivery that can never land, with its reason.
+func (l *Ledger) MarkOutboxFailed(ctx context.Context, id int64, reason string) error {
+	return l.ex().MarkOutboxFailed(ctx, id, reason)
+}
+
+// RetryOutbox puts a delivery back for another try after delay, on the
+// database clock. attempted says whether Slack was called this time; a
+// delivery only postponed (its channel is paused, its card not posted yet)
+// gives its claim back and keeps the last error of a real attempt.
+func (l *Ledger) RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error {
+	return l.ex().RetryOutbox(ctx, id, delay, reason, attempted)
+}
+
+// PostPending reports whether a post of the request round's card is still
+// waiting to be delivered.
+func (l *Ledger) PostPending(ctx context.Context, requestID string, round int) (bool, error) {
+	if !IsUUID(requestID) {
+		return false, nil
+	}
+	return l.ex().PostPending(ctx, requestID, round)
+}
+
+// OtherPostRows reports whether the round of row's request has post rows
+// besides row, in any state: an earlier one may have posted the card.
+func (l *Ledger) OtherPostRows(ctx context.Context, row OutboxRow) (bool, error) {
+	return l.ex().OtherPostRows(ctx, row)
+}
+
+// CardFor returns the card of a request round, or ErrNotFound if it was
+// never recorded.
+func (l *Ledger) CardFor(ctx context.Context, requestID string, round int) (Card, error) {
+	if !IsUUID(requestID) {
+		return Card{}, ErrNotFound
+	}
+	return l.ex().CardFor(ctx, requestID, round)
+}
+
+// RecordCard stores where a round's card was posted and the state it showed,
+// and, when it is the request's current round, the request's card_channel and
+// card_ts. The first recorded card of a round wins; the card that stands is
+// returned.
+func (l *Ledger) RecordCard(ctx context.Context, c Card) (Card, error) {
+	return l.ex().RecordCard(ctx, c)
+}
+
+// MarkCardRendered records the state a card now shows.
+func (l *Ledger) MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error {
+	return l.ex().MarkCardRendered(ctx, requestID, round, state, settled)
+}
+
+// CardState returns what a round's card must show: "superseded", "pending",
+// "rejected", "expired", "cancelled", or "approved/<execution
+// state>/<attempts>".
+func (l *Ledger) CardState(ctx context.Context, requestID string, round int) (string, error) {
+	if !IsUUID(requestID) {
+		return "", ErrNotFound
+	}
+	return l.ex().CardState(ctx, requestID, round)
+}
+
+// EnqueueStaleCards is the convergence sweep's write: it queues an update for
+// up to limit unsettled cards whose shown state differs from the ledger's
+// and that have no update waiting (nor one that failed in the last ten
+// minutes), and a post for pending rounds whose card was never recorded and
+// has no post waiting (nor one failed in the last ten minutes). It returns
+// how many deliveries it queued. Safe on every replica at once: a duplicate
+// delivery renders the same state.
+func (l *Ledger) EnqueueStaleCards(ctx context.Context, limit int) (int, error) {
+	return l.ex().EnqueueStaleCards(ctx, limit)
+}
+
+// RequestsByKeyPrefix returns up to limit requests whose key starts with
+// prefix, in key order, by a range scan on the key's unique index (byte
+// order), so a prefix never becomes a LIKE pattern.
+func (l *Ledger) RequestsByKeyPrefix(ctx context.Context, prefix string, limit int) ([]Request, error) {
+	if holdsNUL(prefix) {
+		return nil, nil
+	}
+	return l.ex().RequestsByKeyPrefix(ctx, prefix, limit)
+}
+
+// RequestsByEffectString returns up to limit requests, newest first, whose
+// effect holds value as a string at any depth (EffectStrings, stored at
+// intake and indexed).
+func (l *Ledger) RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error) {
+	if holdsNUL(value) {
+		return nil, nil
+	}
+	return l.ex().RequestsByEffectString(ctx, value, limit)
+}
+
+// PendingRequests returns up to limit pending requests, soonest expiry first.
+func (l *Ledger) PendingRequests(ctx context.Context, limit int) ([]Request, error) {
+	return l.ex().PendingRequests(ctx, limit)
+}
+
+// RecentlyDecided returns up to limit requests that left pending (decided,
+// expired or cancelled), most recently changed first.
+func (l *Ledger) RecentlyDecided(ctx context.Context, limit int) ([]Request, error) {
+	return l.ex().RecentlyDecided(ctx, limit)
+}
+
+// Unresolved is a request whose write is in doubt: its execution is unknown
+// (being reconciled) or needs a human.
+type Unresolved struct {
+	Request   Request
+	Execution Execution
+}
+
+// UnresolvedExecutions returns up to limit executions in unknown or
+// needs_review, oldest change first, with their requests.
+func (l *Ledger) UnresolvedExecutions(ctx context.Context, limit int) ([]Unresolved, error) {
+	ex := l.ex()
+	ids, err := ex.UnresolvedRequestIDs(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing unresolved executions: %w", err)
+	}
+	out := make([]Unresolved, 0, len(ids))
+	for _, id := range ids {
+		req, err := ex.RequestByID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		e, err := ex.LatestExecution(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Unresolved{Request: req, Execution: e})
+	}
+	return out, nil
+}
