@@ -166,3 +166,14 @@ func TestRequestPageFollowsARunningWrite(t *testing.T) {
 		t.Errorf("an unknown request answered %d", status)
 	}
 }
+
+func TestBlankSummariesSaySo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	req := b.submit(t, &intentOpts{Summary: ptr("")})
+	decide(t, b.server, decisionForm(req, store.VerdictApprove))
+	status, page := get(t, b.server, DefaultPrefix+"/")
+	if status != http.StatusOK || !strings.Contains(page, `<span class="none">no summary</span></td><td class="state">approved`) {
+		t.Fatalf("the recently decided row does not mark the blank summary:\n%s", page)
+	}
+}
