@@ -35,20 +35,27 @@ func RefusalCodes() []string {
 	}
 }
 
-// The words of refusals that carry no detail.
-const (
-	msgUnauthorized    = "A valid agent bearer token is required."
-	msgTooLarge        = "The body is larger than 1 MiB."
-	msgKeyTaken        = "This key already names a request of another agent; send a different key."
-	msgKeyReused       = "This key already names a request with different run, step, tool or effect fields."
-	msgNotFound        = "No request has that id or key."
-	msgStaleCard       = "This card is stale: the request has a newer round or a different payload since it was shown. Nothing was recorded; decide on the newest card."
-	msgNotApprover     = "You are not an approver for this tool. Nothing was recorded; the attempt was audited."
-	msgSelfApproval    = "This request was made for you, so someone else has to approve it. Nothing was recorded; the attempt was audited."
-	msgAlreadyResolved = "This write was already resolved. Nothing changed."
-	msgUnavailable     = "countersign cannot reach its database right now; try again in a moment."
-	msgInternal        = "countersign could not complete this just now. Nothing was recorded by this attempt; it is safe to try again."
-)
+// fixed are the refusals whose words carry no detail, by code.
+var fixed = map[string]Refusal{
+	CodeUnauthorized: {Code: CodeUnauthorized, Status: http.StatusUnauthorized,
+		Message: "A valid agent bearer token is required."},
+	CodeTooLarge: {Code: CodeTooLarge, Status: http.StatusRequestEntityTooLarge,
+		Message: "The body is larger than 1 MiB."},
+	CodeNotFound: {Code: CodeNotFound, Status: http.StatusNotFound,
+		Message: "No request has that id or key."},
+	CodeStaleCard: {Code: CodeStaleCard, Status: http.StatusConflict,
+		Message: "This card is stale: the request has a newer round or a different payload since it was shown. Nothing was recorded; decide on the newest card."},
+	CodeNotApprover: {Code: CodeNotApprover, Status: http.StatusForbidden,
+		Message: "You are not an approver for this tool. Nothing was recorded; the attempt was audited."},
+	CodeSelfApproval: {Code: CodeSelfApproval, Status: http.StatusForbidden,
+		Message: "This request was made for you, so someone else has to approve it. Nothing was recorded; the attempt was audited."},
+	CodeAlreadyResolved: {Code: CodeAlreadyResolved, Status: http.StatusConflict,
+		Message: "This write was already resolved. Nothing changed."},
+	CodeUnavailable: {Code: CodeUnavailable, Status: http.StatusServiceUnavailable,
+		Message: "countersign cannot reach its database right now; try again in a moment."},
+	CodeInternal: {Code: CodeInternal, Status: http.StatusInternalServerError,
+		Message: "countersign could not complete this just now. Nothing was recorded by this attempt; it is safe to try again."},
+}
 
 // RefusalFor maps an error of this package's service (or of the store
 // beneath it) to its refusal. An error it does not know is internal: its
@@ -68,34 +75,36 @@ func RefusalFor(err error) Refusal {
 		}
 		return Refusal{Code: input.Code, Status: status, Message: input.Message, Field: input.Field}
 	case errors.Is(err, ErrUnauthorized):
-		return Refusal{Code: CodeUnauthorized, Status: http.StatusUnauthorized, Message: msgUnauthorized}
+		return fixed[CodeUnauthorized]
 	case errors.Is(err, ErrTooLarge), errors.As(err, &maxBytes):
-		return Refusal{Code: CodeTooLarge, Status: http.StatusRequestEntityTooLarge, Message: msgTooLarge}
+		return fixed[CodeTooLarge]
 	case store.IsUnavailable(err):
-		return Refusal{Code: CodeUnavailable, Status: http.StatusServiceUnavailable, Message: msgUnavailable}
+		return fixed[CodeUnavailable]
 	case errors.Is(err, ErrKeyTaken):
-		return Refusal{Code: CodeKeyReused, Status: http.StatusConflict, Message: msgKeyTaken}
+		return Refusal{Code: CodeKeyReused, Status: http.StatusConflict,
+			Message: "This key already names a request of another agent; send a different key."}
 	case errors.Is(err, ErrKeyReused):
-		return Refusal{Code: CodeKeyReused, Status: http.StatusConflict, Message: msgKeyReused}
+		return Refusal{Code: CodeKeyReused, Status: http.StatusConflict,
+			Message: "This key already names a request with different run, step, tool or effect fields."}
 	case errors.As(err, &unknownTool):
 		return Refusal{Code: CodeUnknownTool, Status: http.StatusUnprocessableEntity,
 			Message: "Tool " + strconv.Quote(unknownTool.Tool) + " is not configured."}
 	case errors.Is(err, ErrUnknownTool):
 		return Refusal{Code: CodeUnknownTool, Status: http.StatusUnprocessableEntity, Message: "The tool is not configured."}
 	case errors.Is(err, ErrNotFound):
-		return Refusal{Code: CodeNotFound, Status: http.StatusNotFound, Message: msgNotFound}
+		return fixed[CodeNotFound]
 	case errors.As(err, &notPending):
 		return notPending.refusal()
 	case errors.Is(err, ErrStaleCard):
-		return Refusal{Code: CodeStaleCard, Status: http.StatusConflict, Message: msgStaleCard}
+		return fixed[CodeStaleCard]
 	case errors.Is(err, ErrSelfApproval):
-		return Refusal{Code: CodeSelfApproval, Status: http.StatusForbidden, Message: msgSelfApproval}
+		return fixed[CodeSelfApproval]
 	case errors.Is(err, ErrNotAllowed):
-		return Refusal{Code: CodeNotApprover, Status: http.StatusForbidden, Message: msgNotApprover}
+		return fixed[CodeNotApprover]
 	case errors.Is(err, ErrAlreadyResolved):
-		return Refusal{Code: CodeAlreadyResolved, Status: http.StatusConflict, Message: msgAlreadyResolved}
+		return fixed[CodeAlreadyResolved]
 	}
-	return Refusal{Code: CodeInternal, Status: http.StatusInternalServerError, Message: msgInternal}
+	return fixed[CodeInternal]
 }
 
 // RefusalByCode returns the refusal a code stands for when its words need no
@@ -103,30 +112,8 @@ func RefusalFor(err error) Refusal {
 // whose words name a field or a tool). A surface that carries only the code,
 // such as the inbox across a redirect, shows the words from here.
 func RefusalByCode(code string) (Refusal, bool) {
-	var err error
-	switch code {
-	case CodeUnauthorized:
-		err = ErrUnauthorized
-	case CodeTooLarge:
-		err = ErrTooLarge
-	case CodeNotFound:
-		err = ErrNotFound
-	case CodeStaleCard:
-		err = ErrStaleCard
-	case CodeNotApprover:
-		err = ErrNotAllowed
-	case CodeSelfApproval:
-		err = ErrSelfApproval
-	case CodeAlreadyResolved:
-		err = ErrAlreadyResolved
-	case CodeUnavailable:
-		err = store.ErrUnavailable
-	case CodeInternal:
-		err = errors.New("internal")
-	default:
-		return Refusal{}, false
-	}
-	return RefusalFor(err), true
+	r, ok := fixed[code]
+	return r, ok
 }
 
 // refusal words a request that is no longer pending: the decision that
