@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -43,6 +42,9 @@ type Config struct {
 	dataDirErr error
 	// missingVars lists ${VAR} references with no value in the environment.
 	missingVars []string
+	// fileErrs are the configuration file's own problems (YAMLError, or
+	// its syntax), reported by Validate with the others.
+	fileErrs []error
 }
 
 // FileConfig is the YAML file named by COUNTERSIGN_CONFIG.
@@ -145,9 +147,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading COUNTERSIGN_CONFIG: %w", err)
 		}
-		if err := cfg.parseFile(raw, getenv); err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.ConfigPath, err)
-		}
+		cfg.parseFile(raw, getenv)
 	}
 	cfg.applyDefaults()
 	return cfg, nil
@@ -156,11 +156,14 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // parseFile expands ${VAR} inside scalar values only (never in the raw text,
-// so a value cannot inject YAML structure) and decodes strictly.
-func (c *Config) parseFile(raw []byte, getenv func(string) string) error {
+// so a value cannot inject YAML structure) and decodes strictly. Problems
+// with the file are kept for Validate, which reports them with every other
+// problem; what could be read is decoded, so the rest is checked too.
+func (c *Config) parseFile(raw []byte, getenv func(string) string) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return err
+		c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %s", c.ConfigPath, strings.TrimPrefix(err.Error(), "yaml: ")))
+		return
 	}
 	var expand func(n *yaml.Node)
 	expand = func(n *yaml.Node) {
@@ -179,17 +182,18 @@ func (c *Config) parseFile(raw []byte, getenv func(string) string) error {
 		}
 	}
 	expand(&doc)
-	expanded, err := yaml.Marshal(&doc)
-	if err != nil {
-		return err
+	problems := checkYAML(&doc, reflect.TypeFor[FileConfig](), "")
+	for _, p := range problems {
+		c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %w", c.ConfigPath, p))
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(expanded))
-	dec.KnownFields(true)
-	// An empty file decodes to the defaults.
-	if err := dec.Decode(&c.File); err != nil && !errors.Is(err, io.EOF) {
-		return err
+	// An empty file decodes to the defaults. checkYAML has named every value
+	// the decoder would refuse, so its own (Go-typed) words are needed only
+	// if the two ever disagree.
+	if len(doc.Content) > 0 {
+		if err := doc.Decode(&c.File); err != nil && len(problems) == 0 {
+			c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %w", c.ConfigPath, err))
+		}
 	}
-	return nil
 }
 
 func (c *Config) applyDefaults() {
@@ -234,6 +238,7 @@ func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
+	errs = append(errs, c.fileErrs...)
 	if c.dataDirErr != nil {
 		errs = append(errs, c.dataDirErr)
 	}
