@@ -36,15 +36,16 @@ const noticeDecided = "decided"
 // Only the code crosses the redirect, so the page needs no state on the
 // server and a link cannot inject text.
 func noticeFor(code string, d lookup.Detail) *notice {
-	if code == noticeDecided {
+	var ref approvals.Refusal
+	switch code {
+	case noticeDecided:
 		return &notice{Level: "ok", Code: code, Message: "Your decision is recorded."}
-	}
-	ref, ok := approvals.RefusalByCode(code)
-	if code == approvals.CodeAlreadyDecided {
-		ref, ok = approvals.RefusalFor(&approvals.NotPendingError{Status: d.Request.Status, Decision: d.Decision}), true
-	}
-	if !ok {
-		return nil
+	case approvals.CodeAlreadyDecided:
+		ref = approvals.RefusalFor(&approvals.NotPendingError{Status: d.Request.Status, Decision: d.Decision})
+	case approvals.CodeStaleCard, approvals.CodeNotApprover, approvals.CodeSelfApproval:
+		ref, _ = approvals.RefusalByCode(code)
+	default:
+		return nil // decide redirects with no other code
 	}
 	level := "error"
 	if ref.Code == approvals.CodeAlreadyDecided {
@@ -83,10 +84,9 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		ref := approvals.RefusalFor(err)
-		switch ref.Code {
-		case approvals.CodeAlreadyDecided, approvals.CodeStaleCard, approvals.CodeNotApprover, approvals.CodeSelfApproval:
+		if noticeFor(ref.Code, lookup.Detail{}) != nil {
 			code = ref.Code // shown on the request page, as it stands
-		default:
+		} else {
 			h.refuse(w, "inbox decision", err, slog.String("request_id", d.RequestID))
 			return
 		}
