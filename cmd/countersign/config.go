@@ -32,6 +32,9 @@ type Config struct {
 	DataDir string
 	// InboxReviewer is the user id the local review inbox decides as.
 	InboxReviewer string
+	// LogFormat is COUNTERSIGN_LOG_FORMAT: "text", "json", or empty for
+	// text on a terminal and JSON otherwise.
+	LogFormat string
 	// InboxSetting is COUNTERSIGN_INBOX: "on", "off", or empty for on
 	// exactly when Slack is not configured.
 	InboxSetting string
@@ -105,6 +108,9 @@ type EndpointConfig struct {
 	Headers map[string]string `yaml:"headers"`
 }
 
+// databaseURLForm shows the form COUNTERSIGN_DATABASE_URL takes.
+const databaseURLForm = "postgres://user:password@host:5432/dbname?sslmode=require"
+
 // Defaults applied where the file is silent.
 const (
 	defaultListen            = ":8080"
@@ -132,6 +138,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		DispatchSecret:     getenv("COUNTERSIGN_DISPATCH_SECRET"),
 		InboxReviewer:      orDefault(getenv("COUNTERSIGN_INBOX_REVIEWER"), defaultInboxReviewer),
 		InboxSetting:       getenv("COUNTERSIGN_INBOX"),
+		LogFormat:          getenv("COUNTERSIGN_LOG_FORMAT"),
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
@@ -244,6 +251,14 @@ func (c *Config) Validate() error {
 	}
 	for _, name := range c.missingVars {
 		add("the config refers to ${%s}, but %s is not set in the environment", name, name)
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		add("COUNTERSIGN_DATABASE_URL is not a PostgreSQL URL: write it as %s, or unset it for the embedded store", databaseURLForm)
+	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		add("COUNTERSIGN_LOG_FORMAT is %q: use text or json, or leave it unset (text on a terminal, else json)", c.LogFormat)
 	}
 	switch c.InboxSetting {
 	case "", "on", "off":
