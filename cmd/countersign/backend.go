@@ -79,7 +79,7 @@ func openStore(ctx context.Context, cfg *Config) (*store.Ledger, string, error) 
 	if cfg.DatabaseURL != "" {
 		db, err := postgres.Open(ctx, cfg.DatabaseURL)
 		if err != nil {
-			return nil, "", err
+			return nil, "", fmt.Errorf("COUNTERSIGN_DATABASE_URL (%s): %w", databaseURLForm, err)
 		}
 		return store.NewLedger(db), "PostgreSQL", nil
 	}
