@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 )
 
 func TestIntakeBatcherConcurrentInserts(t *testing.T) {
@@ -24,7 +25,7 @@ func TestIntakeBatcherConcurrentInserts(t *testing.T) {
 			err      error
 		}
 		outcomes := make([][callers]outcome, keys)
-		release(keys*callers, func(i int) {
+		drivertest.Release(keys*callers, func(i int) {
 			k, c := i/callers, i%callers
 			req, inserted, err := batcher.Insert(ctx, newRequest(fmt.Sprintf("wa_batch_%02d", k), "sha256:b"))
 			outcomes[k][c] = outcome{req.ID, inserted, err}
@@ -47,7 +48,7 @@ func TestIntakeBatcherConcurrentInserts(t *testing.T) {
 				t.Errorf("key %d: %d callers report inserted, want 1", k, inserted)
 			}
 		}
-		if requests, events := b.count(t, `SELECT count(*) FROM requests`), b.count(t, `SELECT count(*) FROM events`); requests != keys || events != keys {
+		if requests, events := b.Count(t, `SELECT count(*) FROM requests`), b.Count(t, `SELECT count(*) FROM events`); requests != keys || events != keys {
 			t.Errorf("requests %d, events %d; want %d each", requests, events, keys)
 		}
 
@@ -79,7 +80,7 @@ func poisons(backend string) map[string]func(p *store.NewRequest) {
 func TestIntakeBatchPoisonedMemberFailsAlone(t *testing.T) {
 	forEachStore(t, func(t *testing.T, b *backend) {
 		batcher := store.NewIntakeBatcher(b, 1, 16)
-		for name, poison := range poisons(b.name) {
+		for name, poison := range poisons(b.Name) {
 			ps := make([]store.NewRequest, 8)
 			for i := range ps {
 				ps[i] = newRequest(fmt.Sprintf("wa_%s_%d", strings.ReplaceAll(name, " ", "_"), i), "sha256:b")
@@ -95,8 +96,8 @@ func TestIntakeBatchPoisonedMemberFailsAlone(t *testing.T) {
 				}
 			}
 		}
-		want := 7 * len(poisons(b.name))
-		if requests, events := b.count(t, `SELECT count(*) FROM requests`), b.count(t, `SELECT count(*) FROM events`); requests != want || events != want {
+		want := 7 * len(poisons(b.Name))
+		if requests, events := b.Count(t, `SELECT count(*) FROM requests`), b.Count(t, `SELECT count(*) FROM events`); requests != want || events != want {
 			t.Errorf("requests %d, events %d; want %d each", requests, events, want)
 		}
 	})
@@ -111,12 +112,12 @@ func TestIntakeBatcherPoisonedInsertsFailAlone(t *testing.T) {
 		batcher := store.NewIntakeBatcher(b, 1, 64)
 		go batcher.Run(ctx)
 		var kinds []func(p *store.NewRequest)
-		for _, poison := range poisons(b.name) {
+		for _, poison := range poisons(b.Name) {
 			kinds = append(kinds, poison)
 		}
 		const good, bad = 40, 10
 		errs := make([]error, good+bad)
-		release(good+bad, func(i int) {
+		drivertest.Release(good+bad, func(i int) {
 			p := newRequest(fmt.Sprintf("wa_mixed_%02d", i), "sha256:b")
 			if i%5 == 4 {
 				kinds[i/5%len(kinds)](&p)
@@ -131,7 +132,7 @@ func TestIntakeBatcherPoisonedInsertsFailAlone(t *testing.T) {
 				t.Errorf("good insert %d: %v", i, err)
 			}
 		}
-		if n := b.count(t, `SELECT count(*) FROM requests`); n != good {
+		if n := b.Count(t, `SELECT count(*) FROM requests`); n != good {
 			t.Errorf("requests = %d, want %d", n, good)
 		}
 	})

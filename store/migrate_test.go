@@ -18,11 +18,11 @@ var migrationFiles = map[string]func() ([]fs.DirEntry, error){
 
 func TestMigrateFreshDatabaseConcurrentlyThenIdempotent(t *testing.T) {
 	for _, bk := range backends {
-		t.Run(bk.name, func(t *testing.T) {
+		t.Run(bk.Name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			b := bk.open(t, false)
-			entries, err := migrationFiles[bk.name]()
+			b := bk.Open(t, false)
+			entries, err := migrationFiles[bk.Name]()
 			if err != nil {
 				t.Fatal(err)
 			}

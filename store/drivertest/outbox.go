@@ -1,0 +1,156 @@
+package drivertest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/store"
+)
+
+func testOutboxClaimDeliverRetry(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	req := insertRequest(t, b, "wa_outbox")
+	if err := b.EnqueueOutbox(ctx, store.OutboxThreadReply, req.ID, 1, map[string]any{"reason": "why"}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := b.ClaimOutbox(ctx, 10, time.Minute)
+	if err != nil || len(rows) != 2 || rows[0].Kind != store.OutboxPostCard || rows[1].Kind != store.OutboxThreadReply ||
+		rows[1].Data["reason"] != "why" || rows[0].Attempts != 1 || rows[0].RequestID != req.ID || rows[0].Round != 1 {
+		t.Fatalf("ClaimOutbox = %+v, %v", rows, err)
+	}
+	// Leased: nothing more to claim until the lease runs out.
+	if again, err := b.ClaimOutbox(ctx, 10, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("second ClaimOutbox = %d, %v", len(again), err)
+	}
+	if err := b.MarkOutboxDelivered(ctx, rows[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := b.PostPending(ctx, req.ID, 1); err != nil || pending {
+		t.Errorf("PostPending after delivery = %v, %v", pending, err)
+	}
+	// A real attempt that failed keeps its count and error; a postponed
+	// one gives the claim back and keeps the earlier error.
+	if err := b.RetryOutbox(ctx, rows[1].ID, 0, "rate_limited", true); err != nil {
+		t.Fatal(err)
+	}
+	retried, err := b.ClaimOutbox(ctx, 10, time.Minute)
+	if err != nil || len(retried) != 1 || retried[0].Attempts != 2 || retried[0].LastError != "rate_limited" {
+		t.Fatalf("after retry = %+v, %v", retried, err)
+	}
+	if err := b.RetryOutbox(ctx, rows[1].ID, 0, "paused", false); err != nil {
+		t.Fatal(err)
+	}
+	postponed, err := b.ClaimOutbox(ctx, 10, time.Minute)
+	if err != nil || len(postponed) != 1 || postponed[0].Attempts != 2 || postponed[0].LastError != "rate_limited" {
+		t.Fatalf("after postpone = %+v, %v", postponed, err)
+	}
+	if err := b.MarkOutboxFailed(ctx, rows[1].ID, "channel_not_found"); err != nil {
+		t.Fatal(err)
+	}
+	// Settled rows ignore later marks.
+	if err := b.MarkOutboxDelivered(ctx, rows[1].ID, "late"); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.Count(t, `SELECT count(*) FROM outbox WHERE state = 'failed' AND last_error = 'channel_not_found'`); n != 1 {
+		t.Errorf("failed rows = %d, want 1", n)
+	}
+	if n := b.Count(t, `SELECT count(*) FROM outbox WHERE state = 'pending'`); n != 0 {
+		t.Errorf("pending rows = %d, want 0", n)
+	}
+}
+
+func testOutboxClaimsAreExclusiveUnderConcurrency(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	const rows, workers = 30, 5
+	req := insertRequest(t, b, "wa_outbox_race")
+	for range rows - 1 {
+		if err := b.EnqueueOutbox(ctx, store.OutboxUpdateCard, req.ID, 1, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	seen := make(map[int64]int)
+	errs := make([]error, workers)
+	Release(workers, func(i int) {
+		for {
+			claimed, err := b.ClaimOutbox(ctx, 4, time.Hour)
+			if err != nil || len(claimed) == 0 {
+				errs[i] = err
+				return
+			}
+			mu.Lock()
+			for _, r := range claimed {
+				seen[r.ID]++
+			}
+			mu.Unlock()
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v", i, err)
+		}
+	}
+	if len(seen) != rows {
+		t.Errorf("%d rows claimed, want %d", len(seen), rows)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("row %d claimed %d times", id, n)
+		}
+	}
+}
+
+func testCardsRecordFirstAndConverge(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	req := insertRequest(t, b, "wa_card")
+	if _, err := b.CardFor(ctx, req.ID, 1); err != store.ErrNotFound {
+		t.Fatalf("CardFor before posting = %v, want ErrNotFound", err)
+	}
+	first, err := b.RecordCard(ctx, store.Card{RequestID: req.ID, Round: 1, Channel: "C1", TS: "1.1", RenderedState: "pending"})
+	if err != nil || first.TS != "1.1" {
+		t.Fatalf("RecordCard = %+v, %v", first, err)
+	}
+	second, err := b.RecordCard(ctx, store.Card{RequestID: req.ID, Round: 1, Channel: "C2", TS: "2.2", RenderedState: "pending"})
+	if err != nil || second.TS != "1.1" || second.Channel != "C1" {
+		t.Fatalf("second RecordCard = %+v, %v; want the first card", second, err)
+	}
+	if got, _ := b.RequestByID(ctx, req.ID); got.CardChannel != "C1" || got.CardTS != "1.1" {
+		t.Errorf("request card = %s %s", got.CardChannel, got.CardTS)
+	}
+	// The card shows pending: nothing to converge.
+	if n, err := b.EnqueueStaleCards(ctx, 10); err != nil || n != 0 {
+		t.Fatalf("EnqueueStaleCards when current = %d, %v", n, err)
+	}
+	// The request is rejected; the update is queued by Decide, so the sweep
+	// waits for it, and queues its own once that update has been delivered
+	// without the card recording the new state.
+	if _, _, ok, err := b.Decide(ctx, decide(req, store.VerdictReject, "U1")); err != nil || !ok {
+		t.Fatalf("Decide = %v, %v", ok, err)
+	}
+	if n, err := b.EnqueueStaleCards(ctx, 10); err != nil || n != 0 {
+		t.Fatalf("EnqueueStaleCards with an update queued = %d, %v", n, err)
+	}
+	claimed, err := b.ClaimOutbox(ctx, 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range claimed {
+		if err := b.MarkOutboxDelivered(ctx, r.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := b.EnqueueStaleCards(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("EnqueueStaleCards with a stale card = %d, %v; want 1", n, err)
+	}
+	if err := b.MarkCardRendered(ctx, req.ID, 1, "rejected", true); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := b.CardFor(ctx, req.ID, 1); err != nil || c.RenderedState != "rejected" || !c.Settled {
+		t.Errorf("CardFor = %+v, %v", c, err)
+	}
+	if _, err := b.CardState(ctx, "00000000-0000-4000-8000-000000000000", 1); err != store.ErrNotFound {
+		t.Errorf("CardState(missing) = %v, want ErrNotFound", err)
+	}
+}
