@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/countersign/countersign/internal/namedsql"
 	"github.com/countersign/countersign/store"
 )
 
@@ -130,3 +132,9 @@ func (s *Driver) Notifier(*slog.Logger) (store.Notifier, func(context.Context), 
 
 // BatchesReads is false: reads are in-process, with no round trip to share.
 func (s *Driver) BatchesReads() bool { return false }
+
+//go:embed queries.sql
+var queryFile embed.FS
+
+// q holds the driver's statements (queries.sql).
+var q = namedsql.MustLoad(queryFile, "queries.sql")

@@ -3,9 +3,8 @@ package embedded
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -13,10 +12,7 @@ import (
 
 func (e executor) InsertExecution(ctx context.Context, x store.NewExecution) error {
 	return e.write(ctx, func(tx *writeTx) error {
-		if _, err := tx.ExecContext(ctx, `
-INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts,
-	approved_at, next_attempt_at, created_at, updated_at)
-SELECT id, ?2, key, tool, snapshot, payload_hash, ?3, ?4, ?4, ?4, ?4 FROM requests WHERE id = ?1`,
+		if _, err := tx.ExecContext(ctx, q.Get("insert_execution"),
 			canonicalID(x.RequestID), x.DecisionID, x.MaxAttempts, micros(x.At)); err != nil {
 			return wrap("creating execution", err)
 		}
@@ -27,11 +23,11 @@ SELECT id, ?2, key, tool, snapshot, payload_hash, ?3, ?4, ?4, ?4, ?4 FROM reques
 
 func (e executor) LatestExecution(ctx context.Context, requestID string) (store.Execution, error) {
 	return scanExecution(e.read().QueryRowContext(ctx,
-		`SELECT `+executionColumns+` FROM executions WHERE request_id = ? ORDER BY id DESC LIMIT 1`, canonicalID(requestID)))
+		q.Get("latest_execution"), canonicalID(requestID)))
 }
 
 func (e executor) ExecutionsFor(ctx context.Context, requestID string) ([]store.Execution, error) {
-	rows, err := e.read().QueryContext(ctx, `SELECT `+executionColumns+` FROM executions WHERE request_id = ? ORDER BY id`, canonicalID(requestID))
+	rows, err := e.read().QueryContext(ctx, q.Get("executions_for"), canonicalID(requestID))
 	if err != nil {
 		return nil, wrap("reading executions", err)
 	}
@@ -41,18 +37,15 @@ func (e executor) ExecutionsFor(ctx context.Context, requestID string) ([]store.
 
 func (e executor) ExecutionForDecision(ctx context.Context, decisionID int64) (store.Execution, error) {
 	return scanExecution(e.read().QueryRowContext(ctx,
-		`SELECT `+executionColumns+` FROM executions WHERE decision_id = ? ORDER BY id DESC LIMIT 1`, decisionID))
+		q.Get("execution_for_decision"), decisionID))
 }
 
 func (e executor) ExecutionExists(ctx context.Context, id int64, requestID string) (bool, error) {
 	var exists bool
-	err := e.read().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM executions WHERE id = ? AND request_id = ?)`,
+	err := e.read().QueryRowContext(ctx, q.Get("execution_exists"),
 		id, canonicalID(requestID)).Scan(&exists)
 	return exists, wrap("reading execution", err)
 }
-
-// decisionRound is the SQL of the round of the row's decision.
-const decisionRound = `(SELECT d.round FROM decisions d WHERE d.id = decision_id)`
 
 // ClaimExecutionRows selects and updates in one IMMEDIATE transaction, so
 // no other claimer (in this process or another) commits in between: a row
@@ -61,14 +54,15 @@ func (e executor) ClaimExecutionRows(ctx context.Context, p store.ClaimParams) (
 	err = e.write(ctx, func(tx *writeTx) error {
 		claims = nil
 		now := tx.clock(p.Now)
-		args, marks := []any{micros(now), p.Limit}, make([]string, 0, len(p.ClaimTimeouts))
+		tools := make([]string, 0, len(p.ClaimTimeouts))
 		for name := range p.ClaimTimeouts {
-			args = append(args, name)
-			marks = append(marks, "?"+strconv.Itoa(len(args)))
+			tools = append(tools, name)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, tool FROM executions
-WHERE state = 'ready' AND next_attempt_at <= ?1 AND tool IN (`+strings.Join(marks, ",")+`)
-ORDER BY next_attempt_at LIMIT ?2`, args...)
+		toolList, err := json.Marshal(tools)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, q.Get("due_executions"), micros(now), p.Limit, string(toolList))
 		if err != nil {
 			return wrap("claiming executions", err)
 		}
@@ -85,10 +79,7 @@ ORDER BY next_attempt_at LIMIT ?2`, args...)
 		}
 		for _, d := range dues {
 			c := store.Claim{DBNow: now}
-			c.Execution, err = scanExecutionWith(tx.QueryRowContext(ctx, `
-UPDATE executions SET state = 'claimed', claimed_by = ?, attempts = attempts + 1, claim_expires_at = ?, updated_at = ?
-WHERE id = ? AND state = 'ready'
-RETURNING `+executionColumns+`, `+decisionRound, p.Worker, micros(now.Add(p.ClaimTimeouts[d.tool])), micros(now), d.id), &c.Round)
+			c.Execution, err = scanExecutionWith(tx.QueryRowContext(ctx, q.Get("claim_execution"), p.Worker, micros(now.Add(p.ClaimTimeouts[d.tool])), micros(now), d.id), &c.Round)
 			if err != nil {
 				return wrap("claiming executions", err)
 			}
@@ -104,20 +95,7 @@ func (e executor) TransitionExecutionRow(ctx context.Context, p store.Transition
 	err = e.write(ctx, func(tx *writeTx) error {
 		at = tx.clock(p.Now)
 		a.ExecutionID = t.ExecutionID
-		err := tx.QueryRowContext(ctx, `
-UPDATE executions SET
-	state = ?1,
-	claimed_by = CASE WHEN ?1 = 'claimed' THEN claimed_by END,
-	claim_expires_at = CASE WHEN ?1 = 'claimed' THEN claim_expires_at END,
-	next_attempt_at = ?2 + ?3,
-	response_status = coalesce(nullif(?4, 0), response_status),
-	response_body = coalesce(?5, response_body),
-	provider_ref = coalesce(nullif(?6, ''), provider_ref),
-	last_code = nullif(?7, ''),
-	last_error = nullif(?8, ''),
-	updated_at = ?2
-WHERE id = ?9 AND state = ?10 AND attempts = ?11 AND (?12 = '' OR claimed_by = ?12)
-RETURNING request_id, `+decisionRound,
+		err := tx.QueryRowContext(ctx, q.Get("transition_execution_row"),
 			string(t.To), micros(at), t.Delay.Microseconds(), t.Status, nullBytes(t.Body), t.ProviderRef,
 			t.Code, t.Error, t.ExecutionID, string(p.From), t.Attempt, p.Worker).Scan(&a.RequestID, &a.Round)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -136,11 +114,7 @@ RETURNING request_id, `+decisionRound,
 func (e executor) SupersedeExecution(ctx context.Context, p store.SupersedeParams) (s store.Superseded, ok bool, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		s.At = tx.clock(p.Now)
-		err := tx.QueryRowContext(ctx, `
-UPDATE executions SET state = 'superseded', claimed_by = NULL, claim_expires_at = NULL,
-	last_code = ?, last_error = ?, updated_at = ?
-WHERE id = ? AND state = 'claimed' AND attempts = ? AND claimed_by = ?
-RETURNING request_id, `+decisionRound,
+		err := tx.QueryRowContext(ctx, q.Get("supersede_execution"),
 			p.Code, p.Message, micros(s.At), p.ExecutionID, p.Attempt, p.Worker).Scan(&s.RequestID, &s.Round)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -159,14 +133,7 @@ func (e executor) ResolveExecution(ctx context.Context, p store.ResolveParams) (
 	err = e.write(ctx, func(tx *writeTx) error {
 		r.At = tx.clock(p.Now)
 		id := canonicalID(p.RequestID)
-		err := tx.QueryRowContext(ctx, `
-UPDATE executions SET state = ?1,
-	last_code = coalesce(nullif(?2, ''), last_code),
-	max_attempts = CASE WHEN ?1 = 'ready' THEN max(max_attempts, attempts + 1) ELSE max_attempts END,
-	next_attempt_at = ?3,
-	updated_at = ?3
-WHERE id = ?4 AND request_id = ?5 AND state = 'needs_review'
-RETURNING attempts, `+decisionRound, string(p.To), p.Code, micros(r.At), p.ExecutionID, id).Scan(&r.Attempts, &r.Round)
+		err := tx.QueryRowContext(ctx, q.Get("resolve_execution"), string(p.To), p.Code, micros(r.At), p.ExecutionID, id).Scan(&r.Attempts, &r.Round)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -183,8 +150,7 @@ RETURNING attempts, `+decisionRound, string(p.To), p.Code, micros(r.At), p.Execu
 func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int) (out []store.ExpiredClaim, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		at := tx.clock(now)
-		rows, err := tx.QueryContext(ctx, `SELECT id, request_id, `+decisionRound+`, attempts, claimed_by FROM executions
-WHERE state = 'claimed' AND claim_expires_at <= ? ORDER BY claim_expires_at LIMIT ?`, micros(at), limit)
+		rows, err := tx.QueryContext(ctx, q.Get("expired_claims"), micros(at), limit)
 		if err != nil {
 			return wrap("expiring claims", err)
 		}
@@ -195,10 +161,7 @@ WHERE state = 'claimed' AND claim_expires_at <= ? ORDER BY claim_expires_at LIMI
 			return wrap("expiring claims", err)
 		}
 		for _, c := range out {
-			if _, err := tx.ExecContext(ctx, `
-UPDATE executions SET state = 'unknown', claimed_by = NULL, claim_expires_at = NULL, next_attempt_at = ?1,
-	last_code = 'claim_timeout', last_error = 'the claim expired before an outcome was recorded', updated_at = ?1
-WHERE id = ?2`, micros(at), c.ExecutionID); err != nil {
+			if _, err := tx.ExecContext(ctx, q.Get("expire_claim"), micros(at), c.ExecutionID); err != nil {
 				return wrap("expiring claims", err)
 			}
 			tx.executionMoved(c.RequestID, store.ExecUnknown)
@@ -211,10 +174,7 @@ WHERE id = ?2`, micros(at), c.ExecutionID); err != nil {
 func (e executor) LeaseUnknowns(ctx context.Context, now *time.Time, lease time.Duration, limit int) (out []store.Unknown, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		at := tx.clock(now)
-		rows, err := tx.QueryContext(ctx, `
-UPDATE executions SET next_attempt_at = ?1 + ?2
-WHERE id IN (SELECT id FROM executions WHERE state = 'unknown' AND next_attempt_at <= ?1 ORDER BY next_attempt_at LIMIT ?3)
-RETURNING `+executionColumns, micros(at), lease.Microseconds(), limit)
+		rows, err := tx.QueryContext(ctx, q.Get("lease_unknowns"), micros(at), lease.Microseconds(), limit)
 		if err != nil {
 			return wrap("leasing unknown executions", err)
 		}
@@ -228,19 +188,12 @@ RETURNING `+executionColumns, micros(at), lease.Microseconds(), limit)
 }
 
 func (e executor) CountUnsettled(ctx context.Context) (unknown, needsReview int, err error) {
-	err = e.read().QueryRowContext(ctx, `SELECT
-	(SELECT count(*) FROM executions WHERE state = 'unknown'),
-	(SELECT count(*) FROM executions WHERE state = 'needs_review')`).Scan(&unknown, &needsReview)
+	err = e.read().QueryRowContext(ctx, q.Get("count_unsettled")).Scan(&unknown, &needsReview)
 	return unknown, needsReview, wrap("counting unsettled executions", err)
 }
 
 func (e executor) UnresolvedRequestIDs(ctx context.Context, limit int) ([]string, error) {
-	rows, err := e.read().QueryContext(ctx, `
-SELECT id FROM (
-	SELECT * FROM (SELECT request_id AS id, updated_at FROM executions WHERE state = 'unknown' ORDER BY next_attempt_at LIMIT ?1)
-	UNION ALL
-	SELECT * FROM (SELECT request_id, updated_at FROM executions WHERE state = 'needs_review' ORDER BY updated_at LIMIT ?1)
-) ORDER BY updated_at LIMIT ?1`, limit)
+	rows, err := e.read().QueryContext(ctx, q.Get("unresolved_request_ids"), limit)
 	if err != nil {
 		return nil, wrap("listing unresolved executions", err)
 	}

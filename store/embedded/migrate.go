@@ -65,13 +65,13 @@ func countApplied(results []*goose.MigrationResult) int {
 // One statement, so processes migrating at once both leave it renumbered.
 func renumber(ctx context.Context, db *sql.DB) error {
 	var tables int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`).Scan(&tables); err != nil {
+	if err := db.QueryRowContext(ctx, q.Get("has_version_table")).Scan(&tables); err != nil {
 		return fmt.Errorf("reading migration versions: %w", unavailable(err))
 	}
 	if tables == 0 {
 		return nil
 	}
-	if _, err := db.ExecContext(ctx, `UPDATE goose_db_version SET version_id = 5 WHERE version_id = 2`); err != nil {
+	if _, err := db.ExecContext(ctx, q.Get("renumber_versions")); err != nil {
 		return fmt.Errorf("renumbering migration versions: %w", unavailable(err))
 	}
 	return nil

@@ -11,12 +11,7 @@ import (
 func (e executor) InsertRequest(ctx context.Context, p store.NewRequest, now *time.Time) (req store.Request, inserted bool, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		at := micros(tx.clock(now))
-		req, err = scanRequest(tx.QueryRowContext(ctx, `
-INSERT INTO requests (id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
-	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (key) DO NOTHING
-RETURNING `+requestColumns,
+		req, err = scanRequest(tx.QueryRowContext(ctx, q.Get("insert_request"),
 			newID(), p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
 			p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, at+p.TTL.Microseconds(), at, at))
 		if errors.Is(err, store.ErrNotFound) {
@@ -27,7 +22,7 @@ RETURNING `+requestColumns,
 		}
 		inserted = true
 		for _, v := range p.EffectStrings {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO effect_strings (value, request_id) VALUES (?, ?)`, v, req.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, q.Get("index_effect_string"), v, req.ID); err != nil {
 				return wrap("indexing effect", err)
 			}
 		}
@@ -37,11 +32,11 @@ RETURNING `+requestColumns,
 }
 
 func (e executor) RequestByKey(ctx context.Context, key string) (store.Request, error) {
-	return scanRequest(e.read().QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE key = ?`, key))
+	return scanRequest(e.read().QueryRowContext(ctx, q.Get("request_by_key"), key))
 }
 
 func (e executor) RequestByID(ctx context.Context, id string) (store.Request, error) {
-	return scanRequest(e.read().QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE id = ?`, canonicalID(id)))
+	return scanRequest(e.read().QueryRowContext(ctx, q.Get("request_by_id"), canonicalID(id)))
 }
 
 func (e executor) ReplayRequests(ctx context.Context, keys []string) (map[string]store.Replayed, error) {
@@ -49,9 +44,7 @@ func (e executor) ReplayRequests(ctx context.Context, keys []string) (map[string
 	for _, key := range keys {
 		var r store.Replayed
 		var err error
-		r.Request, err = scanRequestWith(e.read().QueryRowContext(ctx, `SELECT `+requestColumns+`, EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending')
-FROM requests WHERE key = ?`, key), &r.PostQueued)
+		r.Request, err = scanRequestWith(e.read().QueryRowContext(ctx, q.Get("replay_requests"), key), &r.PostQueued)
 		switch {
 		case err == nil:
 			out[key] = r
@@ -62,11 +55,11 @@ FROM requests WHERE key = ?`, key), &r.PostQueued)
 	return out, nil
 }
 
-// updateRequest runs an UPDATE … RETURNING of requests and records the
+// updateRequest runs an UPDATE … RETURNING {{request_columns}} and records the
 // change for the request's waiters.
 func (e executor) updateRequest(ctx context.Context, what, query string, args func(tx *writeTx) []any) (reqs []store.Request, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
-		rows, err := tx.QueryContext(ctx, query+` RETURNING `+requestColumns, args(tx)...)
+		rows, err := tx.QueryContext(ctx, query, args(tx)...)
 		if err != nil {
 			return wrap(what, err)
 		}
@@ -86,29 +79,24 @@ func (e executor) DecideRequest(ctx context.Context, p store.DecideParams) (stor
 	if p.Verdict == store.VerdictApprove {
 		status = store.RequestApproved
 	}
-	reqs, err := e.updateRequest(ctx, "deciding request", `UPDATE requests SET status = ?1, updated_at = ?2
-WHERE id = ?3 AND round = ?4 AND payload_hash = ?5 AND status = 'pending' AND expires_at > ?2`, func(tx *writeTx) []any {
+	reqs, err := e.updateRequest(ctx, "deciding request", q.Get("decide_request"), func(tx *writeTx) []any {
 		return []any{status, micros(tx.clock(p.Now)), canonicalID(p.RequestID), p.Round, p.PayloadHash}
 	})
 	return firstOf(reqs, err)
 }
 
 func (e executor) CancelRequest(ctx context.Context, id string, now *time.Time) (store.Request, bool, error) {
-	reqs, err := e.updateRequest(ctx, "cancelling request", `UPDATE requests SET status = 'cancelled', updated_at = ?1
-WHERE id = ?2 AND status = 'pending'`, func(tx *writeTx) []any { return []any{micros(tx.clock(now)), canonicalID(id)} })
+	reqs, err := e.updateRequest(ctx, "cancelling request", q.Get("cancel_request"), func(tx *writeTx) []any { return []any{micros(tx.clock(now)), canonicalID(id)} })
 	return firstOf(reqs, err)
 }
 
 func (e executor) ExpireRequests(ctx context.Context, now *time.Time, limit int) ([]store.Request, error) {
-	return e.updateRequest(ctx, "expiring requests", `UPDATE requests SET status = 'expired', updated_at = ?1
-WHERE id IN (SELECT id FROM requests WHERE status = 'pending' AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2)`,
+	return e.updateRequest(ctx, "expiring requests", q.Get("expire_requests"),
 		func(tx *writeTx) []any { return []any{micros(tx.clock(now)), limit} })
 }
 
 func (e executor) ReopenRequest(ctx context.Context, id string, round int, at time.Time, ttl time.Duration) (newRound int, ok bool, err error) {
-	reqs, err := e.updateRequest(ctx, "reopening request", `UPDATE requests SET status = 'pending', round = round + 1, updated_at = ?1,
-	expires_at = max(expires_at, ?1 + ?2)
-WHERE id = ?3 AND status = 'approved' AND round = ?4`, func(*writeTx) []any {
+	reqs, err := e.updateRequest(ctx, "reopening request", q.Get("reopen_request"), func(*writeTx) []any {
 		return []any{micros(at), ttl.Microseconds(), canonicalID(id), round}
 	})
 	r, ok, err := firstOf(reqs, err)
@@ -124,18 +112,13 @@ func firstOf[T any](rows []T, err error) (T, bool, error) {
 }
 
 func (e executor) SetCard(ctx context.Context, id, channel, ts string) error {
-	return e.exec(ctx, "recording card", `UPDATE requests SET card_channel = ?, card_ts = ? WHERE id = ?`, channel, ts, canonicalID(id))
+	return e.exec(ctx, "recording card", q.Get("set_card"), channel, ts, canonicalID(id))
 }
 
 func (e executor) RedriveCard(ctx context.Context, id string) error {
 	return e.write(ctx, func(tx *writeTx) error {
 		at := micros(tx.clock(nil))
-		_, err := tx.ExecContext(ctx, `
-INSERT INTO outbox (kind, request_id, round, next_attempt_at, created_at)
-SELECT 'post_card', r.id, r.round, ?1, ?1 FROM requests r
-WHERE r.id = ?2 AND r.status = 'pending' AND r.card_ts IS NULL
-	AND NOT EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending')`, at, canonicalID(id))
+		_, err := tx.ExecContext(ctx, q.Get("redrive_card"), at, canonicalID(id))
 		return wrap("re-driving card", err)
 	})
 }
@@ -150,10 +133,7 @@ func (e executor) exec(ctx context.Context, what, query string, args ...any) err
 
 func (e executor) InsertDecision(ctx context.Context, d store.Decision) (out store.Decision, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
-		out, err = scanDecision(tx.QueryRowContext(ctx, `
-INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-RETURNING `+decisionColumns, canonicalID(d.RequestID), d.Round, d.Verdict, d.DecidedBy, d.Via, d.PayloadHashSeen, micros(d.DecidedAt)))
+		out, err = scanDecision(tx.QueryRowContext(ctx, q.Get("insert_decision"), canonicalID(d.RequestID), d.Round, d.Verdict, d.DecidedBy, d.Via, d.PayloadHashSeen, micros(d.DecidedAt)))
 		return wrap("recording decision", err)
 	})
 	return out, err
@@ -161,12 +141,12 @@ RETURNING `+decisionColumns, canonicalID(d.RequestID), d.Round, d.Verdict, d.Dec
 
 func (e executor) DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error) {
 	return scanDecision(e.read().QueryRowContext(ctx,
-		`SELECT `+decisionColumns+` FROM decisions WHERE request_id = ? AND round = ?`, canonicalID(requestID), round))
+		q.Get("decision_for"), canonicalID(requestID), round))
 }
 
 func (e executor) LatestDecision(ctx context.Context, requestID string) (store.Decision, error) {
 	return scanDecision(e.read().QueryRowContext(ctx,
-		`SELECT `+decisionColumns+` FROM decisions WHERE request_id = ? ORDER BY round DESC LIMIT 1`, canonicalID(requestID)))
+		q.Get("latest_decision"), canonicalID(requestID)))
 }
 
 func (e executor) InsertEvents(ctx context.Context, events []store.Event) error {
@@ -180,7 +160,7 @@ func (e executor) InsertEvents(ctx context.Context, events []store.Event) error 
 			if at.IsZero() {
 				at = tx.clock(nil)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO events (request_id, at, actor, kind, data) VALUES (?, ?, ?, ?, ?)`,
+			if _, err := tx.ExecContext(ctx, q.Get("insert_events"),
 				canonicalID(ev.RequestID), micros(at), ev.Actor, ev.Kind, raw); err != nil {
 				return wrap("appending event "+ev.Kind, err)
 			}
@@ -190,8 +170,7 @@ func (e executor) InsertEvents(ctx context.Context, events []store.Event) error 
 }
 
 func (e executor) EventsFor(ctx context.Context, requestID string) ([]store.Event, error) {
-	rows, err := e.read().QueryContext(ctx, `SELECT id, request_id, at, actor, kind, data
-FROM events WHERE request_id = ? ORDER BY id`, canonicalID(requestID))
+	rows, err := e.read().QueryContext(ctx, q.Get("events_for"), canonicalID(requestID))
 	if err != nil {
 		return nil, wrap("reading events", err)
 	}
@@ -223,8 +202,7 @@ func (e executor) InsertOutbox(ctx context.Context, rows []store.NewOutbox) erro
 			if at.IsZero() {
 				at = tx.clock(nil)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-VALUES (?, ?, ?, ?, ?, ?)`, o.Kind, canonicalID(o.RequestID), o.Round, raw, micros(at), micros(at)); err != nil {
+			if _, err := tx.ExecContext(ctx, q.Get("insert_outbox"), o.Kind, canonicalID(o.RequestID), o.Round, raw, micros(at), micros(at)); err != nil {
 				return wrap("enqueueing "+string(o.Kind), err)
 			}
 		}

@@ -10,13 +10,9 @@ import (
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
-const requestColumns = `id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
-	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_channel, ''), coalesce(card_ts, ''), created_at, updated_at`
-
 func scanRequest(row scanner) (store.Request, error) { return scanRequestWith(row) }
 
-// scanRequestWith scans requestColumns followed by extra columns.
+// scanRequestWith scans {{request_columns}} (queries.sql) followed by extra columns.
 func scanRequestWith(row scanner, extra ...any) (store.Request, error) {
 	var (
 		r                         store.Request
@@ -34,8 +30,6 @@ func scanRequestWith(row scanner, extra ...any) (store.Request, error) {
 	return r, nil
 }
 
-const decisionColumns = `id, request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at`
-
 func scanDecision(row scanner) (store.Decision, error) {
 	var (
 		d  store.Decision
@@ -48,13 +42,9 @@ func scanDecision(row scanner) (store.Decision, error) {
 	return d, nil
 }
 
-const executionColumns = `id, request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
-	attempts, max_attempts, next_attempt_at, claimed_by, claim_expires_at, last_code, last_error,
-	response_status, response_body, provider_ref, approved_at, created_at, updated_at`
-
 func scanExecution(row scanner) (store.Execution, error) { return scanExecutionWith(row) }
 
-// scanExecutionWith scans executionColumns followed by extra columns.
+// scanExecutionWith scans {{execution_columns}} (queries.sql) followed by extra columns.
 func scanExecutionWith(row scanner, extra ...any) (store.Execution, error) {
 	var (
 		e                                store.Execution

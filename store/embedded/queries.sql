@@ -1,0 +1,290 @@
+-- The SQLite driver's statements, by name (see internal/namedsql). Times are
+-- unix microseconds; ?N are the Go call's arguments in order.
+
+-- name: card_columns
+request_id, round, channel, ts, rendered_state, settled
+
+-- name: decision_columns
+id, request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at
+
+-- name: decision_round
+(SELECT d.round FROM decisions d WHERE d.id = decision_id)
+
+-- name: execution_columns
+id, request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
+	attempts, max_attempts, next_attempt_at, claimed_by, claim_expires_at, last_code, last_error,
+	response_status, response_body, provider_ref, approved_at, created_at, updated_at
+
+-- name: request_columns
+id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
+	summary, reason, requested_by, requested_for, status, round, expires_at,
+	coalesce(card_channel, ''), coalesce(card_ts, ''), created_at, updated_at
+
+-- name: insert_execution
+INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts,
+	approved_at, next_attempt_at, created_at, updated_at)
+SELECT id, ?2, key, tool, snapshot, payload_hash, ?3, ?4, ?4, ?4, ?4 FROM requests WHERE id = ?1;
+
+-- name: latest_execution
+SELECT {{execution_columns}} FROM executions WHERE request_id = ? ORDER BY id DESC LIMIT 1;
+
+-- name: executions_for
+SELECT {{execution_columns}} FROM executions WHERE request_id = ? ORDER BY id;
+
+-- name: execution_for_decision
+SELECT {{execution_columns}} FROM executions WHERE decision_id = ? ORDER BY id DESC LIMIT 1;
+
+-- name: execution_exists
+SELECT EXISTS (SELECT 1 FROM executions WHERE id = ? AND request_id = ?);
+
+-- name: due_executions
+SELECT id, tool FROM executions
+WHERE state = 'ready' AND next_attempt_at <= ?1 AND tool IN (SELECT value FROM json_each(?3))
+ORDER BY next_attempt_at LIMIT ?2;
+
+-- name: claim_execution
+UPDATE executions SET state = 'claimed', claimed_by = ?, attempts = attempts + 1, claim_expires_at = ?, updated_at = ?
+WHERE id = ? AND state = 'ready'
+RETURNING {{execution_columns}}, {{decision_round}};
+
+-- name: transition_execution_row
+UPDATE executions SET
+	state = ?1,
+	claimed_by = CASE WHEN ?1 = 'claimed' THEN claimed_by END,
+	claim_expires_at = CASE WHEN ?1 = 'claimed' THEN claim_expires_at END,
+	next_attempt_at = ?2 + ?3,
+	response_status = coalesce(nullif(?4, 0), response_status),
+	response_body = coalesce(?5, response_body),
+	provider_ref = coalesce(nullif(?6, ''), provider_ref),
+	last_code = nullif(?7, ''),
+	last_error = nullif(?8, ''),
+	updated_at = ?2
+WHERE id = ?9 AND state = ?10 AND attempts = ?11 AND (?12 = '' OR claimed_by = ?12)
+RETURNING request_id, {{decision_round}};
+
+-- name: supersede_execution
+UPDATE executions SET state = 'superseded', claimed_by = NULL, claim_expires_at = NULL,
+	last_code = ?, last_error = ?, updated_at = ?
+WHERE id = ? AND state = 'claimed' AND attempts = ? AND claimed_by = ?
+RETURNING request_id, {{decision_round}};
+
+-- name: resolve_execution
+UPDATE executions SET state = ?1,
+	last_code = coalesce(nullif(?2, ''), last_code),
+	max_attempts = CASE WHEN ?1 = 'ready' THEN max(max_attempts, attempts + 1) ELSE max_attempts END,
+	next_attempt_at = ?3,
+	updated_at = ?3
+WHERE id = ?4 AND request_id = ?5 AND state = 'needs_review'
+RETURNING attempts, {{decision_round}};
+
+-- name: expired_claims
+SELECT id, request_id, {{decision_round}}, attempts, claimed_by FROM executions
+WHERE state = 'claimed' AND claim_expires_at <= ? ORDER BY claim_expires_at LIMIT ?;
+
+-- name: expire_claim
+UPDATE executions SET state = 'unknown', claimed_by = NULL, claim_expires_at = NULL, next_attempt_at = ?1,
+	last_code = 'claim_timeout', last_error = 'the claim expired before an outcome was recorded', updated_at = ?1
+WHERE id = ?2;
+
+-- name: lease_unknowns
+UPDATE executions SET next_attempt_at = ?1 + ?2
+WHERE id IN (SELECT id FROM executions WHERE state = 'unknown' AND next_attempt_at <= ?1 ORDER BY next_attempt_at LIMIT ?3)
+RETURNING {{execution_columns}};
+
+-- name: count_unsettled
+SELECT
+	(SELECT count(*) FROM executions WHERE state = 'unknown'),
+	(SELECT count(*) FROM executions WHERE state = 'needs_review');
+
+-- name: unresolved_request_ids
+SELECT id FROM (
+	SELECT * FROM (SELECT request_id AS id, updated_at FROM executions WHERE state = 'unknown' ORDER BY next_attempt_at LIMIT ?1)
+	UNION ALL
+	SELECT * FROM (SELECT request_id, updated_at FROM executions WHERE state = 'needs_review' ORDER BY updated_at LIMIT ?1)
+) ORDER BY updated_at LIMIT ?1;
+
+-- name: has_version_table
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version';
+
+-- name: renumber_versions
+UPDATE goose_db_version SET version_id = 5 WHERE version_id = 2;
+
+-- name: claim_outbox
+UPDATE outbox SET next_attempt_at = ?1 + ?2, attempts = attempts + 1
+WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)
+RETURNING id, kind, request_id, round, data, attempts, coalesce(last_error, ''), created_at;
+
+-- name: mark_outbox_delivered
+UPDATE outbox SET state = 'delivered', delivered_at = ?2,
+	last_error = nullif(?3, '') WHERE id = ?1 AND state = 'pending';
+
+-- name: mark_outbox_failed
+UPDATE outbox SET state = 'failed', last_error = ?2
+	WHERE id = ?1 AND state = 'pending';
+
+-- name: retry_outbox
+UPDATE outbox SET next_attempt_at = ?2,
+	attempts = max(attempts + ?3, 0),
+	last_error = CASE WHEN ?3 < 0 THEN last_error ELSE nullif(?4, '') END WHERE id = ?1 AND state = 'pending';
+
+-- name: post_pending
+SELECT EXISTS (SELECT 1 FROM outbox
+	WHERE request_id = ? AND round = ? AND kind = 'post_card' AND state = 'pending');
+
+-- name: other_post_rows
+SELECT EXISTS (SELECT 1 FROM outbox
+	WHERE request_id = ? AND round = ? AND kind = 'post_card' AND id <> ?);
+
+-- name: card_for
+SELECT {{card_columns}} FROM cards WHERE request_id = ? AND round = ?;
+
+-- name: insert_card
+INSERT INTO cards (request_id, round, channel, ts, rendered_state, settled, posted_at, rendered_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
+ON CONFLICT (request_id, round) DO NOTHING
+RETURNING {{card_columns}};
+
+
+-- name: point_request_at_card
+UPDATE requests SET card_channel = ?, card_ts = ? WHERE id = ? AND round = ?;
+
+-- name: mark_card_rendered
+UPDATE cards SET rendered_state = ?, settled = ?, rendered_at = ?
+WHERE request_id = ? AND round = ?;
+
+-- name: card_state
+-- What a round's card must show, as PostgreSQL's countersign_card_state
+-- computes it: superseded for an old round, pending/rejected/expired/
+-- cancelled, or approved/<execution state>/<attempts>; NULL when the request
+-- does not exist. enqueue_stale_cards repeats it per card.
+SELECT (SELECT CASE
+	WHEN r.round > ?2 THEN 'superseded'
+	WHEN r.status = 'approved' THEN 'approved/' || coalesce((SELECT e.state || '/' || e.attempts
+		FROM decisions d JOIN executions e ON e.decision_id = d.id
+		WHERE d.request_id = r.id AND d.round = ?2), 'none')
+	ELSE r.status
+END FROM requests r WHERE r.id = ?1);
+
+-- name: enqueue_stale_cards
+-- ?3 is how long a failed delivery keeps the sweep from queueing the same
+-- card again (ten minutes), ?4 how long a pending round may go without a
+-- card (a minute), both as in PostgreSQL.
+WITH stale AS (
+	SELECT c.request_id, c.round FROM cards c
+	WHERE NOT c.settled
+		AND c.rendered_state IS NOT (SELECT CASE
+	WHEN r.round > c.round THEN 'superseded'
+	WHEN r.status = 'approved' THEN 'approved/' || coalesce((SELECT e.state || '/' || e.attempts
+		FROM decisions d JOIN executions e ON e.decision_id = d.id
+		WHERE d.request_id = r.id AND d.round = c.round), 'none')
+	ELSE r.status
+END FROM requests r WHERE r.id = c.request_id)
+		AND NOT EXISTS (SELECT 1 FROM outbox o
+			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = 'update_card'
+				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > ?1 - ?3)))
+	ORDER BY c.rendered_at
+	LIMIT ?2
+), unposted AS (
+	SELECT r.id AS request_id, r.round FROM requests r
+	WHERE r.status = 'pending' AND r.updated_at < ?1 - ?4
+		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round)
+		AND NOT EXISTS (SELECT 1 FROM outbox o
+			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card'
+				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > ?1 - ?3)))
+	ORDER BY r.expires_at
+	LIMIT ?2
+)
+INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
+SELECT 'update_card', request_id, round, '{"reason":"converge"}', ?1, ?1 FROM stale
+UNION ALL
+SELECT 'post_card', request_id, round, '{"reason":"converge"}', ?1, ?1 FROM unposted;
+
+-- name: requests_by_key_prefix
+SELECT {{request_columns}} FROM requests
+WHERE key >= ? AND key < ? ORDER BY key LIMIT ?;
+
+-- name: requests_by_effect_string
+SELECT {{request_columns}} FROM requests
+WHERE id IN (SELECT request_id FROM effect_strings WHERE value = ?) ORDER BY created_at DESC LIMIT ?;
+
+-- name: pending_requests
+SELECT {{request_columns}} FROM requests
+WHERE status = 'pending' ORDER BY expires_at LIMIT ?;
+
+-- name: recently_decided
+SELECT {{request_columns}} FROM requests
+WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT ?;
+
+-- name: insert_request
+INSERT INTO requests (id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
+	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (key) DO NOTHING
+RETURNING {{request_columns}};
+
+-- name: index_effect_string
+INSERT INTO effect_strings (value, request_id) VALUES (?, ?);
+
+-- name: request_by_key
+SELECT {{request_columns}} FROM requests WHERE key = ?;
+
+-- name: request_by_id
+SELECT {{request_columns}} FROM requests WHERE id = ?;
+
+-- name: replay_requests
+SELECT {{request_columns}}, EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending')
+FROM requests WHERE key = ?;
+
+-- name: decide_request
+UPDATE requests SET status = ?1, updated_at = ?2
+WHERE id = ?3 AND round = ?4 AND payload_hash = ?5 AND status = 'pending' AND expires_at > ?2
+RETURNING {{request_columns}};
+
+-- name: cancel_request
+UPDATE requests SET status = 'cancelled', updated_at = ?1
+WHERE id = ?2 AND status = 'pending'
+RETURNING {{request_columns}};
+
+-- name: expire_requests
+UPDATE requests SET status = 'expired', updated_at = ?1
+WHERE id IN (SELECT id FROM requests WHERE status = 'pending' AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2)
+RETURNING {{request_columns}};
+
+-- name: reopen_request
+UPDATE requests SET status = 'pending', round = round + 1, updated_at = ?1,
+	expires_at = max(expires_at, ?1 + ?2)
+WHERE id = ?3 AND status = 'approved' AND round = ?4
+RETURNING {{request_columns}};
+
+-- name: set_card
+UPDATE requests SET card_channel = ?, card_ts = ? WHERE id = ?;
+
+-- name: redrive_card
+INSERT INTO outbox (kind, request_id, round, next_attempt_at, created_at)
+SELECT 'post_card', r.id, r.round, ?1, ?1 FROM requests r
+WHERE r.id = ?2 AND r.status = 'pending' AND r.card_ts IS NULL
+	AND NOT EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending');
+
+-- name: insert_decision
+INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+RETURNING {{decision_columns}};
+
+-- name: decision_for
+SELECT {{decision_columns}} FROM decisions WHERE request_id = ? AND round = ?;
+
+-- name: latest_decision
+SELECT {{decision_columns}} FROM decisions WHERE request_id = ? ORDER BY round DESC LIMIT 1;
+
+-- name: insert_events
+INSERT INTO events (request_id, at, actor, kind, data) VALUES (?, ?, ?, ?, ?);
+
+-- name: events_for
+SELECT id, request_id, at, actor, kind, data
+FROM events WHERE request_id = ? ORDER BY id;
+
+-- name: insert_outbox
+INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
+VALUES (?, ?, ?, ?, ?, ?);
