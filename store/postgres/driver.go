@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"embed"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/countersign/countersign/internal/namedsql"
 	"github.com/countersign/countersign/store"
 )
 
@@ -89,3 +91,9 @@ func (d *Driver) BatchesReads() bool { return true }
 type executor struct{ db dbtx }
 
 var _ store.BatchExecutor = executor{}
+
+//go:embed queries.sql
+var queryFile embed.FS
+
+// q holds the driver's statements (queries.sql).
+var q = namedsql.MustLoad(queryFile, "queries.sql")

@@ -8,23 +8,18 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-const decisionColumns = `id, request_id::text AS request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at`
-
 func (e executor) InsertDecision(ctx context.Context, d store.Decision) (store.Decision, error) {
-	rows, err := e.db.Query(ctx, `
-INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING `+decisionColumns, d.RequestID, d.Round, d.Verdict, d.DecidedBy, d.Via, d.PayloadHashSeen, d.DecidedAt)
+	rows, err := e.db.Query(ctx, q.Get("insert_decision"), d.RequestID, d.Round, d.Verdict, d.DecidedBy, d.Via, d.PayloadHashSeen, d.DecidedAt)
 	return one[store.Decision]("recording decision", rows, err)
 }
 
 func (e executor) DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error) {
-	rows, err := e.db.Query(ctx, `SELECT `+decisionColumns+` FROM decisions WHERE request_id = $1 AND round = $2`, requestID, round)
+	rows, err := e.db.Query(ctx, q.Get("decision_for"), requestID, round)
 	return one[store.Decision]("reading decision", rows, err)
 }
 
 func (e executor) LatestDecision(ctx context.Context, requestID string) (store.Decision, error) {
-	rows, err := e.db.Query(ctx, `SELECT `+decisionColumns+` FROM decisions WHERE request_id = $1 ORDER BY round DESC LIMIT 1`, requestID)
+	rows, err := e.db.Query(ctx, q.Get("latest_decision"), requestID)
 	return one[store.Decision]("reading decision", rows, err)
 }
 
@@ -55,16 +50,13 @@ func (e executor) InsertEvents(ctx context.Context, events []store.Event) error 
 		}
 		ids[i], ats[i], actors[i], kinds[i], data[i] = ev.RequestID, orNow(ev.At), ev.Actor, ev.Kind, raw
 	}
-	_, err := e.db.Exec(ctx, `INSERT INTO events (request_id, at, actor, kind, data)
-SELECT request_id::uuid, coalesce(at, now()), actor, kind, data::jsonb
-FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[]) AS t(request_id, at, actor, kind, data)`,
+	_, err := e.db.Exec(ctx, q.Get("insert_events"),
 		ids, ats, actors, kinds, data)
 	return wrap("appending events", err)
 }
 
 func (e executor) EventsFor(ctx context.Context, requestID string) ([]store.Event, error) {
-	rows, err := e.db.Query(ctx, `SELECT id, request_id::text AS request_id, at, actor, kind, data
-FROM events WHERE request_id = $1 ORDER BY id`, requestID)
+	rows, err := e.db.Query(ctx, q.Get("events_for"), requestID)
 	return collect[store.Event]("reading events", rows, err)
 }
 
@@ -78,9 +70,7 @@ func (e executor) InsertOutbox(ctx context.Context, rows []store.NewOutbox) erro
 		}
 		kinds[i], ids[i], rounds[i], data[i], ats[i] = string(o.Kind), o.RequestID, int32(o.Round), raw, orNow(o.At)
 	}
-	_, err := e.db.Exec(ctx, `INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-SELECT kind, request_id::uuid, round, data::jsonb, coalesce(at, now()), coalesce(at, now())
-FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[]) AS t(kind, request_id, round, data, at)`,
+	_, err := e.db.Exec(ctx, q.Get("insert_outbox"),
 		kinds, ids, rounds, data, ats)
 	return wrap("enqueueing deliveries", err)
 }

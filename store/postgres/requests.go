@@ -12,11 +12,7 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-const requestColumns = `id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
-	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at`
-
-// scanRequest scans a row that starts with requestColumns, in their order,
+// scanRequest scans a row that starts with {{request_columns}}, in their order,
 // followed by extra: every replay reads one, so it is scanned by position
 // rather than matched to the struct by column name.
 func scanRequest(row pgx.Row, r *store.Request, extra ...any) error {
@@ -52,25 +48,19 @@ func first[T any](rows []T, err error) (T, bool, error) {
 }
 
 func (e executor) InsertRequest(ctx context.Context, p store.NewRequest, now *time.Time) (store.Request, bool, error) {
-	rows, err := e.db.Query(ctx, `
-INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
-	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
-VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $11, $12,
-	coalesce($14::timestamptz, now()) + $13::bigint * interval '1 microsecond', coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()))
-ON CONFLICT (key) DO NOTHING
-RETURNING `+requestColumns,
+	rows, err := e.db.Query(ctx, q.Get("insert_request"),
 		p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, p.EffectStrings, p.Snapshot, p.PayloadHash,
 		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, p.TTL.Microseconds(), now)
 	return first(collect[store.Request]("inserting request", rows, err))
 }
 
 func (e executor) RequestByKey(ctx context.Context, key string) (store.Request, error) {
-	rows, err := e.db.Query(ctx, `SELECT `+requestColumns+` FROM requests WHERE key = $1`, key)
+	rows, err := e.db.Query(ctx, q.Get("request_by_key"), key)
 	return one[store.Request]("reading request", rows, err)
 }
 
 func (e executor) RequestByID(ctx context.Context, id string) (store.Request, error) {
-	rows, err := e.db.Query(ctx, `SELECT `+requestColumns+` FROM requests WHERE id = $1`, id)
+	rows, err := e.db.Query(ctx, q.Get("request_by_id"), id)
 	return one[store.Request]("reading request", rows, err)
 }
 
@@ -79,17 +69,14 @@ func (e executor) RequestByID(ctx context.Context, id string) (store.Request, er
 // scan never outlives it: the key list is looked up through the unique
 // index once the table has grown.
 func (e executor) ReplayRequests(ctx context.Context, keys []string) (map[string]store.Replayed, error) {
-	const replay = `SELECT ` + requestColumns + `, EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending') AS post_queued
-FROM requests WHERE `
 	var (
 		rows pgx.Rows
 		err  error
 	)
 	if len(keys) == 1 {
-		rows, err = e.db.Query(ctx, replay+`key = $1`, keys[0])
+		rows, err = e.db.Query(ctx, q.Get("replay_request"), keys[0])
 	} else {
-		rows, err = e.db.Query(ctx, replay+`key = ANY($1)`, pgx.QueryExecModeCacheDescribe, keys)
+		rows, err = e.db.Query(ctx, q.Get("replay_requests_many"), pgx.QueryExecModeCacheDescribe, keys)
 	}
 	if err != nil {
 		return nil, wrap("reading requests", err)
@@ -111,46 +98,23 @@ func (e executor) DecideRequest(ctx context.Context, p store.DecideParams) (stor
 	if p.Verdict == store.VerdictApprove {
 		status = store.RequestApproved
 	}
-	rows, err := e.db.Query(ctx, `
-UPDATE requests SET status = $4, updated_at = coalesce($5::timestamptz, now())
-WHERE id = $1 AND round = $2 AND payload_hash = $3 AND status = 'pending'
-	AND expires_at > coalesce($5::timestamptz, now())
-RETURNING `+requestColumns, p.RequestID, p.Round, p.PayloadHash, status, p.Now)
+	rows, err := e.db.Query(ctx, q.Get("decide_request"), p.RequestID, p.Round, p.PayloadHash, status, p.Now)
 	return first(collect[store.Request]("deciding request", rows, err))
 }
 
 func (e executor) CancelRequest(ctx context.Context, id string, now *time.Time) (store.Request, bool, error) {
-	rows, err := e.db.Query(ctx, `
-UPDATE requests SET status = 'cancelled', updated_at = coalesce($2::timestamptz, now())
-WHERE id = $1 AND status = 'pending'
-RETURNING `+requestColumns, id, now)
+	rows, err := e.db.Query(ctx, q.Get("cancel_request"), id, now)
 	return first(collect[store.Request]("cancelling request", rows, err))
 }
 
 func (e executor) ExpireRequests(ctx context.Context, now *time.Time, limit int) ([]store.Request, error) {
-	rows, err := e.db.Query(ctx, `
-WITH due AS (
-	SELECT id FROM requests
-	WHERE status = 'pending' AND expires_at <= coalesce($1::timestamptz, now())
-	ORDER BY expires_at
-	LIMIT $2
-	FOR UPDATE SKIP LOCKED
-), r AS (
-	UPDATE requests SET status = 'expired', updated_at = coalesce($1::timestamptz, now())
-	FROM due WHERE requests.id = due.id AND requests.status = 'pending'
-	RETURNING requests.*
-)
-SELECT `+requestColumns+` FROM r`, now, limit)
+	rows, err := e.db.Query(ctx, q.Get("expire_requests"), now, limit)
 	return collect[store.Request]("expiring requests", rows, err)
 }
 
 func (e executor) ReopenRequest(ctx context.Context, id string, round int, at time.Time, ttl time.Duration) (int, bool, error) {
 	var newRound int
-	err := e.db.QueryRow(ctx, `
-UPDATE requests SET status = 'pending', round = round + 1, updated_at = $3::timestamptz,
-	expires_at = greatest(expires_at, $3::timestamptz + $4::bigint * interval '1 microsecond')
-WHERE id = $1 AND status = 'approved' AND round = $2
-RETURNING round`, id, round, at, ttl.Microseconds()).Scan(&newRound)
+	err := e.db.QueryRow(ctx, q.Get("reopen_request"), id, round, at, ttl.Microseconds()).Scan(&newRound)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -158,17 +122,12 @@ RETURNING round`, id, round, at, ttl.Microseconds()).Scan(&newRound)
 }
 
 func (e executor) SetCard(ctx context.Context, id, channel, ts string) error {
-	_, err := e.db.Exec(ctx, `UPDATE requests SET card_channel = $2, card_ts = $3 WHERE id = $1`, id, channel, ts)
+	_, err := e.db.Exec(ctx, q.Get("set_card"), id, channel, ts)
 	return wrap("recording card", err)
 }
 
 func (e executor) RedriveCard(ctx context.Context, id string) error {
-	_, err := e.db.Exec(ctx, `
-INSERT INTO outbox (kind, request_id, round)
-SELECT 'post_card', r.id, r.round FROM requests r
-WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
-	AND NOT EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending')`, id)
+	_, err := e.db.Exec(ctx, q.Get("redrive_card"), id)
 	return wrap("re-driving card", err)
 }
 
@@ -227,30 +186,7 @@ func (e executor) insertRequests(ctx context.Context, ps []store.NewRequest, now
 		by[i], forWhom[i], ttls[i] = p.RequestedBy, p.RequestedFor, p.TTL.Microseconds()
 		strs[i] = arrayLiteral(p.EffectStrings)
 	}
-	rows, err := e.db.Query(ctx, `
-WITH input AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[])
-		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings)
-), r AS (
-	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
-		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
-	SELECT key, basis_hash, run_id, step::jsonb, tool, effect_strings::text[], snapshot, payload_hash,
-		summary, reason, requested_by, requested_for,
-		coalesce($14::timestamptz, now()) + ttl_us * interval '1 microsecond',
-		coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now())
-	FROM input
-	ORDER BY key -- batches take their key locks in one order, so two never deadlock
-	ON CONFLICT (key) DO NOTHING
-	RETURNING *
-), e AS (
-	INSERT INTO events (request_id, at, actor, kind, data)
-	SELECT id, created_at, 'agent:' || requested_by, 'requested', jsonb_build_object('key', key, 'round', round) FROM r
-), o AS (
-	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
-	SELECT 'post_card', id, round, created_at FROM r
-)
-SELECT `+requestColumns+`, true AS inserted FROM r`,
+	rows, err := e.db.Query(ctx, q.Get("insert_requests"),
 		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, strs, now)
 	found, err := collect[store.InsertResult]("inserting requests", rows, err)
 	if err != nil {

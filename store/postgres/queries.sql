@@ -1,0 +1,402 @@
+-- The PostgreSQL driver's statements, by name (see internal/namedsql). $N are
+-- the Go call's arguments in order; a nil time is the database clock
+-- (coalesce($N, now())).
+
+-- name: card_columns
+request_id::text AS request_id, round, channel, ts, rendered_state, settled
+
+-- name: claim_cte
+-- Picks and claims the due rows ($1 now, $2 limit, $3 tools, $4 worker, $5
+-- their claim timeouts in microseconds) as r, with each one's decision round.
+WITH due AS (
+	SELECT id FROM executions
+	WHERE state = 'ready' AND next_attempt_at <= coalesce($1::timestamptz, now()) AND tool = ANY($3::text[])
+	ORDER BY next_attempt_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), c AS (
+	-- ANY(ARRAY(…)) and the scalar subqueries keep every lookup on a primary
+	-- key: a join here makes the planner scan the whole table per claim.
+	UPDATE executions e SET state = 'claimed', claimed_by = $4, attempts = e.attempts + 1,
+		claim_expires_at = coalesce($1::timestamptz, now()) + (
+			SELECT t.us FROM unnest($3::text[], $5::bigint[]) AS t(name, us) WHERE t.name = e.tool
+		) * interval '1 microsecond',
+		updated_at = coalesce($1::timestamptz, now())
+	WHERE e.id = ANY(ARRAY(SELECT id FROM due)) AND e.state = 'ready'
+	RETURNING e.*
+), r AS (
+	SELECT c.*, (SELECT d.round FROM decisions d WHERE d.id = c.decision_id) AS decision_round FROM c
+)
+
+-- name: claim_select
+SELECT {{execution_columns}}, decision_round AS round, coalesce($1::timestamptz, now()) AS db_now FROM r
+
+-- name: decision_columns
+id, request_id::text AS request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at
+
+-- name: execution_columns
+id, request_id::text AS request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
+	attempts, max_attempts, next_attempt_at, claimed_by, claim_expires_at, last_code, last_error,
+	response_status, response_body, provider_ref, approved_at, created_at, updated_at
+
+-- name: request_columns
+id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
+	summary, reason, requested_by, requested_for, status, round, expires_at,
+	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at
+
+-- name: insert_execution
+INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, next_attempt_at, created_at, updated_at)
+SELECT id, $2, key, tool, snapshot, payload_hash, $3, $4, $4, $4, $4 FROM requests WHERE id = $1;
+
+-- name: latest_execution
+SELECT {{execution_columns}} FROM executions WHERE request_id = $1 ORDER BY id DESC LIMIT 1;
+
+-- name: executions_for
+SELECT {{execution_columns}} FROM executions WHERE request_id = $1 ORDER BY id;
+
+-- name: execution_for_decision
+SELECT {{execution_columns}} FROM executions WHERE decision_id = $1 ORDER BY id DESC LIMIT 1;
+
+-- name: execution_exists
+SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1 AND request_id = $2);
+
+-- name: claim_execution_rows
+{{claim_cte}}{{claim_select}};
+
+-- name: claim_executions_batch
+{{claim_cte}}, ev AS (
+	INSERT INTO events (request_id, at, actor, kind, data)
+	SELECT request_id, updated_at, 'executor:' || claimed_by, 'claimed',
+		jsonb_build_object('attempt', attempts, 'execution_id', id, 'claim_expires_at', claim_expires_at)
+	FROM r
+), ob AS (
+	INSERT INTO outbox (kind, request_id, round, next_attempt_at, created_at)
+	SELECT 'update_card', request_id, decision_round, updated_at, updated_at FROM r
+){{claim_select}};
+
+-- name: transition_execution_row
+UPDATE executions e SET
+	state = $3,
+	claimed_by = CASE WHEN $3 = 'claimed' THEN e.claimed_by END,
+	claim_expires_at = CASE WHEN $3 = 'claimed' THEN e.claim_expires_at END,
+	next_attempt_at = coalesce($10::timestamptz, now()) + $9::bigint * interval '1 microsecond',
+	response_status = coalesce(nullif($4::int, 0), e.response_status),
+	response_body = coalesce($5::bytea, e.response_body),
+	provider_ref = coalesce(nullif($6, ''), e.provider_ref),
+	last_code = nullif($7, ''),
+	last_error = nullif($8, ''),
+	updated_at = coalesce($10::timestamptz, now())
+FROM decisions d
+WHERE e.id = $1 AND e.state = $11 AND e.attempts = $2 AND ($12 = '' OR e.claimed_by = $12) AND d.id = e.decision_id
+RETURNING e.id, e.request_id::text, d.round, e.updated_at;
+
+-- name: transition_executions_batch
+WITH i AS (
+	SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[], $5::bytea[], $6::text[],
+		$7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[])
+		AS i(id, attempt, state, status, body, ref, code, err, delay_us, kind, data, reply)
+), u AS (
+	UPDATE executions e SET
+		state = i.state,
+		claimed_by = CASE WHEN i.state = 'claimed' THEN e.claimed_by END,
+		claim_expires_at = CASE WHEN i.state = 'claimed' THEN e.claim_expires_at END,
+		next_attempt_at = coalesce($13::timestamptz, now()) + i.delay_us * interval '1 microsecond',
+		response_status = coalesce(nullif(i.status, 0), e.response_status),
+		response_body = coalesce(i.body, e.response_body),
+		provider_ref = coalesce(nullif(i.ref, ''), e.provider_ref),
+		last_code = nullif(i.code, ''),
+		last_error = nullif(i.err, ''),
+		updated_at = coalesce($13::timestamptz, now())
+	FROM i
+	WHERE e.id = i.id AND e.state = $14 AND e.attempts = i.attempt
+		AND ($15 = '' OR e.claimed_by = $15)
+	RETURNING e.id, e.request_id, e.decision_id, e.updated_at, i.kind, i.data, i.reply
+), r AS (
+	SELECT u.*, (SELECT d.round FROM decisions d WHERE d.id = u.decision_id) AS round FROM u
+), ev AS (
+	INSERT INTO events (request_id, at, actor, kind, data)
+	SELECT request_id, updated_at, $16, kind, data::jsonb FROM r
+), ob AS (
+	INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
+	SELECT 'update_card', request_id, round, '{}', updated_at, updated_at FROM r
+	UNION ALL
+	SELECT 'thread_reply', request_id, round, jsonb_build_object('reason', reply), updated_at, updated_at
+	FROM r WHERE reply <> ''
+)
+SELECT id AS execution_id, request_id::text AS request_id, round FROM r;
+
+-- name: supersede_execution
+UPDATE executions e SET state = 'superseded', claimed_by = NULL, claim_expires_at = NULL,
+	last_code = $4, last_error = $5, updated_at = coalesce($6::timestamptz, now())
+FROM decisions d
+WHERE e.id = $1 AND e.state = 'claimed' AND e.attempts = $2 AND e.claimed_by = $3 AND d.id = e.decision_id
+RETURNING e.request_id::text, d.round, e.updated_at;
+
+-- name: resolve_execution
+UPDATE executions e SET state = $3,
+	last_code = coalesce(nullif($4, ''), e.last_code),
+	max_attempts = CASE WHEN $3 = 'ready' THEN greatest(e.max_attempts, e.attempts + 1) ELSE e.max_attempts END,
+	next_attempt_at = coalesce($5::timestamptz, now()),
+	updated_at = coalesce($5::timestamptz, now())
+FROM decisions d
+WHERE e.id = $1 AND e.request_id = $2 AND e.state = 'needs_review' AND d.id = e.decision_id
+RETURNING e.attempts, d.round, e.updated_at;
+
+-- name: expire_claim_rows
+WITH due AS (
+	SELECT id, claimed_by FROM executions
+	WHERE state = 'claimed' AND claim_expires_at <= coalesce($1::timestamptz, now())
+	ORDER BY claim_expires_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), u AS (
+	UPDATE executions e SET state = 'unknown', claimed_by = NULL, claim_expires_at = NULL,
+		next_attempt_at = coalesce($1::timestamptz, now()),
+		last_code = 'claim_timeout', last_error = 'the claim expired before an outcome was recorded',
+		updated_at = coalesce($1::timestamptz, now())
+	FROM due WHERE e.id = due.id AND e.state = 'claimed'
+	RETURNING e.id, e.request_id, e.decision_id, e.attempts, e.updated_at, due.claimed_by AS held_by
+)
+SELECT u.id AS execution_id, u.request_id::text AS request_id, d.round, u.attempts, u.held_by, u.updated_at AS at
+FROM u JOIN decisions d ON d.id = u.decision_id ORDER BY u.id;
+
+-- name: lease_unknowns
+WITH due AS (
+	SELECT id FROM executions
+	WHERE state = 'unknown' AND next_attempt_at <= coalesce($1::timestamptz, now())
+	ORDER BY next_attempt_at
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED
+), u AS (
+	UPDATE executions e SET next_attempt_at = coalesce($1::timestamptz, now()) + $2::bigint * interval '1 microsecond'
+	FROM due WHERE e.id = due.id AND e.state = 'unknown'
+	RETURNING e.*
+)
+SELECT {{execution_columns}}, coalesce($1::timestamptz, now()) AS db_now FROM u;
+
+-- name: count_unsettled
+SELECT
+	(SELECT count(*) FROM executions WHERE state = 'unknown'),
+	(SELECT count(*) FROM executions WHERE state = 'needs_review');
+
+-- name: unresolved_request_ids
+SELECT id::text FROM (
+	(SELECT request_id AS id, updated_at FROM executions WHERE state = 'unknown' ORDER BY next_attempt_at LIMIT $1)
+	UNION ALL
+	(SELECT request_id, updated_at FROM executions WHERE state = 'needs_review' ORDER BY updated_at LIMIT $1)
+) u ORDER BY updated_at LIMIT $1;
+
+-- name: insert_decision
+INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING {{decision_columns}};
+
+-- name: decision_for
+SELECT {{decision_columns}} FROM decisions WHERE request_id = $1 AND round = $2;
+
+-- name: latest_decision
+SELECT {{decision_columns}} FROM decisions WHERE request_id = $1 ORDER BY round DESC LIMIT 1;
+
+-- name: insert_events
+INSERT INTO events (request_id, at, actor, kind, data)
+SELECT request_id::uuid, coalesce(at, now()), actor, kind, data::jsonb
+FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[]) AS t(request_id, at, actor, kind, data);
+
+-- name: events_for
+SELECT id, request_id::text AS request_id, at, actor, kind, data
+FROM events WHERE request_id = $1 ORDER BY id;
+
+-- name: insert_outbox
+INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
+SELECT kind, request_id::uuid, round, data::jsonb, coalesce(at, now()), coalesce(at, now())
+FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[]) AS t(kind, request_id, round, data, at);
+
+-- name: claim_outbox
+WITH due AS (
+	SELECT id FROM outbox
+	WHERE state = 'pending' AND next_attempt_at <= now()
+	ORDER BY next_attempt_at, id
+	LIMIT $1
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox o SET next_attempt_at = now() + $2::bigint * interval '1 microsecond', attempts = o.attempts + 1
+FROM due WHERE o.id = due.id
+RETURNING o.id, o.kind, o.request_id::text AS request_id, o.round, o.data, o.attempts,
+	coalesce(o.last_error, '') AS last_error, o.created_at;
+
+-- name: mark_outbox_delivered
+UPDATE outbox SET state = 'delivered', delivered_at = now(),
+	last_error = nullif($2, '') WHERE id = $1 AND state = 'pending';
+
+-- name: mark_outbox_failed
+UPDATE outbox SET state = 'failed', last_error = $2
+	WHERE id = $1 AND state = 'pending';
+
+-- name: retry_outbox
+UPDATE outbox SET next_attempt_at = now() + $2::bigint * interval '1 microsecond',
+	attempts = greatest(attempts + $3, 0),
+	last_error = CASE WHEN $3 < 0 THEN last_error ELSE nullif($4, '') END WHERE id = $1 AND state = 'pending';
+
+-- name: post_pending
+SELECT EXISTS (SELECT 1 FROM outbox
+	WHERE request_id = $1 AND round = $2 AND kind = 'post_card' AND state = 'pending');
+
+-- name: other_post_rows
+SELECT EXISTS (SELECT 1 FROM outbox
+	WHERE request_id = $1 AND round = $2 AND kind = 'post_card' AND id <> $3);
+
+-- name: card_for
+SELECT {{card_columns}} FROM cards WHERE request_id = $1 AND round = $2;
+
+-- name: record_card
+WITH ins AS (
+	INSERT INTO cards (request_id, round, channel, ts, rendered_state, settled)
+	VALUES ($1, $2, $3, $4, $5, $6)
+	ON CONFLICT (request_id, round) DO NOTHING
+	RETURNING request_id, round, channel, ts, rendered_state, settled
+), req AS (
+	UPDATE requests SET card_channel = ins.channel, card_ts = ins.ts
+	FROM ins WHERE requests.id = ins.request_id AND requests.round = ins.round
+)
+SELECT {{card_columns}} FROM ins
+UNION ALL
+SELECT request_id::text, round, channel, ts, rendered_state, settled FROM cards
+WHERE request_id = $1 AND round = $2 AND NOT EXISTS (SELECT 1 FROM ins);
+
+-- name: mark_card_rendered
+UPDATE cards SET rendered_state = $3, settled = $4, rendered_at = now()
+WHERE request_id = $1 AND round = $2;
+
+-- name: card_state
+SELECT countersign_card_state($1, $2);
+
+-- name: enqueue_stale_cards
+WITH stale AS (
+	SELECT c.request_id, c.round FROM cards c
+	WHERE NOT c.settled
+		AND c.rendered_state IS DISTINCT FROM countersign_card_state(c.request_id, c.round)
+		AND NOT EXISTS (SELECT 1 FROM outbox o
+			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = 'update_card'
+				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > now() - interval '10 minutes')))
+	ORDER BY c.rendered_at
+	LIMIT $1
+), unposted AS (
+	SELECT r.id AS request_id, r.round FROM requests r
+	WHERE r.status = 'pending' AND r.updated_at < now() - interval '1 minute'
+		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round)
+		AND NOT EXISTS (SELECT 1 FROM outbox o
+			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card'
+				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > now() - interval '10 minutes')))
+	ORDER BY r.expires_at
+	LIMIT $1
+)
+INSERT INTO outbox (kind, request_id, round, data)
+SELECT 'update_card', request_id, round, '{"reason":"converge"}'::jsonb FROM stale
+UNION ALL
+SELECT 'post_card', request_id, round, '{"reason":"converge"}'::jsonb FROM unposted;
+
+-- name: requests_by_key_prefix
+SELECT {{request_columns}} FROM requests
+WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3;
+
+-- name: requests_by_effect_string
+SELECT {{request_columns}} FROM requests
+WHERE effect_strings @> ARRAY[$1::text] ORDER BY created_at DESC LIMIT $2;
+
+-- name: pending_requests
+SELECT {{request_columns}} FROM requests
+WHERE status = 'pending' ORDER BY expires_at LIMIT $1;
+
+-- name: recently_decided
+SELECT {{request_columns}} FROM requests
+WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT $1;
+
+-- name: insert_request
+INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
+	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
+VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $11, $12,
+	coalesce($14::timestamptz, now()) + $13::bigint * interval '1 microsecond', coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()))
+ON CONFLICT (key) DO NOTHING
+RETURNING {{request_columns}};
+
+-- name: request_by_key
+SELECT {{request_columns}} FROM requests WHERE key = $1;
+
+-- name: request_by_id
+SELECT {{request_columns}} FROM requests WHERE id = $1;
+
+-- name: replay_request
+SELECT {{request_columns}}, EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending') AS post_queued
+FROM requests WHERE key = $1;
+
+-- name: replay_requests_many
+SELECT {{request_columns}}, EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending') AS post_queued
+FROM requests WHERE key = ANY($1);
+
+-- name: decide_request
+UPDATE requests SET status = $4, updated_at = coalesce($5::timestamptz, now())
+WHERE id = $1 AND round = $2 AND payload_hash = $3 AND status = 'pending'
+	AND expires_at > coalesce($5::timestamptz, now())
+RETURNING {{request_columns}};
+
+-- name: cancel_request
+UPDATE requests SET status = 'cancelled', updated_at = coalesce($2::timestamptz, now())
+WHERE id = $1 AND status = 'pending'
+RETURNING {{request_columns}};
+
+-- name: expire_requests
+WITH due AS (
+	SELECT id FROM requests
+	WHERE status = 'pending' AND expires_at <= coalesce($1::timestamptz, now())
+	ORDER BY expires_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), r AS (
+	UPDATE requests SET status = 'expired', updated_at = coalesce($1::timestamptz, now())
+	FROM due WHERE requests.id = due.id AND requests.status = 'pending'
+	RETURNING requests.*
+)
+SELECT {{request_columns}} FROM r;
+
+-- name: reopen_request
+UPDATE requests SET status = 'pending', round = round + 1, updated_at = $3::timestamptz,
+	expires_at = greatest(expires_at, $3::timestamptz + $4::bigint * interval '1 microsecond')
+WHERE id = $1 AND status = 'approved' AND round = $2
+RETURNING round;
+
+-- name: set_card
+UPDATE requests SET card_channel = $2, card_ts = $3 WHERE id = $1;
+
+-- name: redrive_card
+INSERT INTO outbox (kind, request_id, round)
+SELECT 'post_card', r.id, r.round FROM requests r
+WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
+	AND NOT EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending');
+
+-- name: insert_requests
+WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
+		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[])
+		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings)
+), r AS (
+	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
+		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
+	SELECT key, basis_hash, run_id, step::jsonb, tool, effect_strings::text[], snapshot, payload_hash,
+		summary, reason, requested_by, requested_for,
+		coalesce($14::timestamptz, now()) + ttl_us * interval '1 microsecond',
+		coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now())
+	FROM input
+	ORDER BY key -- batches take their key locks in one order, so two never deadlock
+	ON CONFLICT (key) DO NOTHING
+	RETURNING *
+), e AS (
+	INSERT INTO events (request_id, at, actor, kind, data)
+	SELECT id, created_at, 'agent:' || requested_by, 'requested', jsonb_build_object('key', key, 'round', round) FROM r
+), o AS (
+	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
+	SELECT 'post_card', id, round, created_at FROM r
+)
+SELECT {{request_columns}}, true AS inserted FROM r;
