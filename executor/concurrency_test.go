@@ -17,7 +17,7 @@ func TestTwoWorkersOnTheSameRow(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	other := executor.New(executor.Config{
-		DB: store.NewLedger(b.db), Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		DB: b.db.Store, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
 		Worker: "worker-b", Logger: slog.New(slog.DiscardHandler),
 	})
 	ctx := context.Background()
@@ -57,8 +57,7 @@ func TestRunWakesOnNotification(t *testing.T) {
 	b := setup(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	listener, listen, _ := b.db.Notifier(slog.New(slog.DiscardHandler))
-	go listen(ctx)
+	listener := b.db.Notifier(t)
 	wake, unsubscribe := listener.SubscribeReady()
 	defer unsubscribe()
 	go b.exec.Run(ctx, wake, 0) // no polling: only a notification can wake it

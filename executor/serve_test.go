@@ -264,7 +264,7 @@ func TestKillAfterTheProviderProcessed(t *testing.T) {
 		t.Fatalf("the provider received %d writes, want 1", got)
 	}
 	wantObjects(t, c.provider, req.Key, 1)
-	if kinds := eventKinds(t, c.db, req.ID); !containsInOrder(kinds, "claimed", "unknown", "succeeded") {
+	if kinds := eventKinds(t, store.NewLedger(c.db), req.ID); !containsInOrder(kinds, "claimed", "unknown", "succeeded") {
 		t.Fatalf("events %v", kinds)
 	}
 }
@@ -340,7 +340,7 @@ func TestSigtermRecordsTheSendInFlight(t *testing.T) {
 	if got := c.provider.Received(); got != 1 {
 		t.Fatalf("the provider received %d writes, want 1", got)
 	}
-	if kinds := eventKinds(t, c.db, req.ID); !containsInOrder(kinds, "claimed", "succeeded") {
+	if kinds := eventKinds(t, store.NewLedger(c.db), req.ID); !containsInOrder(kinds, "claimed", "succeeded") {
 		t.Fatalf("events %v", kinds)
 	}
 }

@@ -15,8 +15,7 @@ import (
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
-	"github.com/countersign/countersign/store/postgres"
-	"github.com/countersign/countersign/store/storetest"
+	"github.com/countersign/countersign/store/drivertest"
 )
 
 const (
@@ -27,7 +26,7 @@ const (
 
 // bundle is what most executor tests share.
 type bundle struct {
-	db       *postgres.Driver
+	db       *drivertest.Backend
 	provider *providertest.Provider
 	srv      *httptest.Server
 	tool     executor.Tool
@@ -41,6 +40,8 @@ type options struct {
 	config func(*executor.Config)
 	// reviewNow pins the approval clock (a long pause before dispatch).
 	reviewNow func() time.Time
+	// driver is the database; nil is PostgreSQL.
+	driver *drivertest.Driver
 }
 
 func setup(t *testing.T, opts *options) *bundle {
@@ -48,7 +49,11 @@ func setup(t *testing.T, opts *options) *bundle {
 	if opts == nil {
 		opts = &options{}
 	}
-	b := &bundle{db: storetest.NewDB(t), provider: providertest.New()}
+	driver := drivertest.Postgres
+	if opts.driver != nil {
+		driver = *opts.driver
+	}
+	b := &bundle{db: driver.Open(t, true), provider: providertest.New()}
 	b.provider.Secret = []byte(secret)
 	b.srv = providertest.Start(t, b.provider)
 	b.tool = executor.Tool{
@@ -60,13 +65,13 @@ func setup(t *testing.T, opts *options) *bundle {
 		opts.tool(&b.tool)
 	}
 	b.review = &approvals.Service{
-		DB:     store.NewLedger(b.db),
+		DB:     b.db.Store,
 		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    opts.reviewNow,
 	}
 	cfg := executor.Config{
-		DB: store.NewLedger(b.db), Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		DB: b.db.Store, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
 		Worker: "worker-a", BatchSize: 50, Concurrency: 16,
 		Backoff:      func(int) time.Duration { return 0 },
 		VerifyWindow: -1,
@@ -117,7 +122,7 @@ func approveKey(t testing.TB, review *approvals.Service, runID, key string) stor
 
 func (b *bundle) execution(t *testing.T, requestID string) store.Execution {
 	t.Helper()
-	e, err := store.NewLedger(b.db).LatestExecution(context.Background(), requestID)
+	e, err := b.db.Store.LatestExecution(context.Background(), requestID)
 	if err != nil {
 		t.Fatalf("reading execution: %v", err)
 	}
@@ -165,9 +170,9 @@ func wantObjects(t *testing.T, p *providertest.Provider, key string, want int) {
 }
 
 // eventKinds returns the kinds of a request's audit events in order.
-func eventKinds(t *testing.T, db *postgres.Driver, requestID string) []string {
+func eventKinds(t *testing.T, db store.Store, requestID string) []string {
 	t.Helper()
-	events, err := store.NewLedger(db).EventsFor(context.Background(), requestID)
+	events, err := db.EventsFor(context.Background(), requestID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,23 +184,22 @@ func eventKinds(t *testing.T, db *postgres.Driver, requestID string) []string {
 }
 
 // outboxRows returns a request's outbox rows as "kind/round/reason".
-func outboxRows(t *testing.T, db *postgres.Driver, requestID string) []string {
+func outboxRows(t *testing.T, db *drivertest.Backend, requestID string) []string {
 	t.Helper()
-	rows, err := db.Pool.Query(context.Background(),
-		`SELECT kind || '/' || round || coalesce('/' || (data->>'reason'), '') FROM outbox WHERE request_id = $1 ORDER BY id`, requestID)
+	out, err := db.QueryStrings(fmt.Sprintf(`SELECT kind || '/' || round || coalesce('/' || (data->>'reason'), '')
+FROM outbox WHERE request_id = '%s' ORDER BY id`, requestID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
 	return out
+}
+
+// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
+func forEachDriver(t *testing.T, test func(t *testing.T, d *drivertest.Driver)) {
+	t.Parallel()
+	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
+		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
+	}
 }
 
 // eventually polls cond until it holds or the deadline passes.

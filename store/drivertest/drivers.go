@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 	"github.com/countersign/countersign/store/postgres"
@@ -71,9 +73,16 @@ func openPostgres(t *testing.T, name, storeURL, ownerURL string, wrap func(store
 	return &Backend{
 		Store: store.NewLedger(d),
 		Name:  name,
-		Exec: func(query string) error {
-			_, err := owner.Pool.Exec(ctx, query)
+		Exec: func(query string, args ...any) error {
+			_, err := owner.Pool.Exec(ctx, query, args...)
 			return err
+		},
+		QueryStrings: func(query string) ([]string, error) {
+			rows, err := owner.Pool.Query(ctx, query)
+			if err != nil {
+				return nil, err
+			}
+			return pgx.CollectRows(rows, pgx.RowTo[string])
 		},
 		QueryInt: func(query string) (n int, err error) {
 			err = owner.Pool.QueryRow(ctx, query).Scan(&n)
@@ -119,9 +128,24 @@ func openSQLite(t *testing.T, migrated bool) *Backend {
 	return &Backend{
 		Store: store.NewLedger(d),
 		Name:  "sqlite",
-		Exec: func(query string) error {
-			_, err := raw.ExecContext(ctx, query)
+		Exec: func(query string, args ...any) error {
+			_, err := raw.ExecContext(ctx, query, args...)
 			return err
+		},
+		QueryStrings: func(query string) (out []string, err error) {
+			rows, err := raw.QueryContext(ctx, query)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var s string
+				if err := rows.Scan(&s); err != nil {
+					return nil, err
+				}
+				out = append(out, s)
+			}
+			return out, rows.Err()
 		},
 		QueryInt: func(query string) (n int, err error) {
 			err = raw.QueryRowContext(ctx, query).Scan(&n)

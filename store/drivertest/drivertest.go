@@ -20,9 +20,12 @@ type Backend struct {
 	// Name is the Driver's name.
 	Name string
 	// Exec runs one statement on the backend's database, outside the Store.
-	Exec func(query string) error
+	// Parameters are $1, $2… in the order they appear.
+	Exec func(query string, args ...any) error
 	// QueryInt runs a query returning one integer, e.g. a count.
 	QueryInt func(query string) (int, error)
+	// QueryStrings runs a query returning one text column.
+	QueryStrings func(query string) ([]string, error)
 	// Notifier returns the backend's wake-ups, ready to deliver.
 	Notifier func(t *testing.T) store.Notifier
 }
