@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -36,7 +37,10 @@ type fixedGroups map[string][]string
 func (g fixedGroups) GroupMembers(_ context.Context, id string) ([]string, error) { return g[id], nil }
 
 type bundle struct {
-	db       *postgres.Driver
+	store store.Store
+	// exec and queryInt run raw SQL on the same database ($1… in order).
+	exec     func(query string, args ...any) error
+	queryInt func(query string, args ...any) (int, error)
 	listener store.Notifier
 	svc      *Service
 	server   *httptest.Server
@@ -49,7 +53,7 @@ func setup(t testing.TB) *bundle {
 	return setupOn(t, storetest.NewURL(t))
 }
 
-// setupOn is setup on the database at url.
+// setupOn is setup on the PostgreSQL database at url.
 func setupOn(t testing.TB, url string) *bundle {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), url)
@@ -57,9 +61,47 @@ func setupOn(t testing.TB, url string) *bundle {
 		t.Fatalf("opening test database: %v", err)
 	}
 	t.Cleanup(db.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	listener, listen, listening := db.Notifier(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go listen(ctx)
+	select {
+	case <-listening:
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener did not start")
+	}
+	b := &bundle{
+		exec: func(query string, args ...any) error {
+			_, err := db.Pool.Exec(context.Background(), query, args...)
+			return err
+		},
+		queryInt: func(query string, args ...any) (n int, err error) {
+			err = db.Pool.QueryRow(context.Background(), query, args...).Scan(&n)
+			return n, err
+		},
+	}
+	b.serve(t, ctx, store.NewLedger(db), listener)
+	return b
+}
+
+// setupWith is setup on a fresh database of driver d.
+func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
+	t.Helper()
+	bk := d.Open(t, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	b := &bundle{exec: bk.Exec, queryInt: bk.QueryInt}
+	b.serve(t, ctx, bk.Store, bk.Notifier(t))
+	return b
+}
+
+// serve builds the service on s, with the batched replay read where the
+// driver batches reads (as serve does), and serves the hook.
+func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listener store.Notifier) {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := &Service{
-		DB: store.NewLedger(db),
+		DB: s,
 		Tools: map[string]Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
 			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
@@ -67,18 +109,11 @@ func setupOn(t testing.TB, url string) *bundle {
 		Groups: fixedGroups{groupID: {"U0GROUPMEMBER"}},
 		Logger: logger,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	svc.Batcher = store.NewIntakeBatcher(store.NewLedger(db), 2, 16)
+	svc.Batcher = store.NewIntakeBatcher(s, 2, 16)
 	go svc.Batcher.Run(ctx)
-	svc.Reader = store.NewReplayReader(store.NewLedger(db), 2, 16)
-	go svc.Reader.Run(ctx)
-	listener, listen, listening := db.Notifier(logger)
-	go listen(ctx)
-	select {
-	case <-listening:
-	case <-time.After(10 * time.Second):
-		t.Fatal("listener did not start")
+	if l, ok := s.(*store.Ledger); ok && l.Driver().BatchesReads() {
+		svc.Reader = store.NewReplayReader(l, 2, 16)
+		go svc.Reader.Run(ctx)
 	}
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
@@ -88,7 +123,15 @@ func setupOn(t testing.TB, url string) *bundle {
 	h := NewHandler(svc, Agents{agent}, listener, logger, NewMetrics(prometheus.NewRegistry()))
 	server := httptest.NewServer(h)
 	t.Cleanup(server.Close)
-	return &bundle{db: db, listener: listener, svc: svc, server: server, ctx: ctx}
+	b.store, b.listener, b.svc, b.server, b.ctx = s, listener, svc, server, ctx
+}
+
+// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
+func forEachDriver(t *testing.T, test func(t *testing.T, d *drivertest.Driver)) {
+	t.Parallel()
+	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
+		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
+	}
 }
 
 // intentOpts overrides parts of the default intent; nil fields keep the default.
@@ -139,8 +182,8 @@ func (b *bundle) submit(t *testing.T, opts *intentOpts) store.Request {
 // count returns a single integer from a query.
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := b.db.Pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
+	n, err := b.queryInt(sql, args...)
+	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n

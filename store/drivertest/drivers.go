@@ -84,8 +84,8 @@ func openPostgres(t *testing.T, name, storeURL, ownerURL string, wrap func(store
 			}
 			return pgx.CollectRows(rows, pgx.RowTo[string])
 		},
-		QueryInt: func(query string) (n int, err error) {
-			err = owner.Pool.QueryRow(ctx, query).Scan(&n)
+		QueryInt: func(query string, args ...any) (n int, err error) {
+			err = owner.Pool.QueryRow(ctx, query, args...).Scan(&n)
 			return n, err
 		},
 		Notifier: func(t *testing.T) store.Notifier {
@@ -147,8 +147,8 @@ func openSQLite(t *testing.T, migrated bool) *Backend {
 			}
 			return out, rows.Err()
 		},
-		QueryInt: func(query string) (n int, err error) {
-			err = raw.QueryRowContext(ctx, query).Scan(&n)
+		QueryInt: func(query string, args ...any) (n int, err error) {
+			err = raw.QueryRowContext(ctx, query, args...).Scan(&n)
 			return n, err
 		},
 		Notifier: func(*testing.T) store.Notifier { return n },

@@ -23,7 +23,7 @@ type Backend struct {
 	// Parameters are $1, $2… in the order they appear.
 	Exec func(query string, args ...any) error
 	// QueryInt runs a query returning one integer, e.g. a count.
-	QueryInt func(query string) (int, error)
+	QueryInt func(query string, args ...any) (int, error)
 	// QueryStrings runs a query returning one text column.
 	QueryStrings func(query string) ([]string, error)
 	// Notifier returns the backend's wake-ups, ready to deliver.
