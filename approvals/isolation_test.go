@@ -82,9 +82,9 @@ func forEachHookStore(t *testing.T, test func(t *testing.T, b *isolationBundle))
 			t.Cleanup(cancel)
 			logger := slog.New(slog.DiscardHandler)
 			s, reader := hs.open(t, ctx, logger)
-			svc := &Service{DB: s, Logger: logger, Reader: reader, Tools: map[string]Tool{
+			svc := mustService(t, Config{DB: s, Logger: logger, Reader: reader, Tools: map[string]Tool{
 				"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
-			}}
+			}})
 			svc.Batcher = store.NewIntakeBatcher(s, 2, 16)
 			go svc.Batcher.Run(ctx)
 			var agents Agents

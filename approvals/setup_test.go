@@ -57,7 +57,7 @@ func setupOn(t testing.TB, url string) *bundle {
 	}
 	t.Cleanup(db.Close)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := &Service{
+	svc := mustService(t, Config{
 		DB: db,
 		Tools: map[string]Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
@@ -65,7 +65,7 @@ func setupOn(t testing.TB, url string) *bundle {
 		},
 		Groups: fixedGroups{groupID: {"U0GROUPMEMBER"}},
 		Logger: logger,
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	svc.Batcher = store.NewIntakeBatcher(db, 2, 16)
@@ -177,4 +177,14 @@ func (b *bundle) expectCounts(t *testing.T, want map[string]int) {
 			t.Errorf("%s = %d, want %d", sql, got, n)
 		}
 	}
+}
+
+// mustService builds the review service the tests use.
+func mustService(t testing.TB, cfg Config) *Service {
+	t.Helper()
+	svc, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }

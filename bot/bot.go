@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/countersign/countersign/approvals"
@@ -35,6 +36,11 @@ type Config struct {
 	PostInterval time.Duration
 	Batch        int           // outbox rows per DeliverOnce; zero means DefaultBatch
 	Lease        time.Duration // how long a claimed row is left alone; zero means DefaultLease
+	// DeliverInterval is how often Start's outbox loop looks for due
+	// deliveries; zero means DefaultDeliverInterval.
+	DeliverInterval time.Duration
+	// Socket, when set, is the Socket Mode connection Start runs.
+	Socket *socketmode.Client
 
 	// LookupAllowed lists the users (U…, W…), user groups (S…) and channels
 	// (C…, G…) whose slash commands may look requests up; empty: everyone.
@@ -65,6 +71,10 @@ type Bot struct {
 	answerSem chan struct{}
 
 	lookupAllowed []string // who may look requests up; empty: everyone
+
+	deliverEvery time.Duration
+	socket       *socketmode.Client
+	runState
 }
 
 // New returns a Bot.
@@ -74,7 +84,11 @@ func New(cfg Config) *Bot {
 		channel: cfg.DefaultChannel, resolver: cfg.Resolver, logger: cfg.Logger, metrics: cfg.Metrics,
 		interval: cfg.PostInterval, batch: cfg.Batch, lease: cfg.Lease, lookupAllowed: cfg.LookupAllowed,
 		next: make(map[string]time.Time), paused: make(map[string]time.Time),
-		answerSem: make(chan struct{}, 32),
+		answerSem:    make(chan struct{}, 32),
+		deliverEvery: cfg.DeliverInterval, socket: cfg.Socket,
+	}
+	if b.deliverEvery <= 0 {
+		b.deliverEvery = DefaultDeliverInterval
 	}
 	if b.logger == nil {
 		b.logger = slog.New(slog.DiscardHandler)

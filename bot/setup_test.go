@@ -70,11 +70,11 @@ func setup(t testing.TB, opts *options) *bundle {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	review := &approvals.Service{DB: db, Logger: logger, Tools: map[string]approvals.Tool{
+	review := mustService(t, approvals.Config{DB: db, Logger: logger, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
 		"fast.expiring":  {Name: "fast.expiring", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Millisecond},
-	}}
+	}})
 	review.Groups = bot.NewGroups(client, time.Minute)
 	b := bot.New(bot.Config{
 		Slack: client, DB: db, Review: review, SigningSecret: secret, Resolver: opts.resolver,
@@ -278,3 +278,13 @@ func newClient(fake *bottest.Slack) *slack.Client {
 
 // slackClient is a second client on the bundle's fake Slack.
 func (b *bundle) slackClient() *slack.Client { return newClient(b.fake) }
+
+// mustService builds the review service the tests use.
+func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
+	t.Helper()
+	svc, err := approvals.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}

@@ -41,9 +41,12 @@ func TestSocketModeServesTheSameHandlers(t *testing.T) {
 	db := storetest.NewDB(t)
 	fake := bottest.New(t)
 	client := slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
-	review := &approvals.Service{DB: db, Logger: discard(), Tools: map[string]approvals.Tool{
+	review, err := approvals.New(approvals.Config{DB: db, Logger: discard(), Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: "C1", Approvers: []string{"UANA"}},
-	}}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := New(Config{Slack: client, DB: db, Review: review, Logger: discard(), PostInterval: -1})
 	req, _, err := review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
 		Effect: json.RawMessage(`{"invoice":"inv_1"}`)})

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -23,6 +24,9 @@ type Listener struct {
 
 	listening     chan struct{} // closed once the first LISTEN is in place
 	listeningOnce sync.Once
+
+	cancel context.CancelFunc // ends what Start runs
+	done   chan struct{}      // closed when what Start runs has ended
 }
 
 // NewListener returns a Listener; Run starts it.
@@ -37,6 +41,35 @@ func NewListener(db *DB, logger *slog.Logger) *Listener {
 
 // Listening is closed once notifications are being received.
 func (l *Listener) Listening() <-chan struct{} { return l.listening }
+
+// Start runs Run in the background until Stop, not until ctx ends: waiters
+// still finishing on shutdown need their wake-ups.
+func (l *Listener) Start(ctx context.Context) error {
+	if l.cancel != nil {
+		return errors.New("listener already started")
+	}
+	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	l.done = make(chan struct{})
+	go func() {
+		defer close(l.done)
+		l.Run(ctx)
+	}()
+	return nil
+}
+
+// Stop ends what Start runs and waits, until ctx ends, for it to return.
+func (l *Listener) Stop(ctx context.Context) error {
+	if l.cancel == nil {
+		return nil
+	}
+	l.cancel()
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
 
 // Run listens until ctx ends, reconnecting after a lost connection.
 func (l *Listener) Run(ctx context.Context) {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
@@ -17,20 +16,18 @@ import (
 type backend struct {
 	store    store.Store
 	notifier store.Notifier
+	// listener delivers PostgreSQL's notifications; nil for the embedded
+	// store, which wakes its own subscribers after each commit.
+	listener *store.Listener
 	// replays batches the read every intent starts with; nil reads each
 	// alone (the embedded store reads in-process, with no round trip to share).
 	replays *store.ReplayReader
 	// where names the store for people: PostgreSQL, or the embedded file.
 	where string
-
-	stopLoops context.CancelFunc
-	loops     sync.WaitGroup // the listener's and the replay reader's
 }
 
-// openBackend opens the store, applies its migrations and starts what
-// delivers its wake-ups. The PostgreSQL listener and the replay reader run
-// until close, not until ctx ends: what is still finishing on shutdown needs
-// them.
+// openBackend opens the store, applies its migrations and builds what
+// delivers its wake-ups; newApp starts and stops them.
 func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backend, error) {
 	s, where, err := openStore(ctx, cfg)
 	if err != nil {
@@ -47,15 +44,12 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 	if n > 0 {
 		logger.Info("applied migrations", slog.Int("count", n))
 	}
-	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	b := &backend{store: s, where: where, stopLoops: stop}
+	b := &backend{store: s, where: where}
 	switch s := s.(type) {
 	case *store.DB:
-		listener := store.NewListener(s, logger.With("component", "listener"))
-		b.loops.Go(func() { listener.Run(loopCtx) })
-		b.notifier = listener
+		b.listener = store.NewListener(s, logger.With("component", "listener"))
+		b.notifier = b.listener
 		b.replays = store.NewReplayReader(s.Pool, replayReaders, replayMaxBatch)
-		b.loops.Go(func() { b.replays.Run(loopCtx) })
 	case *embedded.Store:
 		b.notifier = s // it wakes its own subscribers after each commit
 		if !cfg.Local() {
@@ -64,13 +58,6 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 		}
 	}
 	return b, nil
-}
-
-// close stops the listener and the replay reader, then closes the store.
-func (b *backend) close() {
-	b.stopLoops()
-	b.loops.Wait()
-	b.store.Close()
 }
 
 // openStore opens PostgreSQL when COUNTERSIGN_DATABASE_URL is set, else the

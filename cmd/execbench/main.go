@@ -174,8 +174,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// Trickle: approve one request at a time through the review service and
 	// wait for its dispatch.
-	review := &approvals.Service{DB: db, Tools: map[string]approvals.Tool{tool: {Name: tool, Approvers: []string{"U0BENCH"}}},
-		Logger: slog.New(slog.DiscardHandler)}
+	review := must(approvals.New(approvals.Config{DB: db, Tools: map[string]approvals.Tool{tool: {Name: tool, Approvers: []string{"U0BENCH"}}},
+		Logger: slog.New(slog.DiscardHandler)}))
 	time.Sleep(100 * time.Millisecond) // let the LISTEN connection settle after the burst
 	var fromApproval, fromCall []time.Duration
 	for i := range *trickle {
@@ -283,4 +283,11 @@ func scratchDatabase(ctx context.Context, rawURL string) (string, func(), error)
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
