@@ -81,7 +81,7 @@ func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) commandAnswer
 	text := ""
 	answer, err := lookup.Run(ctx, b.db, q)
 	if err != nil {
-		_, text = b.failed("slash command lookup", err, "The lookup failed just now; please try again.", slog.String("kind", string(q.Kind)))
+		_, text = b.refused("slash command lookup", err, slog.String("kind", string(q.Kind)))
 	} else {
 		text = LookupText(answer)
 	}
@@ -148,7 +148,7 @@ func detailText(d lookup.Detail) string {
 	}
 	fmt.Fprintf(&sb, "*%s*\nKey `%s`\n", escape(cut(summary, 200)), req.Key)
 	fmt.Fprintf(&sb, "Status *%s* (round %d) · tool `%s` · run `%s` step `%s` · asked by %s for %s · created %s · expires %s\n",
-		req.Status, req.Round, escape(req.Tool), escape(req.RunID), escape(string(req.Step)), escape(req.RequestedBy),
+		d.Outcome(), req.Round, escape(req.Tool), escape(req.RunID), escape(string(req.Step)), escape(req.RequestedBy),
 		mention(req.RequestedFor), clock(req.CreatedAt), clock(req.ExpiresAt))
 
 	if dec := d.Decision; dec != nil {

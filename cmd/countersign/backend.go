@@ -65,6 +65,9 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 func openStore(ctx context.Context, cfg *Config) (store.Store, string, error) {
 	if cfg.DatabaseURL != "" {
 		db, err := store.Open(ctx, cfg.DatabaseURL)
+		if err != nil {
+			err = fmt.Errorf("COUNTERSIGN_DATABASE_URL (%s): %w", databaseURLForm, err)
+		}
 		return db, "PostgreSQL", err
 	}
 	if cfg.dataDirErr != nil {

@@ -58,7 +58,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	logger := newLogger(loaded.LogFormat, stderr)
 	cfg, localToken, err := resolveConfig(loaded, "")
 	if err != nil {
 		return err
@@ -68,9 +68,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("the configuration has problems:\n%w", err)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := listen(cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+		return err
 	}
 	defer ln.Close()
 	if cfg.Local() && localBase(cfg.Listen) == "" {
