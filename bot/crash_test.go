@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
 
@@ -43,7 +44,7 @@ func runWorker(dbURL, slackURL string) {
 	review := must(approvals.New(approvals.Config{DB: db, Logger: slog.New(slog.DiscardHandler), Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA"}},
 	}}))
-	w := bot.New(bot.Config{Slack: client, DB: db, Review: review, PostInterval: -1, Lease: 500 * time.Millisecond})
+	w := bot.New(bot.Config{Slack: client, Review: review, Cards: approvals.NewCards(db), Lookup: lookup.Service{DB: db}, PostInterval: -1, Lease: 500 * time.Millisecond})
 	for {
 		if _, err := w.DeliverOnce(ctx); err != nil {
 			os.Exit(4)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -47,7 +48,7 @@ func TestSocketModeServesTheSameHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{Slack: client, DB: db, Review: review, Logger: discard(), PostInterval: -1})
+	b := New(Config{Slack: client, Review: review, Cards: approvals.NewCards(db), Lookup: lookup.Service{DB: db}, Logger: discard(), PostInterval: -1})
 	req, _, err := review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
 		Effect: json.RawMessage(`{"invoice":"inv_1"}`)})
 	if err != nil {

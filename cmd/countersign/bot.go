@@ -13,6 +13,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/lookup"
 )
 
 // slackClient is the Slack API client, with its own HTTP timeouts and the
@@ -50,15 +51,17 @@ func newGroups(client *slack.Client) approvals.GroupResolver {
 // addBot builds the Slack surface: the signed routes, the outbox worker,
 // Socket Mode when SLACK_APP_TOKEN is set, and the card-convergence sweep.
 // Without a client (no SLACK_BOT_TOKEN) it adds nothing: outbox rows wait.
-func (a *app) addBot(client *slack.Client, ex *executor.Executor) error {
+func (a *app) addBot(client *slack.Client, groups approvals.GroupResolver, ex *executor.Executor) error {
 	if client == nil {
 		return nil
 	}
 	logger := a.logger.With("component", "bot")
 	cfg := bot.Config{
 		Slack:          client,
-		DB:             a.db,
 		Review:         a.review,
+		Cards:          approvals.NewCards(a.db),
+		Lookup:         lookup.Service{DB: a.db},
+		Groups:         groups,
 		Resolver:       ex,
 		SigningSecret:  a.cfg.SlackSigningSecret,
 		DefaultChannel: a.cfg.File.Slack.Channel,

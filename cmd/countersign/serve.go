@@ -210,7 +210,7 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	if err != nil {
 		return nil, err
 	}
-	if err := a.addBot(slackClient, ex); err != nil {
+	if err := a.addBot(slackClient, groups, ex); err != nil {
 		return nil, err
 	}
 	// The sweeps stop claiming at the signal; what they claimed has the
