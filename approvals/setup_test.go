@@ -57,21 +57,23 @@ func setupOn(t testing.TB, url string) *bundle {
 	}
 	t.Cleanup(db.Close)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	batcher := store.NewIntakeBatcher(db, 2, 16)
+	go batcher.Run(ctx)
+	reader := store.NewReplayReader(db.Pool, 2, 16)
+	go reader.Run(ctx)
 	svc := mustService(t, Config{
 		DB: db,
 		Tools: map[string]Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
 			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
 		},
-		Groups: fixedGroups{groupID: {"U0GROUPMEMBER"}},
-		Logger: logger,
+		Groups:  fixedGroups{groupID: {"U0GROUPMEMBER"}},
+		Logger:  logger,
+		Batcher: batcher,
+		Reader:  reader,
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	svc.Batcher = store.NewIntakeBatcher(db, 2, 16)
-	go svc.Batcher.Run(ctx)
-	svc.Reader = store.NewReplayReader(db.Pool, 2, 16)
-	go svc.Reader.Run(ctx)
 	listener := store.NewListener(db, logger)
 	go listener.Run(ctx)
 	select {
