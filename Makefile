@@ -20,10 +20,14 @@ run:
 
 # Every test, on the real PostgreSQL at 127.0.0.1:5432 (COUNTERSIGN_TEST_DATABASE_URL
 # overrides) and a headless Chromium; scripts/test-deps starts or installs them.
+# The benchmark programs have smoke tests of their own (TestSmoke); every
+# Benchmark function then runs once at a tiny size (-short shrinks the seeded
+# tables and storms), so a change that breaks a benchmark fails here.
 test:
 	scripts/test-deps
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
+	go test -short -run '^$$' -bench . -benchtime 1x -timeout 5m ./...
 
 test-race:
 	go test $(GO_TEST_FLAGS) -race ./approvals/... ./store/... ./inbox/... ./lookup/... ./cmd/countersign/...
