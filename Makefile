@@ -22,12 +22,14 @@ run:
 # overrides) and a headless Chromium; scripts/test-deps starts or installs them.
 # The benchmark programs have smoke tests of their own (TestSmoke); every
 # Benchmark function then runs once at a tiny size (-short shrinks the seeded
-# tables and storms), so a change that breaks a benchmark fails here.
+# tables and storms), so a change that breaks a benchmark fails here. The River
+# peers in bench/peers are a module of their own, built and tested last.
 test:
 	scripts/test-deps
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
 	go test -short -run '^$$' -bench . -benchtime 1x -timeout 5m ./...
+	cd bench/peers && go build ./... && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 test-race:
 	go test $(GO_TEST_FLAGS) -race ./approvals/... ./store/... ./inbox/... ./lookup/... ./cmd/countersign/...
@@ -39,6 +41,7 @@ verify:
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt would change the files above"; exit 1)
 	go vet ./...
 	go mod tidy -diff
+	cd bench/peers && go vet ./... && go mod tidy -diff
 
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
 bench: bench-intake bench-executor bench-slack
