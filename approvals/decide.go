@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/countersign/countersign/store"
 )
@@ -29,11 +30,22 @@ type Outcome struct {
 	Created  bool
 }
 
+// Err is nil for the call that recorded the decision. For every later call
+// it is the *NotPendingError naming the decision that stands, which surfaces
+// answer as the already_decided refusal.
+func (o Outcome) Err() error {
+	if o.Created {
+		return nil
+	}
+	d := o.Decision
+	return &NotPendingError{Status: o.Request.Status, Decision: &d}
+}
+
 // Decide records the first verdict for a request round. Every later call for
 // the same round, whatever its verdict, gets the existing decision back with
-// Created false and changes nothing. It fails with ErrNotAllowed or
-// ErrSelfApproval (both audited), ErrStaleCard, a *NotPendingError, or
-// ErrNotFound.
+// Created false and changes nothing (Outcome.Err says so). It fails with
+// ErrNotAllowed or ErrSelfApproval (both audited), ErrStaleCard, a
+// *NotPendingError, or ErrNotFound; RefusalFor words each.
 func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	if d.Verdict != store.VerdictApprove && d.Verdict != store.VerdictReject {
 		return Outcome{}, fmt.Errorf("unknown verdict %q", d.Verdict)
@@ -44,11 +56,11 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	}
 	tool, known := s.Tools[req.Tool]
 	if d.Verdict == store.VerdictApprove && req.RequestedFor != "" && d.DecidedBy == req.RequestedFor {
-		s.refuse(ctx, req, d, "self_approval")
+		s.refuse(ctx, req, d.DecidedBy, "decision_refused", "self_approval", d.attrs())
 		return Outcome{}, ErrSelfApproval
 	}
 	if !known {
-		s.refuse(ctx, req, d, "tool_not_configured")
+		s.refuse(ctx, req, d.DecidedBy, "decision_refused", "tool_not_configured", d.attrs())
 		return Outcome{}, ErrNotAllowed
 	}
 	allowed, err := s.MayDecide(ctx, req.Tool, d.DecidedBy)
@@ -56,7 +68,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		return Outcome{}, err
 	}
 	if !allowed {
-		s.refuse(ctx, req, d, "not_an_approver")
+		s.refuse(ctx, req, d.DecidedBy, "decision_refused", "not_an_approver", d.attrs())
 		return Outcome{}, ErrNotAllowed
 	}
 
@@ -133,16 +145,49 @@ func (s *Service) MayDecide(ctx context.Context, toolName, user string) (bool, e
 	return false, nil
 }
 
-// refuse audits a decision attempt that was not allowed. The refusal changes
-// no state, so a failure to audit it is logged rather than returned.
-func (s *Service) refuse(ctx context.Context, req store.Request, d Decision, reason string) {
-	err := s.DB.AppendEvent(ctx, store.Event{
-		RequestID: req.ID, Actor: d.DecidedBy, Kind: "decision_refused",
-		Data: map[string]any{"reason": reason, "verdict": d.Verdict, "round": d.Round, "via": d.Via},
-	})
-	s.Logger.Warn("decision refused", slog.String("key", req.Key), slog.String("by", d.DecidedBy), slog.String("reason", reason))
+// Resolution asks to settle an execution that needs a human (DESIGN §5).
+type Resolution struct {
+	RequestID   string
+	ExecutionID int64
+	Action      string // what the executor is asked to do
+	By          string // a Slack user id
+	Via         string // "slack"
+}
+
+// AuthorizeResolution returns the request when by may resolve its execution:
+// the tool's approvers may. Anyone else gets ErrNotAllowed, audited as
+// resolution_refused; a missing request is ErrNotFound.
+func (s *Service) AuthorizeResolution(ctx context.Context, r Resolution) (store.Request, error) {
+	req, err := s.DB.RequestByID(ctx, r.RequestID)
 	if err != nil {
-		s.Logger.Error("auditing refused decision", slog.String("key", req.Key), slog.String("error", err.Error()))
+		return store.Request{}, err
+	}
+	allowed, err := s.MayDecide(ctx, req.Tool, r.By)
+	if err != nil {
+		return store.Request{}, err
+	}
+	if !allowed {
+		s.refuse(ctx, req, r.By, "resolution_refused", "not_an_approver",
+			map[string]any{"action": r.Action, "execution_id": r.ExecutionID, "via": r.Via})
+		return store.Request{}, ErrNotAllowed
+	}
+	return req, nil
+}
+
+func (d Decision) attrs() map[string]any {
+	return map[string]any{"verdict": d.Verdict, "round": d.Round, "via": d.Via}
+}
+
+// refuse audits an attempt that was not allowed: kind is decision_refused or
+// resolution_refused, reason why. Every refusal of a person's attempt is
+// audited here, whatever surface it came from. The refusal changes no state,
+// so a failure to audit it is logged rather than returned.
+func (s *Service) refuse(ctx context.Context, req store.Request, actor, kind, reason string, data map[string]any) {
+	data["reason"] = reason
+	err := s.DB.AppendEvent(ctx, store.Event{RequestID: req.ID, Actor: actor, Kind: kind, Data: data})
+	s.Logger.Warn(strings.ReplaceAll(kind, "_", " "), slog.String("key", req.Key), slog.String("by", actor), slog.String("reason", reason))
+	if err != nil {
+		s.Logger.Error("auditing a refused attempt", slog.String("key", req.Key), slog.String("kind", kind), slog.String("error", err.Error()))
 	}
 }
 

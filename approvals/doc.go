@@ -6,4 +6,9 @@
 // always names the same request; the same key with different effect fields is
 // ErrKeyReused. Decide records the first verdict for a request round in one
 // conditional write and returns the existing decision to every later caller.
+//
+// Every "no" is a Refusal: RefusalFor maps any error of the service to its
+// stable code, the agent hook's HTTP status and one sentence, which the hook,
+// Slack and the review inbox show as they are. Refused attempts by people
+// are audited here, whichever surface they came from.
 package approvals

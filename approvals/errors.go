@@ -8,17 +8,23 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-// Stable machine codes carried by HTTP error bodies and Slack answers.
+// Stable machine codes of refusals: the agent hook's error bodies, Slack's
+// answers and the inbox's notices carry the same ones (see Refusal).
 const (
-	CodeMalformedJSON  = "malformed_json"
-	CodeInvalidRequest = "invalid_request"
-	CodeUnknownTool    = "unknown_tool"
-	CodeKeyReused      = "key_reused"
-	CodeUnauthorized   = "unauthorized"
-	CodeTooLarge       = "too_large"
-	CodeNotFound       = "not_found"
-	CodeAlreadyDecided = "already_decided"
-	CodeUnavailable    = "unavailable"
+	CodeMalformedJSON   = "malformed_json"
+	CodeInvalidRequest  = "invalid_request"
+	CodeUnknownTool     = "unknown_tool"
+	CodeKeyReused       = "key_reused"
+	CodeUnauthorized    = "unauthorized"
+	CodeTooLarge        = "too_large"
+	CodeNotFound        = "not_found"
+	CodeAlreadyDecided  = "already_decided"
+	CodeStaleCard       = "stale_card"
+	CodeNotApprover     = "not_approver"
+	CodeSelfApproval    = "self_approval"
+	CodeAlreadyResolved = "already_resolved"
+	CodeUnavailable     = "unavailable"
+	CodeInternal        = "internal"
 )
 
 // RetryAfter is the wait an unavailable answer asks for (HTTP Retry-After):
@@ -35,6 +41,10 @@ var (
 	ErrKeyTaken = fmt.Errorf("key already names another agent's request: %w", ErrKeyReused)
 	// ErrUnknownTool: the intent names a tool the configuration does not have.
 	ErrUnknownTool = errors.New("unknown tool")
+	// ErrUnauthorized: no agent bearer token, or one no agent holds.
+	ErrUnauthorized = errors.New("a valid agent bearer token is required")
+	// ErrTooLarge: the body is over MaxBodyBytes.
+	ErrTooLarge = errors.New("body too large")
 	// ErrNotFound: no request has that id or key, or none the caller may see.
 	ErrNotFound = store.ErrNotFound
 	// ErrStaleCard: the click carries an old round or a payload hash that is
@@ -46,6 +56,9 @@ var (
 	ErrSelfApproval = errors.New("may not approve a request made for yourself")
 	// ErrNotPending: the request expired or was cancelled before a decision.
 	ErrNotPending = errors.New("request is no longer pending")
+	// ErrAlreadyResolved: the execution left needs_review before the
+	// resolution asked for.
+	ErrAlreadyResolved = errors.New("execution already resolved")
 )
 
 // InputError is a problem with an agent's request body; Code is
@@ -62,12 +75,30 @@ func invalid(field, format string, args ...any) *InputError {
 	return &InputError{Code: CodeInvalidRequest, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// NotPendingError says why a request can no longer be decided or cancelled.
-type NotPendingError struct {
-	Status store.RequestStatus
+// UnknownToolError names the tool an intent asked for; it unwraps to
+// ErrUnknownTool.
+type UnknownToolError struct {
+	Tool string
 }
 
-func (e *NotPendingError) Error() string { return "request is " + string(e.Status) }
+func (e *UnknownToolError) Error() string { return fmt.Sprintf("%v: %q", ErrUnknownTool, e.Tool) }
+
+// Unwrap lets errors.Is match ErrUnknownTool.
+func (e *UnknownToolError) Unwrap() error { return ErrUnknownTool }
+
+// NotPendingError says why a request can no longer be decided or cancelled:
+// its status, and the decision that stands, if one does.
+type NotPendingError struct {
+	Status   store.RequestStatus
+	Decision *store.Decision // nil when the request left pending undecided
+}
+
+func (e *NotPendingError) Error() string {
+	if e.Decision != nil {
+		return fmt.Sprintf("request already %s by %s", past(e.Decision.Verdict), e.Decision.DecidedBy)
+	}
+	return "request is " + string(e.Status)
+}
 
 // Unwrap lets errors.Is match ErrNotPending.
 func (e *NotPendingError) Unwrap() error { return ErrNotPending }

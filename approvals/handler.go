@@ -47,7 +47,7 @@ func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Requ
 			if name == "create" {
 				h.metrics.Intake.WithLabelValues("unauthorized").Inc()
 			}
-			status = writeError(w, http.StatusUnauthorized, CodeUnauthorized, "a valid agent bearer token is required")
+			status = writeRefusal(w, RefusalFor(ErrUnauthorized))
 		} else {
 			status = fn(w, r, agent)
 		}
@@ -57,15 +57,15 @@ func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Requ
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent Agent) int {
 	if r.ContentLength > MaxBodyBytes {
-		return writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "the body is larger than 1 MiB")
+		return writeRefusal(w, RefusalFor(ErrTooLarge))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "the body is larger than 1 MiB")
+			return writeRefusal(w, RefusalFor(ErrTooLarge))
 		}
-		return writeError(w, http.StatusBadRequest, CodeMalformedJSON, "the body could not be read")
+		return writeRefusal(w, RefusalFor(&InputError{Code: CodeMalformedJSON, Message: "The body could not be read."}))
 	}
 	in, err := DecodeIntent(body)
 	if err == nil {
@@ -77,25 +77,13 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent Agent) in
 		req, created, err = h.svc.Submit(r.Context(), agent.Name, in)
 	}
 	if err != nil {
-		outcome, status := "invalid", 0
-		switch {
-		case errors.Is(err, ErrKeyTaken):
-			outcome = "key_reused"
-			status = writeError(w, http.StatusConflict, CodeKeyReused, "this key already names a request of another agent; send a different key")
-		case store.IsUnavailable(err):
-			outcome = "unavailable"
-			status = h.writeServiceError(w, r, err)
-		case errors.Is(err, ErrKeyReused):
-			outcome = "key_reused"
-			status = writeError(w, http.StatusConflict, CodeKeyReused, "this key already names a request with different run, step, tool or effect fields")
-		case errors.Is(err, ErrUnknownTool):
-			outcome = "unknown_tool"
-			status = writeError(w, http.StatusUnprocessableEntity, CodeUnknownTool, "tool "+strconv.Quote(in.Tool)+" is not configured")
-		default:
-			status = h.writeServiceError(w, r, err)
+		outcome := "invalid"
+		switch code := RefusalFor(err).Code; code {
+		case CodeKeyReused, CodeUnavailable, CodeUnknownTool:
+			outcome = code
 		}
 		h.metrics.Intake.WithLabelValues(outcome).Inc()
-		return status
+		return h.writeServiceError(w, r, err)
 	}
 	view, err := h.svc.View(r.Context(), req)
 	if err != nil {
@@ -129,7 +117,7 @@ func applyKeyHeader(in *Intent, header string) error {
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent Agent) int {
 	wait, err := parseWait(r.URL.Query().Get("wait"))
 	if err != nil {
-		return writeError(w, http.StatusUnprocessableEntity, CodeInvalidRequest, err.Error())
+		return writeRefusal(w, RefusalFor(&InputError{Code: CodeInvalidRequest, Message: err.Error()}))
 	}
 	ref := r.PathValue("ref")
 	if wait == 0 {
@@ -211,10 +199,6 @@ func parseWait(s string) (time.Duration, error) {
 
 func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent Agent) int {
 	req, err := h.svc.Cancel(r.Context(), agent, r.PathValue("ref"))
-	var notPending *NotPendingError
-	if errors.As(err, &notPending) {
-		return writeError(w, http.StatusConflict, CodeAlreadyDecided, "the request is "+string(notPending.Status)+" and can no longer be cancelled")
-	}
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}
@@ -225,29 +209,22 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent Agent) in
 	return writeJSON(w, http.StatusOK, view)
 }
 
-// writeServiceError answers input errors and not-found with their codes, a
-// store out of reach with 503 unavailable and Retry-After, and anything else
-// with a 500 that reveals nothing but is logged.
+// writeServiceError answers an error with its refusal: a store out of reach
+// adds Retry-After, and anything unknown is a 500 that reveals nothing but
+// is logged. A client that went away gets nothing.
 func (h *Handler) writeServiceError(w http.ResponseWriter, r *http.Request, err error) int {
-	var input *InputError
-	switch {
-	case errors.As(err, &input):
-		status := http.StatusUnprocessableEntity
-		if input.Code == CodeMalformedJSON {
-			status = http.StatusBadRequest
-		}
-		return writeErrorField(w, status, input.Code, input.Message, input.Field)
-	case errors.Is(err, ErrNotFound):
-		return writeError(w, http.StatusNotFound, CodeNotFound, "no request has that id or key")
-	case errors.Is(err, context.Canceled):
-		return 499 // the client went away; nothing to write
-	case store.IsUnavailable(err):
+	if errors.Is(err, context.Canceled) {
+		return 499
+	}
+	ref := RefusalFor(err)
+	switch ref.Code {
+	case CodeUnavailable:
 		h.logger.Warn("hook request failed: database unavailable", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 		w.Header().Set("Retry-After", strconv.Itoa(int(RetryAfter/time.Second)))
-		return writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "countersign cannot reach its database right now; retry after the Retry-After delay")
+	case CodeInternal:
+		h.logger.Error("hook request failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
-	h.logger.Error("hook request failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
-	return writeError(w, http.StatusInternalServerError, "internal", "countersign could not complete the request; it is safe to retry")
+	return writeRefusal(w, ref)
 }
 
 type errorBody struct {
@@ -258,14 +235,11 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-func writeError(w http.ResponseWriter, status int, code, message string) int {
-	return writeErrorField(w, status, code, message, "")
-}
-
-func writeErrorField(w http.ResponseWriter, status int, code, message, field string) int {
+// writeRefusal writes a refusal as the hook's error body.
+func writeRefusal(w http.ResponseWriter, ref Refusal) int {
 	var body errorBody
-	body.Error.Code, body.Error.Message, body.Error.Field = code, message, field
-	return writeJSON(w, status, body)
+	body.Error.Code, body.Error.Message, body.Error.Field = ref.Code, ref.Message, ref.Field
+	return writeJSON(w, ref.Status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) int {

@@ -3,7 +3,6 @@ package approvals
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -41,7 +40,7 @@ func (s *Service) now() *time.Time {
 func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req store.Request, created bool, err error) {
 	tool, ok := s.Tools[in.Tool]
 	if !ok {
-		return store.Request{}, false, fmt.Errorf("%w: %q", ErrUnknownTool, in.Tool)
+		return store.Request{}, false, &UnknownToolError{Tool: in.Tool}
 	}
 	derivedKey, basisHash, err := Derive(in.Basis())
 	if err != nil {
@@ -142,7 +141,8 @@ func (s *Service) Get(ctx context.Context, agent Agent, ref string) (store.Reque
 }
 
 // Cancel withdraws a pending request agent may see. A request that is no
-// longer pending is a *NotPendingError carrying its status.
+// longer pending is a *NotPendingError carrying its status and the decision
+// that stands, if one does.
 func (s *Service) Cancel(ctx context.Context, agent Agent, ref string) (store.Request, error) {
 	req, err := s.Get(ctx, agent, ref)
 	if err != nil {
@@ -154,7 +154,17 @@ func (s *Service) Cancel(ctx context.Context, agent Agent, ref string) (store.Re
 		return store.Request{}, err
 	}
 	if !cancelled {
-		return req, &NotPendingError{Status: req.Status}
+		notPending := &NotPendingError{Status: req.Status}
+		if req.Status == store.RequestApproved || req.Status == store.RequestRejected {
+			d, err := s.DB.DecisionFor(ctx, req.ID, req.Round)
+			switch {
+			case err == nil:
+				notPending.Decision = &d
+			case !errors.Is(err, store.ErrNotFound):
+				return store.Request{}, err
+			}
+		}
+		return req, notPending
 	}
 	s.Logger.Info("request cancelled", slog.String("key", req.Key), slog.String("actor", actor))
 	return req, nil

@@ -81,7 +81,7 @@ func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) commandAnswer
 	text := ""
 	answer, err := lookup.Run(ctx, b.db, q)
 	if err != nil {
-		_, text = b.failed("slash command lookup", err, "The lookup failed just now; please try again.", slog.String("kind", string(q.Kind)))
+		_, text = b.refused("slash command lookup", err, slog.String("kind", string(q.Kind)))
 	} else {
 		text = LookupText(answer)
 	}

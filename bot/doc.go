@@ -46,7 +46,9 @@
 //   - The clicker's answer is an ephemeral message (chat.postEphemeral) sent
 //     after Slack has its 200, so a slow Slack API never delays the
 //     acknowledgement. Identical clicks in flight on one replica share one
-//     Decide call; the later ones are told "Already approved by …".
+//     Decide call; the later ones are told "Already approved by …". A
+//     refusal's words are approvals.RefusalFor's, the person it names shown
+//     as a mention, and the click is counted under the refusal's code.
 //   - /countersign answers ephemerally, and only those in
 //     slack.lookup_allowed (Config.LookupAllowed): listed users, members of
 //     listed user groups (resolved through the approvers' cache), and anyone

@@ -160,88 +160,63 @@ func (b *Bot) decide(ctx context.Context, c click) (outcome, answer string) {
 	if !leader {
 		out.Created = false // the leader's click recorded it; this one finds it
 	}
-	var notPending *approvals.NotPendingError
-	switch {
-	case err == nil && out.Created:
+	if err == nil && out.Created {
 		past := "approved"
 		if verdict == store.VerdictReject {
 			past = "rejected"
 		}
 		return "created", fmt.Sprintf("You %s `%s`. The card will follow the write.", past, approvals.ShortKey(out.Request.Key))
-	case err == nil:
-		past := "approved"
-		if out.Decision.Verdict == store.VerdictReject {
-			past = "rejected"
-		}
-		return "existing", fmt.Sprintf("Already %s by %s at %s.", past, mention(out.Decision.DecidedBy), clock(out.Decision.DecidedAt))
-	case errors.Is(err, approvals.ErrSelfApproval):
-		return "self_approval", "This request was made for you, so someone else has to approve it. Your attempt was recorded."
-	case errors.Is(err, approvals.ErrNotAllowed):
-		return "not_allowed", "You are not an approver for this tool. Your attempt was recorded."
-	case errors.Is(err, approvals.ErrStaleCard):
-		return "stale", "This card is stale: the request has a newer round or a different payload. Nothing was recorded; use the newest card."
-	case errors.As(err, &notPending):
-		return "not_pending", fmt.Sprintf("This request is %s, so it can no longer be decided. Nothing was recorded.", notPending.Status)
-	case errors.Is(err, approvals.ErrNotFound):
-		return "not_found", "This card's request does not exist here. Nothing was recorded."
 	}
-	return b.failed("recording a decision", err, "Your decision could not be recorded just now. Nothing changed; please click again.",
-		slog.String("request_id", c.Decision.RequestID))
+	if err == nil {
+		err = out.Err()
+	}
+	return b.refused("recording a decision", err, slog.String("request_id", c.Decision.RequestID))
 }
 
 // resolve passes a needs-review choice to the executor after checking that
 // the clicker may decide on the tool.
 func (b *Bot) resolve(ctx context.Context, c click) (outcome, answer string) {
 	if b.resolver == nil {
-		return "unavailable", "Resolution is not available on this server; ask an operator."
+		return "no_resolver", "Resolution is not available on this server; ask an operator."
 	}
-	req, err := b.db.RequestByID(ctx, c.Resolve.RequestID)
-	if errors.Is(err, store.ErrNotFound) {
-		return "not_found", "This card's request does not exist here. Nothing was recorded."
-	} else if err != nil {
-		return b.failed("reading a request", err, clickAgain, slog.String("request_id", c.Resolve.RequestID))
-	}
-	allowed, err := b.review.MayDecide(ctx, req.Tool, c.User)
+	req, err := b.review.AuthorizeResolution(ctx, approvals.Resolution{
+		RequestID: c.Resolve.RequestID, ExecutionID: c.Resolve.ExecutionID, Action: c.ActionID, By: c.User, Via: "slack",
+	})
 	if err != nil {
-		return b.failed("checking an approver", err, clickAgain, slog.String("key", req.Key))
-	}
-	if !allowed {
-		if err := b.db.AppendEvent(ctx, store.Event{RequestID: req.ID, Actor: c.User, Kind: "resolution_refused",
-			Data: map[string]any{"reason": "not_an_approver", "action": c.ActionID, "execution_id": c.Resolve.ExecutionID, "via": "slack"}}); err != nil {
-			b.logger.Error("auditing a refused resolution", slog.String("key", req.Key), slog.String("error", err.Error()))
-		}
-		b.logger.Warn("resolution refused", slog.String("key", req.Key), slog.String("by", c.User))
-		return "not_allowed", "You are not an approver for this tool. Your attempt was recorded."
+		return b.refused("authorizing a resolution", err, slog.String("request_id", c.Resolve.RequestID))
 	}
 	if err := b.resolver.Resolve(ctx, req.ID, c.Resolve.ExecutionID, c.ActionID, c.User); err != nil {
 		if alreadyResolved(err) {
-			return "already_resolved", "This write was already resolved. Nothing changed."
+			err = fmt.Errorf("%w: %w", approvals.ErrAlreadyResolved, err)
 		}
-		return b.failed("resolving an execution", err, clickAgain, slog.String("key", req.Key))
+		return b.refused("resolving an execution", err, slog.String("key", req.Key))
 	}
 	b.logger.Info("execution resolved", slog.String("key", req.Key), slog.String("action", c.ActionID), slog.String("by", c.User))
 	return "resolved", "Recorded. The card will follow the write."
 }
 
-// clickAgain is what a clicker hears when a choice failed for no reason of
-// theirs.
-const clickAgain = "Your choice could not be recorded just now. Nothing changed; please click again."
-
-// unavailableAnswer is what a clicker or a slash command hears while the
-// database is out of reach.
-const unavailableAnswer = "countersign cannot reach its database right now; try again in a moment."
-
-// failed logs a failure and returns the outcome and the clicker's answer:
-// database_unavailable when the database is out of reach (nothing was
-// recorded), else error with answer.
-func (b *Bot) failed(doing string, err error, answer string, attrs ...any) (outcome, text string) {
-	attrs = append(attrs, slog.String("error", err.Error()))
-	if store.IsUnavailable(err) {
-		b.logger.Warn(doing+": database unavailable", attrs...)
-		return "database_unavailable", unavailableAnswer
+// refused words err as its refusal for the person who clicked or typed, and
+// returns the refusal's code as the outcome. A store out of reach or an
+// unknown failure is logged first; the words never carry an error's text.
+func (b *Bot) refused(doing string, err error, attrs ...any) (outcome, text string) {
+	ref := approvals.RefusalFor(err)
+	switch ref.Code {
+	case approvals.CodeUnavailable:
+		b.logger.Warn(doing+": database unavailable", append(attrs, slog.String("error", err.Error()))...)
+	case approvals.CodeInternal:
+		b.logger.Error(doing, append(attrs, slog.String("error", err.Error()))...)
 	}
-	b.logger.Error(doing, attrs...)
-	return "error", answer
+	return ref.Code, refusalText(ref)
+}
+
+// refusalText is a refusal's words as mrkdwn: the person it names as a
+// mention, the rest escaped.
+func refusalText(ref approvals.Refusal) string {
+	text := escape(ref.Message)
+	if ref.By != "" {
+		text = strings.Replace(text, escape(ref.By), mention(ref.By), 1)
+	}
+	return text
 }
 
 // answer sends an ephemeral message to the clicker after Slack has its

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
 
@@ -23,19 +24,34 @@ const (
 // notice is the message a request page shows after a decision attempt.
 type notice struct {
 	Level   string // "ok", "warn" or "error"
+	Code    string // the refusal's code; "decided" for success
 	Message string
 }
 
-// notices are keyed by the code a decision's redirect carries, so that the
-// message survives the redirect without any state on the server and a link
-// cannot inject text.
-var notices = map[string]*notice{
-	"decided":         {"ok", "Your decision is recorded."},
-	"already_decided": {"warn", "This round was already decided; your click changed nothing. The standing decision is below."},
-	"stale_card":      {"error", "Stale card: the request changed since that page was loaded (a new round or a different payload). Nothing was recorded; review the card below and decide again."},
-	"not_allowed":     {"error", "You are not an approver for this tool. Nothing was recorded; the attempt was audited."},
-	"self_approval":   {"error", "You may not approve a request made for you. Nothing was recorded; the attempt was audited."},
-	"not_pending":     {"error", "This request is no longer pending (it expired or was cancelled). Nothing was recorded."},
+// noticeDecided is the code of a decision's redirect that recorded it.
+const noticeDecided = "decided"
+
+// noticeFor returns the notice a decision's redirect carries as its code,
+// worded from the request as it stands, or nil for a code that is no notice.
+// Only the code crosses the redirect, so the page needs no state on the
+// server and a link cannot inject text.
+func noticeFor(code string, d lookup.Detail) *notice {
+	var ref approvals.Refusal
+	switch code {
+	case noticeDecided:
+		return &notice{Level: "ok", Code: code, Message: "Your decision is recorded."}
+	case approvals.CodeAlreadyDecided:
+		ref = approvals.RefusalFor(&approvals.NotPendingError{Status: d.Request.Status, Decision: d.Decision})
+	case approvals.CodeStaleCard, approvals.CodeNotApprover, approvals.CodeSelfApproval:
+		ref, _ = approvals.RefusalByCode(code)
+	default:
+		return nil // decide redirects with no other code
+	}
+	level := "error"
+	if ref.Code == approvals.CodeAlreadyDecided {
+		level = "warn" // the click changed nothing, and the decision stands
+	}
+	return &notice{Level: level, Code: ref.Code, Message: ref.Message}
 }
 
 // decide records a verdict through the same path as a Slack click, then
@@ -62,26 +78,18 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := h.svc.Decide(r.Context(), d)
-	code := ""
-	switch {
-	case err == nil && out.Created:
-		code = "decided"
-	case err == nil:
-		code = "already_decided"
-	case errors.Is(err, approvals.ErrStaleCard):
-		code = "stale_card"
-	case errors.Is(err, approvals.ErrNotAllowed):
-		code = "not_allowed"
-	case errors.Is(err, approvals.ErrSelfApproval):
-		code = "self_approval"
-	case errors.Is(err, approvals.ErrNotPending):
-		code = "not_pending"
-	case errors.Is(err, store.ErrNotFound):
-		h.fail(w, http.StatusNotFound, "No request has that id.")
-		return
-	default:
-		h.failed(w, "inbox decision", err, "The decision could not be recorded just now; please try again.", slog.String("request_id", d.RequestID))
-		return
+	code := noticeDecided
+	if err == nil {
+		err = out.Err()
+	}
+	if err != nil {
+		ref := approvals.RefusalFor(err)
+		if noticeFor(ref.Code, lookup.Detail{}) != nil {
+			code = ref.Code // shown on the request page, as it stands
+		} else {
+			h.refuse(w, "inbox decision", err, slog.String("request_id", d.RequestID))
+			return
+		}
 	}
 	target := h.prefix + "/requests/" + url.PathEscape(d.RequestID) + "?notice=" + code
 	http.Redirect(w, r, target, http.StatusSeeOther)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
 
@@ -72,11 +73,11 @@ func TestApproveTwiceDecidesOnce(t *testing.T) {
 	form := decisionForm(req, store.VerdictApprove)
 
 	notice, page := decide(t, b.server, form)
-	if notice != "decided" || !strings.Contains(page, notices["decided"].Message) || !strings.Contains(page, "approve</span> by "+reviewer) || !strings.Contains(page, "via inbox") {
+	if notice != noticeDecided || !strings.Contains(page, noticeFor(noticeDecided, lookup.Detail{}).Message) || !strings.Contains(page, "approve</span> by "+reviewer) || !strings.Contains(page, "via inbox") {
 		t.Fatalf("first approval: notice %q\n%s", notice, page)
 	}
 	notice, page = decide(t, b.server, form)
-	if notice != "already_decided" || !strings.Contains(page, notices["already_decided"].Message) {
+	if notice != approvals.CodeAlreadyDecided || !strings.Contains(page, "Already approved by "+reviewer+" at ") {
 		t.Fatalf("second approval: notice %q\n%s", notice, page)
 	}
 	if n := b.count(t, `SELECT count(*) FROM decisions WHERE request_id = $1`, req.ID); n != 1 {
@@ -103,7 +104,8 @@ func TestReject(t *testing.T) {
 	}
 }
 
-// Each refusal of Service.Decide has its own message, and records nothing.
+// Each refusal of Service.Decide has its own code and words, those of
+// approvals.RefusalFor, and records nothing.
 func TestRefusedDecisionsSayWhy(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -114,18 +116,18 @@ func TestRefusedDecisionsSayWhy(t *testing.T) {
 		notice string
 		post   func(t *testing.T) (string, string)
 	}{
-		{"stale card", "stale_card", func(t *testing.T) (string, string) {
+		{"stale card", approvals.CodeStaleCard, func(t *testing.T) (string, string) {
 			form := decisionForm(b.submit(t, nil), store.VerdictApprove)
 			form.Set(fieldPayloadHash, "sha256:00")
 			return decide(t, b.server, form)
 		}},
-		{"not an approver", "not_allowed", func(t *testing.T) (string, string) {
+		{"not an approver", approvals.CodeNotApprover, func(t *testing.T) (string, string) {
 			return decide(t, asOutsider, decisionForm(b.submit(t, nil), store.VerdictApprove))
 		}},
-		{"self-approval", "self_approval", func(t *testing.T) (string, string) {
+		{"self-approval", approvals.CodeSelfApproval, func(t *testing.T) (string, string) {
 			return decide(t, asRequester, decisionForm(b.submit(t, nil), store.VerdictApprove))
 		}},
-		{"no longer pending", "not_pending", func(t *testing.T) (string, string) {
+		{"no longer pending", approvals.CodeAlreadyDecided, func(t *testing.T) (string, string) {
 			req := b.submit(t, nil)
 			if _, err := b.svc.Cancel(b.ctx, approvals.Agent{Name: "billing-agent"}, req.ID); err != nil {
 				t.Fatal(err)
@@ -136,7 +138,13 @@ func TestRefusedDecisionsSayWhy(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			notice, page := c.post(t)
-			if notice != c.notice || !strings.Contains(page, html.EscapeString(notices[c.notice].Message)) {
+			want, ok := approvals.RefusalByCode(c.notice)
+			if c.notice == approvals.CodeAlreadyDecided {
+				want = approvals.RefusalFor(&approvals.NotPendingError{Status: store.RequestCancelled})
+			} else if !ok {
+				t.Fatalf("no words for %q", c.notice)
+			}
+			if notice != c.notice || !strings.Contains(page, html.EscapeString(want.Message)) {
 				t.Fatalf("notice %q, want %q:\n%s", notice, c.notice, page)
 			}
 		})
@@ -164,5 +172,16 @@ func TestRequestPageFollowsARunningWrite(t *testing.T) {
 	}
 	if status, _ := get(t, b.server, DefaultPrefix+"/requests/wa_nosuchkey"); status != http.StatusNotFound {
 		t.Errorf("an unknown request answered %d", status)
+	}
+}
+
+func TestBlankSummariesSaySo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	req := b.submit(t, &intentOpts{Summary: ptr("")})
+	decide(t, b.server, decisionForm(req, store.VerdictApprove))
+	status, page := get(t, b.server, DefaultPrefix+"/")
+	if status != http.StatusOK || !strings.Contains(page, `<span class="none">no summary</span></td><td class="state">approved`) {
+		t.Fatalf("the recently decided row does not mark the blank summary:\n%s", page)
 	}
 }

@@ -3,7 +3,6 @@ package inbox
 import (
 	"cmp"
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -47,7 +46,7 @@ func (h *Handler) inbox(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	pending, err := h.db.PendingRequests(ctx, maxPending)
 	if err != nil {
-		h.internal(w, "listing pending requests", err)
+		h.refuse(w, "listing pending requests", err)
 		return
 	}
 	slices.SortFunc(pending, func(a, b store.Request) int { return b.CreatedAt.Compare(a.CreatedAt) })
@@ -56,7 +55,7 @@ func (h *Handler) inbox(w http.ResponseWriter, r *http.Request) {
 		p.Cards = append(p.Cards, h.card(req))
 	}
 	if p.Decided, err = h.recentlyDecided(ctx); err != nil {
-		h.internal(w, "listing decided requests", err)
+		h.refuse(w, "listing decided requests", err)
 		return
 	}
 	h.render(w, http.StatusOK, "inbox", p)
@@ -91,19 +90,16 @@ type requestPage struct {
 func (h *Handler) request(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	req, err := h.db.RequestByRef(ctx, r.PathValue("ref")) // a reviewer sees every request
-	if errors.Is(err, store.ErrNotFound) {
-		h.fail(w, http.StatusNotFound, "No request has that id or key.")
-		return
-	} else if err != nil {
-		h.internal(w, "reading a request", err)
+	if err != nil {
+		h.refuse(w, "reading a request", err)
 		return
 	}
 	d, err := lookup.Load(ctx, h.db, req)
 	if err != nil {
-		h.internal(w, "reading a request", err)
+		h.refuse(w, "reading a request", err)
 		return
 	}
-	p := requestPage{page: page{Title: cmp.Or(req.Summary, req.Tool)}, Card: h.card(req), Detail: d, Notice: notices[r.URL.Query().Get("notice")]}
+	p := requestPage{page: page{Title: cmp.Or(req.Summary, req.Tool)}, Card: h.card(req), Detail: d, Notice: noticeFor(r.URL.Query().Get("notice"), d)}
 	p.Follow = running(d)
 	h.render(w, http.StatusOK, "request", p)
 }
@@ -138,7 +134,7 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) {
 	text := strings.TrimSpace(r.URL.Query().Get("q"))
 	q, answer, err := lookup.Find(r.Context(), h.db, text)
 	if err != nil {
-		h.failed(w, "inbox lookup", err, "The lookup failed just now; please try again.", slog.String("kind", string(q.Kind)))
+		h.refuse(w, "inbox lookup", err, slog.String("kind", string(q.Kind)))
 		return
 	}
 	p := lookupPage{page: page{Title: "Lookup", Query: text}, Answer: answer}
@@ -149,21 +145,17 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) {
 	h.render(w, http.StatusOK, "lookup", p)
 }
 
-// internal logs a failure and answers it without its details; see failed.
-func (h *Handler) internal(w http.ResponseWriter, doing string, err error) {
-	h.failed(w, doing, err, "Something went wrong "+doing+"; please try again.")
-}
-
-// failed logs a failure and answers 503 with Retry-After when the database
-// is out of reach, else 500 with message.
-func (h *Handler) failed(w http.ResponseWriter, doing string, err error, message string, attrs ...any) {
-	attrs = append(attrs, slog.String("error", err.Error()))
-	if store.IsUnavailable(err) {
-		h.logger.Warn(doing+": database unavailable", attrs...)
+// refuse answers err with its refusal's page: 503 with Retry-After when the
+// database is out of reach, 500 for an unknown failure (both logged, their
+// text kept off the page), else the refusal's own status.
+func (h *Handler) refuse(w http.ResponseWriter, doing string, err error, attrs ...any) {
+	ref := approvals.RefusalFor(err)
+	switch ref.Code {
+	case approvals.CodeUnavailable:
+		h.logger.Warn(doing+": database unavailable", append(attrs, slog.String("error", err.Error()))...)
 		w.Header().Set("Retry-After", strconv.Itoa(int(approvals.RetryAfter/time.Second)))
-		h.fail(w, http.StatusServiceUnavailable, "countersign cannot reach its database right now; try again in a moment.")
-		return
+	case approvals.CodeInternal:
+		h.logger.Error(doing, append(attrs, slog.String("error", err.Error()))...)
 	}
-	h.logger.Error(doing, attrs...)
-	h.fail(w, http.StatusInternalServerError, message)
+	h.failCode(w, ref.Status, ref.Code, ref.Message)
 }

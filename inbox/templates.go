@@ -61,12 +61,18 @@ func (h *Handler) render(w http.ResponseWriter, status int, name string, data an
 
 type errorPage struct {
 	page
+	Code    string // a refusal's code, if the page answers one
 	Message string
 }
 
 // fail answers with an error page carrying a sentence for the reviewer.
 func (h *Handler) fail(w http.ResponseWriter, status int, message string) {
-	h.render(w, status, "error", errorPage{page: page{Title: http.StatusText(status)}, Message: message})
+	h.failCode(w, status, "", message)
+}
+
+// failCode answers with an error page for a refusal: its code and its words.
+func (h *Handler) failCode(w http.ResponseWriter, status int, code, message string) {
+	h.render(w, status, "error", errorPage{page: page{Title: http.StatusText(status)}, Code: code, Message: message})
 }
 
 // prettyJSON indents a snapshot for reading; bytes that are not JSON are shown as they are.

@@ -78,6 +78,9 @@ func (b *backend) close() {
 func openStore(ctx context.Context, cfg *Config) (store.Store, string, error) {
 	if cfg.DatabaseURL != "" {
 		db, err := store.Open(ctx, cfg.DatabaseURL)
+		if err != nil {
+			err = fmt.Errorf("COUNTERSIGN_DATABASE_URL (%s): %w", databaseURLForm, err)
+		}
 		return db, "PostgreSQL", err
 	}
 	if cfg.dataDirErr != nil {

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -33,6 +32,9 @@ type Config struct {
 	DataDir string
 	// InboxReviewer is the user id the local review inbox decides as.
 	InboxReviewer string
+	// LogFormat is COUNTERSIGN_LOG_FORMAT: "text", "json", or empty for
+	// text on a terminal and JSON otherwise.
+	LogFormat string
 	// InboxSetting is COUNTERSIGN_INBOX: "on", "off", or empty for on
 	// exactly when Slack is not configured.
 	InboxSetting string
@@ -43,6 +45,9 @@ type Config struct {
 	dataDirErr error
 	// missingVars lists ${VAR} references with no value in the environment.
 	missingVars []string
+	// fileErrs are the configuration file's own problems (YAMLError, or
+	// its syntax), reported by Validate with the others.
+	fileErrs []error
 }
 
 // FileConfig is the YAML file named by COUNTERSIGN_CONFIG.
@@ -103,6 +108,9 @@ type EndpointConfig struct {
 	Headers map[string]string `yaml:"headers"`
 }
 
+// databaseURLForm shows the form COUNTERSIGN_DATABASE_URL takes.
+const databaseURLForm = "postgres://user:password@host:5432/dbname?sslmode=require"
+
 // Defaults applied where the file is silent.
 const (
 	defaultListen            = ":8080"
@@ -130,6 +138,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		DispatchSecret:     getenv("COUNTERSIGN_DISPATCH_SECRET"),
 		InboxReviewer:      orDefault(getenv("COUNTERSIGN_INBOX_REVIEWER"), defaultInboxReviewer),
 		InboxSetting:       getenv("COUNTERSIGN_INBOX"),
+		LogFormat:          getenv("COUNTERSIGN_LOG_FORMAT"),
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
@@ -145,9 +154,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading COUNTERSIGN_CONFIG: %w", err)
 		}
-		if err := cfg.parseFile(raw, getenv); err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.ConfigPath, err)
-		}
+		cfg.parseFile(raw, getenv)
 	}
 	cfg.applyDefaults()
 	return cfg, nil
@@ -156,11 +163,14 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // parseFile expands ${VAR} inside scalar values only (never in the raw text,
-// so a value cannot inject YAML structure) and decodes strictly.
-func (c *Config) parseFile(raw []byte, getenv func(string) string) error {
+// so a value cannot inject YAML structure) and decodes strictly. Problems
+// with the file are kept for Validate, which reports them with every other
+// problem; what could be read is decoded, so the rest is checked too.
+func (c *Config) parseFile(raw []byte, getenv func(string) string) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return err
+		c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %s", c.ConfigPath, strings.TrimPrefix(err.Error(), "yaml: ")))
+		return
 	}
 	var expand func(n *yaml.Node)
 	expand = func(n *yaml.Node) {
@@ -179,17 +189,18 @@ func (c *Config) parseFile(raw []byte, getenv func(string) string) error {
 		}
 	}
 	expand(&doc)
-	expanded, err := yaml.Marshal(&doc)
-	if err != nil {
-		return err
+	problems := checkYAML(&doc, reflect.TypeFor[FileConfig](), "")
+	for _, p := range problems {
+		c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %w", c.ConfigPath, p))
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(expanded))
-	dec.KnownFields(true)
-	// An empty file decodes to the defaults.
-	if err := dec.Decode(&c.File); err != nil && !errors.Is(err, io.EOF) {
-		return err
+	// An empty file decodes to the defaults. checkYAML has named every value
+	// the decoder would refuse, so its own (Go-typed) words are needed only
+	// if the two ever disagree.
+	if len(doc.Content) > 0 {
+		if err := doc.Decode(&c.File); err != nil && len(problems) == 0 {
+			c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %w", c.ConfigPath, err))
+		}
 	}
-	return nil
 }
 
 func (c *Config) applyDefaults() {
@@ -234,11 +245,20 @@ func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
+	errs = append(errs, c.fileErrs...)
 	if c.dataDirErr != nil {
 		errs = append(errs, c.dataDirErr)
 	}
 	for _, name := range c.missingVars {
 		add("the config refers to ${%s}, but %s is not set in the environment", name, name)
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		add("COUNTERSIGN_DATABASE_URL is not a PostgreSQL URL: write it as %s, or unset it for the embedded store", databaseURLForm)
+	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		add("COUNTERSIGN_LOG_FORMAT is %q: use text or json, or leave it unset (text on a terminal, else json)", c.LogFormat)
 	}
 	switch c.InboxSetting {
 	case "", "on", "off":

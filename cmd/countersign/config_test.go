@@ -77,8 +77,12 @@ tools:
 func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 	t.Parallel()
 	path := writeConfig(t, "tools:\n  t:\n    approver: [U1]\n")
-	_, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path}))
-	if err == nil || !strings.Contains(err.Error(), "approver") {
+	// The file's problems are reported by Validate, with every other one.
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path}))
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), "tools.t.approver: unknown field; did you mean approvers?") {
 		t.Fatalf("err = %v, want a complaint about the unknown key", err)
 	}
 }

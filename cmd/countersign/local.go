@@ -112,9 +112,13 @@ func printLocalBanner(w io.Writer, base, storePath, token, inboxURL string) {
 	if inboxURL == "" {
 		inbox = "off (COUNTERSIGN_INBOX=off)"
 	}
+	store := storePath + " (embedded; set COUNTERSIGN_DATABASE_URL for PostgreSQL)"
+	if storePath == "PostgreSQL" {
+		store = "PostgreSQL (COUNTERSIGN_DATABASE_URL)"
+	}
 	fmt.Fprintf(w, `
 countersign is running locally (no COUNTERSIGN_CONFIG).
-  store:        %s (embedded; set COUNTERSIGN_DATABASE_URL for PostgreSQL)
+  store:        %s
   review inbox: %s
   agent token:  %s
   demo tool:    %s, dispatching to the built-in sandbox at %s%s
@@ -123,5 +127,5 @@ Post an intent, then approve it in the inbox:
 
 curl -s %s/v1/requests -H 'Authorization: Bearer %s' -d '{"run_id": "run-1", "step": 1, "tool": "%s", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}, "summary": "Refund 12.50 EUR on ord_1001", "reason": "parcel lost in transit"}'
 
-`, storePath, inbox, token, localTool, base, sandboxPath, base, token, localTool)
+`, store, inbox, token, localTool, base, sandboxPath, base, token, localTool)
 }

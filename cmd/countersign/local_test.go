@@ -186,3 +186,16 @@ func waitFor(t *testing.T, out *syncBuffer, s string) string {
 	t.Fatalf("the output never contained %q:\n%s", s, out.String())
 	return ""
 }
+
+func TestLocalBannerNamesTheStoreInUse(t *testing.T) {
+	t.Parallel()
+	var pg, file strings.Builder
+	printLocalBanner(&pg, "http://127.0.0.1:8080", "PostgreSQL", "tok", "")
+	printLocalBanner(&file, "http://127.0.0.1:8080", "/data/countersign.db", "tok", "")
+	if !strings.Contains(pg.String(), "store:        PostgreSQL (COUNTERSIGN_DATABASE_URL)") || strings.Contains(pg.String(), "embedded") {
+		t.Errorf("banner with PostgreSQL:\n%s", pg.String())
+	}
+	if !strings.Contains(file.String(), "store:        /data/countersign.db (embedded;") {
+		t.Errorf("banner with the embedded store:\n%s", file.String())
+	}
+}

@@ -4,7 +4,7 @@
 //
 //	countersign serve     run the hook, the Slack surface and the executor
 //	countersign migrate   apply database migrations and exit (--app-role NAME: prepare serve's role)
-//	countersign key       read an intent JSON on stdin and print its key
+//	countersign key       read an intent JSON from a file or stdin and print its key
 //	countersign version   print the version
 package main
 
@@ -27,11 +27,11 @@ commands:
   serve     run the agent hook, the Slack surface and the executor
   migrate   apply database migrations and exit (--app-role NAME: prepare
             the least-privilege role serve runs as; see migrate --help)
-  key       read an intent JSON on stdin and print its key
+  key       read an intent JSON from FILE or stdin and print its key
   version   print the version
 
-configuration comes from the environment (COUNTERSIGN_DATABASE_URL,
-COUNTERSIGN_CONFIG, ...); see README.md.
+Every command takes --help. Configuration comes from the environment
+(COUNTERSIGN_DATABASE_URL, COUNTERSIGN_CONFIG, ...); see README.md.
 `
 
 func main() {
@@ -39,6 +39,27 @@ func main() {
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
+
+const serveUsage = `usage: countersign serve
+
+Runs the agent hook, the Slack surface, the review inbox and the executor
+until SIGINT or SIGTERM. It takes no flags: configuration comes from the
+environment (COUNTERSIGN_DATABASE_URL, COUNTERSIGN_CONFIG,
+COUNTERSIGN_LISTEN, ...; see README.md). Without COUNTERSIGN_CONFIG it runs
+locally: embedded store, demo tool, sandbox provider and review inbox.
+`
+
+const keyUsage = `usage: countersign key [FILE]
+
+Reads an intent as an agent would post it, from FILE or else from stdin, and
+prints the key countersign stores for it: its idempotency_key if it has one,
+else the derived key. Nothing is stored or sent.
+`
+
+const versionUsage = `usage: countersign version
+
+Prints the version.
+`
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -48,6 +69,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	var err error
 	switch args[0] {
 	case "serve":
+		if _, code, ok := parseArgs("serve", serveUsage, args[1:], 0, nil, stdout, stderr); !ok {
+			return code
+		}
 		err = serve(ctx, getenv, stderr)
 	case "migrate":
 		opts, code, ok := parseMigrateArgs(args[1:], stdout, stderr)
@@ -56,10 +80,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		err = migrate(ctx, opts, getenv, stdout)
 	case "key":
-		err = printKey(stdin, stdout)
-	case "version":
+		files, code, ok := parseArgs("key", keyUsage, args[1:], 1, nil, stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = printKey(files, stdin, stdout)
+	case "version", "--version", "-version":
+		if _, code, ok := parseArgs("version", versionUsage, args[1:], 0, nil, stdout, stderr); !ok {
+			return code
+		}
 		fmt.Fprintln(stdout, "countersign", versionString())
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
 		fmt.Fprintf(stderr, "countersign: unknown command %q\n\n%s", args[0], usage)
@@ -72,14 +103,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return 0
 }
 
+// versionString is the version stamped at build time (-ldflags "-X
+// main.version=…"), else the module version from the build info (set by `go
+// install module@version`), with the VCS revision when the build recorded one.
 func versionString() string {
 	v := version
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " (" + s.Value[:12] + ")"
-			}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version
+	}
+	var revision, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value
 		}
+	}
+	if len(revision) >= 12 {
+		v += " (" + revision[:12]
+		if modified == "true" {
+			v += ", modified"
+		}
+		v += ")"
 	}
 	return v
 }

@@ -33,23 +33,10 @@ type migrateOptions struct {
 // parseMigrateArgs reads migrate's flags. When ok is false the command ends
 // with code: 0 after --help, 2 after a usage error.
 func parseMigrateArgs(args []string, stdout, stderr io.Writer) (opts migrateOptions, code int, ok bool) {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // the errors and the usage are printed below
-	fs.Usage = func() {}
-	fs.StringVar(&opts.appRole, "app-role", "", "")
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, migrateUsage)
-		return opts, 0, false
-	case err != nil:
-		fmt.Fprintf(stderr, "countersign migrate: %v\n\n%s", err, migrateUsage)
-		return opts, 2, false
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "countersign migrate: unexpected argument %q\n\n%s", fs.Arg(0), migrateUsage)
-		return opts, 2, false
-	}
-	return opts, 0, true
+	_, code, ok = parseArgs("migrate", migrateUsage, args, 0, func(fs *flag.FlagSet) {
+		fs.StringVar(&opts.appRole, "app-role", "", "")
+	}, stdout, stderr)
+	return opts, code, ok
 }
 
 // migrate applies pending migrations to the configured store and, with

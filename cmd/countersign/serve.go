@@ -68,11 +68,11 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	logger := newLogger(cfg.LogFormat, stderr)
 	// Listening comes first: the local demo tool dispatches to this address.
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := listen(cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+		return err
 	}
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()

@@ -28,16 +28,27 @@ type Browser struct {
 func New(t testing.TB, budget time.Duration) *Browser {
 	t.Helper()
 	chromium := find(t)
+	// Chromium leaves its profile and a singleton socket directory behind
+	// when it is killed; both go into one directory removed after the
+	// browser has exited.
+	scratch, err := os.MkdirTemp("", "countersign-browser-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(filepath.Join(scratch, "profile")), chromedp.Env("TMPDIR="+scratch),
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1200, 1400))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	tab, cancelTab := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() {
 		cancelTab()
-		cancelAlloc()
+		cancelAlloc() // returns once the browser process has exited
 		cancel()
+		if err := os.RemoveAll(scratch); err != nil {
+			t.Logf("removing the browser's scratch directory: %v", err)
+		}
 	})
 	return &Browser{Ctx: tab, t: t, budget: budget}
 }

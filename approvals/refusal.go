@@ -1,0 +1,138 @@
+package approvals
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/countersign/countersign/store"
+)
+
+// Refusal is countersign saying no: a stable machine code, the HTTP status
+// the agent hook answers with, and a sentence for a human. Every surface
+// shows the same code and the same words: the hook as its JSON error body,
+// Slack as the clicker's ephemeral answer (people as mentions), the inbox as
+// the page's notice.
+type Refusal struct {
+	Code    string
+	Status  int
+	Message string
+	// Field names the request field at fault, for invalid_request.
+	Field string
+	// By is the user id Message names, if any, so that a surface which
+	// renders people (Slack) can show it as one.
+	By string
+}
+
+// RefusalCodes lists every code a Refusal carries, in the order the docs
+// list them.
+func RefusalCodes() []string {
+	return []string{
+		CodeMalformedJSON, CodeInvalidRequest, CodeUnknownTool, CodeKeyReused, CodeUnauthorized, CodeTooLarge,
+		CodeNotFound, CodeAlreadyDecided, CodeStaleCard, CodeNotApprover, CodeSelfApproval, CodeAlreadyResolved,
+		CodeUnavailable, CodeInternal,
+	}
+}
+
+// fixed are the refusals whose words carry no detail, by code.
+var fixed = map[string]Refusal{
+	CodeUnauthorized: {Code: CodeUnauthorized, Status: http.StatusUnauthorized,
+		Message: "A valid agent bearer token is required."},
+	CodeTooLarge: {Code: CodeTooLarge, Status: http.StatusRequestEntityTooLarge,
+		Message: "The body is larger than 1 MiB."},
+	CodeNotFound: {Code: CodeNotFound, Status: http.StatusNotFound,
+		Message: "No request has that id or key."},
+	CodeStaleCard: {Code: CodeStaleCard, Status: http.StatusConflict,
+		Message: "This card is stale: the request has a newer round or a different payload since it was shown. Nothing was recorded; decide on the newest card."},
+	CodeNotApprover: {Code: CodeNotApprover, Status: http.StatusForbidden,
+		Message: "You are not an approver for this tool. Nothing was recorded; the attempt was audited."},
+	CodeSelfApproval: {Code: CodeSelfApproval, Status: http.StatusForbidden,
+		Message: "This request was made for you, so someone else has to approve it. Nothing was recorded; the attempt was audited."},
+	CodeAlreadyResolved: {Code: CodeAlreadyResolved, Status: http.StatusConflict,
+		Message: "This write was already resolved. Nothing changed."},
+	CodeUnavailable: {Code: CodeUnavailable, Status: http.StatusServiceUnavailable,
+		Message: "countersign cannot reach its database right now; try again in a moment."},
+	CodeInternal: {Code: CodeInternal, Status: http.StatusInternalServerError,
+		Message: "countersign could not complete this just now. Nothing was recorded by this attempt; it is safe to try again."},
+}
+
+// RefusalFor maps an error of this package's service (or of the store
+// beneath it) to its refusal. An error it does not know is internal: its
+// text stays in the log, never in the answer.
+func RefusalFor(err error) Refusal {
+	var (
+		input       *InputError
+		unknownTool *UnknownToolError
+		notPending  *NotPendingError
+		maxBytes    *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &input):
+		status := http.StatusUnprocessableEntity
+		if input.Code == CodeMalformedJSON {
+			status = http.StatusBadRequest
+		}
+		return Refusal{Code: input.Code, Status: status, Message: input.Message, Field: input.Field}
+	case errors.Is(err, ErrUnauthorized):
+		return fixed[CodeUnauthorized]
+	case errors.Is(err, ErrTooLarge), errors.As(err, &maxBytes):
+		return fixed[CodeTooLarge]
+	case store.IsUnavailable(err):
+		return fixed[CodeUnavailable]
+	case errors.Is(err, ErrKeyTaken):
+		return Refusal{Code: CodeKeyReused, Status: http.StatusConflict,
+			Message: "This key already names a request of another agent; send a different key."}
+	case errors.Is(err, ErrKeyReused):
+		return Refusal{Code: CodeKeyReused, Status: http.StatusConflict,
+			Message: "This key already names a request with different run, step, tool or effect fields."}
+	case errors.As(err, &unknownTool):
+		return Refusal{Code: CodeUnknownTool, Status: http.StatusUnprocessableEntity,
+			Message: "Tool " + strconv.Quote(unknownTool.Tool) + " is not configured."}
+	case errors.Is(err, ErrUnknownTool):
+		return Refusal{Code: CodeUnknownTool, Status: http.StatusUnprocessableEntity, Message: "The tool is not configured."}
+	case errors.Is(err, ErrNotFound):
+		return fixed[CodeNotFound]
+	case errors.As(err, &notPending):
+		return notPending.refusal()
+	case errors.Is(err, ErrStaleCard):
+		return fixed[CodeStaleCard]
+	case errors.Is(err, ErrSelfApproval):
+		return fixed[CodeSelfApproval]
+	case errors.Is(err, ErrNotAllowed):
+		return fixed[CodeNotApprover]
+	case errors.Is(err, ErrAlreadyResolved):
+		return fixed[CodeAlreadyResolved]
+	}
+	return fixed[CodeInternal]
+}
+
+// RefusalByCode returns the refusal a code stands for when its words need no
+// detail (not already_decided, which names a decision, nor the intake codes
+// whose words name a field or a tool). A surface that carries only the code,
+// such as the inbox across a redirect, shows the words from here.
+func RefusalByCode(code string) (Refusal, bool) {
+	r, ok := fixed[code]
+	return r, ok
+}
+
+// refusal words a request that is no longer pending: the decision that
+// stands (who and when), or the status it left pending for.
+func (e *NotPendingError) refusal() Refusal {
+	r := Refusal{Code: CodeAlreadyDecided, Status: http.StatusConflict}
+	if d := e.Decision; d != nil {
+		r.By = d.DecidedBy
+		r.Message = fmt.Sprintf("Already %s by %s at %s.", past(d.Verdict), d.DecidedBy, d.DecidedAt.UTC().Format("2006-01-02 15:04 UTC"))
+		return r
+	}
+	r.Message = fmt.Sprintf("This request is %s, so it can no longer be decided or cancelled. Nothing changed.", e.Status)
+	return r
+}
+
+// past is a verdict as a past participle: "approved", "rejected".
+func past(v store.Verdict) string {
+	if v == store.VerdictReject {
+		return "rejected"
+	}
+	return "approved"
+}

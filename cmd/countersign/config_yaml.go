@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// YAMLError is one problem in the configuration file, at the user's own line
+// and column and named by the user's own field path
+// (tools.billing.credit.key_awre), never by a Go type.
+type YAMLError struct {
+	Line, Column int
+	Path         string
+	Problem      string
+}
+
+func (e *YAMLError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Problem)
+	}
+	return fmt.Sprintf("line %d, column %d: %s: %s", e.Line, e.Column, e.Path, e.Problem)
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// checkYAML compares the parsed document against the type it will be
+// decoded into and returns every problem: unknown fields (with the closest
+// known name), and values of the wrong shape. The document is checked, not
+// re-serialised, so positions are the user's own even after ${VAR} expansion.
+func checkYAML(n *yaml.Node, t reflect.Type, path string) []error {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return checkYAML(n.Content[0], t, path)
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil // absent: the default applies
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	problem := func(format string, args ...any) []error {
+		return []error{&YAMLError{Line: n.Line, Column: n.Column, Path: path, Problem: fmt.Sprintf(format, args...)}}
+	}
+	switch {
+	case t == durationType:
+		if n.Kind != yaml.ScalarNode {
+			return problem("must be a duration such as 30s or 2h")
+		}
+		if _, err := time.ParseDuration(n.Value); err != nil {
+			return problem("%q is not a duration; write it like 30s, 10m or 2h", n.Value)
+		}
+		return nil
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return problem("must be a mapping of %s", strings.Join(yamlFields(t), ", "))
+		}
+		var errs []error
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, value := n.Content[i], n.Content[i+1]
+			field, ok := yamlField(t, key.Value)
+			if !ok {
+				msg := "unknown field"
+				if near := closest(key.Value, yamlFields(t)); near != "" {
+					msg += "; did you mean " + near + "?"
+				}
+				errs = append(errs, &YAMLError{Line: key.Line, Column: key.Column, Path: joinYAMLPath(path, key.Value), Problem: msg})
+				continue
+			}
+			errs = append(errs, checkYAML(value, field.Type, joinYAMLPath(path, key.Value))...)
+		}
+		return errs
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return problem("must be a mapping")
+		}
+		var errs []error
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			errs = append(errs, checkYAML(n.Content[i+1], t.Elem(), joinYAMLPath(path, n.Content[i].Value))...)
+		}
+		return errs
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return problem("must be a list")
+		}
+		var errs []error
+		for i, item := range n.Content {
+			errs = append(errs, checkYAML(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return errs
+	case t.Kind() == reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			return problem("must be a single value, not a list or a mapping")
+		}
+	case t.Kind() == reflect.Bool:
+		// The decoder also takes YAML 1.1's yes/no/on/off.
+		if n.Kind != yaml.ScalarNode || (n.Tag != "!!bool" && !oldBools[n.Value]) {
+			return problem("must be true or false")
+		}
+	case t.Kind() == reflect.Int:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+			return problem("must be a whole number")
+		}
+		if _, err := strconv.ParseInt(n.Value, 0, 32); err != nil {
+			return problem("%s is not a whole number countersign can hold", n.Value)
+		}
+	}
+	return nil
+}
+
+var oldBools = map[string]bool{
+	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true, "on": true, "On": true, "ON": true,
+	"n": true, "N": true, "no": true, "No": true, "NO": true, "off": true, "Off": true, "OFF": true,
+}
+
+// yamlField returns the struct field whose yaml tag is name.
+func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag == name && tag != "" && tag != "-" {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// yamlFields lists the yaml names of a struct's fields, in declaration order.
+func yamlFields(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
+			names = append(names, tag)
+		}
+	}
+	return names
+}
+
+func joinYAMLPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// closest returns the candidate within two edits of name (the likely typo),
+// or "".
+func closest(name string, candidates []string) string {
+	best, bestDistance := "", 3
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestDistance {
+			best, bestDistance = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
