@@ -8,6 +8,12 @@
 // It creates a scratch database next to the one named (the events table is
 // append-only, so a used one cannot be emptied), migrates it, and drops it at
 // the end.
+//
+// With -peer (the River executor peer in bench/peers, built) every round runs
+// the peer first, on a scratch database of its own with as many jobs and
+// singles, and the run ends with every round's ratios, countersign over River:
+//
+//	go run ./cmd/execbench -rounds 4 -peer bin/riverexec
 package main
 
 import (
