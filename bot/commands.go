@@ -148,7 +148,7 @@ func detailText(d lookup.Detail) string {
 	}
 	fmt.Fprintf(&sb, "*%s*\nKey `%s`\n", escape(cut(summary, 200)), req.Key)
 	fmt.Fprintf(&sb, "Status *%s* (round %d) · tool `%s` · run `%s` step `%s` · asked by %s for %s · created %s · expires %s\n",
-		req.Status, req.Round, escape(req.Tool), escape(req.RunID), escape(string(req.Step)), escape(req.RequestedBy),
+		d.Outcome(), req.Round, escape(req.Tool), escape(req.RunID), escape(string(req.Step)), escape(req.RequestedBy),
 		mention(req.RequestedFor), clock(req.CreatedAt), clock(req.ExpiresAt))
 
 	if dec := d.Decision; dec != nil {

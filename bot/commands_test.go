@@ -20,7 +20,7 @@ func TestSlashCommandLookups(t *testing.T) {
 	// Full key, prefix, short form and hex without wa_ all find it, in full.
 	for _, text := range []string{req.Key, req.Key[:11], " `" + req.Key[:15] + "` ", req.Key[:12] + "…" + req.Key[len(req.Key)-4:], req.Key[3:14], req.ID} {
 		got := b.command("USUP", text)
-		for _, want := range []string{req.Key, "Status *approved*", "Decision: *approve* by <@UANA>", "*succeeded* · 2 attempts of 5", "code `ok`", "`cr_77`", "HTTP 201", "Open the card", "https://slack.com/archives/" + billingChan + "/p", "Timeline:", "decided by <@UANA>"} {
+		for _, want := range []string{req.Key, "Status *approved, succeeded*", "Decision: *approve* by <@UANA>", "*succeeded* · 2 attempts of 5", "code `ok`", "`cr_77`", "HTTP 201", "Open the card", "https://slack.com/archives/" + billingChan + "/p", "Timeline:", "decided by <@UANA>"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("/countersign %s lacks %q:\n%s", text, want, got)
 			}

@@ -51,6 +51,10 @@ func TestBrowserApprovesAndFollowsTheWrite(t *testing.T) {
 	)
 	// The page reloads itself while the write runs.
 	browser.PollText(".exec-state", 15*time.Second, func(s string) bool { return s == string(store.ExecSucceeded) })
+	// The status a reader looks at first says what became of the write.
+	if status := browser.Text("reading the status", "#status"); status != "approved, succeeded" {
+		t.Errorf("the request page's status reads %q, want %q", status, "approved, succeeded")
+	}
 	browser.Screenshot("inbox-request-succeeded.png")
 	if n := provider.Writes(req.Key); n != 1 {
 		t.Fatalf("the provider received %d writes under %s, want 1", n, req.Key)

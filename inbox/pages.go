@@ -25,6 +25,9 @@ const (
 type card struct {
 	Request    store.Request
 	Reversible bool
+	// Outcome is the request's status with what became of its write, when
+	// the page knows it (lookup.Detail.Outcome); empty shows the status.
+	Outcome string
 }
 
 // Pending reports whether the card offers Approve and Reject.
@@ -100,6 +103,7 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := requestPage{page: page{Title: cmp.Or(req.Summary, req.Tool)}, Card: h.card(req), Detail: d, Notice: noticeFor(r.URL.Query().Get("notice"), d)}
+	p.Card.Outcome = d.Outcome()
 	p.Follow = running(d)
 	h.render(w, http.StatusOK, "request", p)
 }

@@ -174,6 +174,16 @@ func Load(ctx context.Context, db store.Store, req store.Request) (Detail, error
 	return d, nil
 }
 
+// Outcome is where the request stands, as a reader wants it first: its
+// status, and once approved, what became of the write ("approved, succeeded").
+func (d Detail) Outcome() string {
+	e := d.LatestExecution()
+	if d.Request.Status != store.RequestApproved || e == nil {
+		return string(d.Request.Status)
+	}
+	return string(d.Request.Status) + ", " + string(e.State)
+}
+
 // LatestExecution is the request's newest execution, or nil.
 func (d Detail) LatestExecution() *store.Execution {
 	if len(d.Executions) == 0 {
