@@ -2,7 +2,7 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: run test test-race lint verify bench bench-intake bench-executor bench-slack fuzz
+.PHONY: run test test-race lint verify bench bench-intake bench-executor bench-slack peers fuzz
 
 # Runs countersign on the local PostgreSQL with the example configuration,
 # and the fake provider it dispatches to on 127.0.0.1:9090.
@@ -20,10 +20,16 @@ run:
 
 # Every test, on the real PostgreSQL at 127.0.0.1:5432 (COUNTERSIGN_TEST_DATABASE_URL
 # overrides) and a headless Chromium; scripts/test-deps starts or installs them.
+# The benchmark programs have smoke tests of their own (TestSmoke); every
+# Benchmark function then runs once at a tiny size (-short shrinks the seeded
+# tables and storms), so a change that breaks a benchmark fails here. The River
+# peers in bench/peers are a module of their own, built and tested last.
 test:
 	scripts/test-deps
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
+	go test -short -run '^$$' -bench . -benchtime 1x -timeout 5m ./...
+	cd bench/peers && go build ./... && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 test-race:
 	go test $(GO_TEST_FLAGS) -race ./approvals/... ./store/... ./inbox/... ./lookup/... ./executor/... ./cmd/countersign/...
@@ -35,17 +41,28 @@ verify:
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt would change the files above"; exit 1)
 	go vet ./...
 	go mod tidy -diff
+	cd bench/peers && go vet ./... && go mod tidy -diff
 
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
 bench: bench-intake bench-executor bench-slack
 
-# Intake over HTTP beside the raw one-row commit rate, at 8 and 32 clients.
-bench-intake:
-	go run ./cmd/intakebench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))"
+# The River peers (bench/peers, a module of their own) built into bin/.
+peers:
+	cd bench/peers && go build -o $(CURDIR)/bin/ ./riverexec ./riverhook
 
-# Executor burn-down and approval-to-dispatch latency (creates and drops a scratch database).
-bench-executor:
-	go run ./cmd/execbench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))"
+# The agent hook beside the River hook, one run: countersign serve and the
+# River hook on scratch databases of their own, the same load (new intents and
+# replays, phases interleaved over 5 rounds) at 8 and 32 clients, and the raw
+# one-row commit rate.
+bench-intake: peers
+	go run ./cmd/intakebench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))" \
+		-clients 8,32 -rounds 5 -duration 2s -peer $(CURDIR)/bin/riverhook
+
+# Executor burn-down and approval-to-dispatch latency beside River's burn-down
+# and enqueue-to-work latency, 4 rounds (scratch databases, dropped at the end).
+bench-executor: peers
+	go run ./cmd/execbench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))" \
+		-executions 20000 -trickle 200 -rounds 4 -peer $(CURDIR)/bin/riverexec
 
 # The Slack surface: a storm of signed clicks, and lookups over 1,000,000 requests.
 bench-slack:

@@ -87,11 +87,11 @@ func forEachHookStore(t *testing.T, test func(t *testing.T, b *isolationBundle))
 			t.Cleanup(cancel)
 			logger := slog.New(slog.DiscardHandler)
 			s, reader := hs.open(t, ctx, logger)
-			svc := &Service{DB: s, Logger: logger, Reader: reader, Tools: map[string]Tool{
+			batcher := store.NewIntakeBatcher(s, 2, 16)
+			go batcher.Run(ctx)
+			svc := mustService(t, Config{DB: s, Logger: logger, Reader: reader, Batcher: batcher, Tools: map[string]Tool{
 				"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
-			}}
-			svc.Batcher = store.NewIntakeBatcher(s, 2, 16)
-			go svc.Batcher.Run(ctx)
+			}})
 			var agents Agents
 			for _, a := range []struct {
 				name, token string

@@ -35,6 +35,7 @@ import (
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/inbox"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
@@ -299,9 +300,11 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 	t.Cleanup(db.Close)
 	logger := slog.New(slog.DiscardHandler)
 	s := &surfaces{db: db, groups: &switchGroups{}, fake: bottest.New(t), metrics: prometheus.NewRegistry(), inboxes: map[string]*inboxSite{}, cleanup: t.Cleanup}
-	s.svc = &approvals.Service{DB: store.NewLedger(db), Logger: logger, Groups: s.groups, Tools: map[string]approvals.Tool{
+	if s.svc, err = approvals.New(approvals.Config{DB: store.NewLedger(db), Logger: logger, Groups: s.groups, Tools: map[string]approvals.Tool{
 		surfaceTool: {Name: surfaceTool, Channel: surfaceChannel, Approvers: []string{deciderA, forWhom, financeGroup}, RequestTTL: time.Hour, MaxAttempts: 3},
-	}}
+	}}); err != nil {
+		t.Fatal(err)
+	}
 
 	sum := sha256.Sum256([]byte(surfaceToken))
 	agent, err := approvals.ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
@@ -313,7 +316,7 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 
 	client := slack.New("xoxb-test", slack.OptionAPIURL(s.fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
 	exec := executor.New(executor.Config{DB: store.NewLedger(db), Logger: logger, Metrics: executor.NewMetrics(prometheus.NewRegistry())})
-	s.bot = bot.New(bot.Config{Slack: client, DB: store.NewLedger(db), Review: s.svc, SigningSecret: "surface-secret", Resolver: exec,
+	s.bot = bot.New(bot.Config{Slack: client, Review: s.svc, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, Groups: s.groups, SigningSecret: "surface-secret", Resolver: exec,
 		Logger: logger, PostInterval: -1, Metrics: bot.NewMetrics(s.metrics)})
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/interactions", s.bot.Interactions())

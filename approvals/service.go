@@ -3,17 +3,68 @@ package approvals
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/countersign/countersign/store"
 )
 
-// Service is intake and review over the store.
-type Service struct {
+// Config is what a Service needs. DB and Tools are required; the rest has
+// a default.
+type Config struct {
 	DB     store.Store
 	Tools  map[string]Tool
 	Groups GroupResolver // nil: approvers may only be listed by user id
+	Logger *slog.Logger  // nil: discard
+	// Batcher, when set, group-commits new requests; nil inserts each alone.
+	Batcher *store.IntakeBatcher
+	// Reader, when set, batches the read every intent starts with; nil reads
+	// each alone.
+	Reader *store.ReplayReader
+	// Now pins the clock in tests; nil means the database clock.
+	Now func() time.Time
+}
+
+// Validate reports every missing or inconsistent field at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DB == nil {
+		errs = append(errs, errors.New("approvals: DB is required"))
+	}
+	if c.Tools == nil {
+		errs = append(errs, errors.New("approvals: Tools is required (empty refuses every intent as an unknown tool)"))
+	}
+	for name, t := range c.Tools {
+		if t.Name != "" && t.Name != name {
+			errs = append(errs, fmt.Errorf("approvals: tool %q is named %q", name, t.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// New validates cfg and returns a Service built from it, with defaults for
+// what cfg leaves zero. The Service is complete when New returns: nothing
+// needs setting on it afterwards.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{
+		DB: cfg.DB, Tools: cfg.Tools, Groups: cfg.Groups, Logger: cfg.Logger,
+		Batcher: cfg.Batcher, Reader: cfg.Reader, Now: cfg.Now,
+	}, nil
+}
+
+// Service is intake and review over the store. Build it with New; tests
+// may pin Now and adjust Tools before it is used.
+type Service struct {
+	DB     store.Store
+	Tools  map[string]Tool
+	Groups GroupResolver
 	Logger *slog.Logger
 	// Batcher, when set, group-commits new requests; nil inserts each alone.
 	Batcher *store.IntakeBatcher
@@ -22,6 +73,12 @@ type Service struct {
 	Reader *store.ReplayReader
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
+}
+
+// Tool returns the configuration of the tool named name.
+func (s *Service) Tool(name string) (Tool, bool) {
+	t, ok := s.Tools[name]
+	return t, ok
 }
 
 func (s *Service) now() *time.Time {

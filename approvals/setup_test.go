@@ -100,21 +100,24 @@ func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
 func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listener store.Notifier) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := &Service{
+	batcher := store.NewIntakeBatcher(s, 2, 16)
+	go batcher.Run(ctx)
+	var reader *store.ReplayReader
+	if l, ok := s.(*store.Ledger); ok && l.Driver().BatchesReads() {
+		reader = store.NewReplayReader(l, 2, 16)
+		go reader.Run(ctx)
+	}
+	svc := mustService(t, Config{
 		DB: s,
 		Tools: map[string]Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
 			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
 		},
-		Groups: fixedGroups{groupID: {"U0GROUPMEMBER"}},
-		Logger: logger,
-	}
-	svc.Batcher = store.NewIntakeBatcher(s, 2, 16)
-	go svc.Batcher.Run(ctx)
-	if l, ok := s.(*store.Ledger); ok && l.Driver().BatchesReads() {
-		svc.Reader = store.NewReplayReader(l, 2, 16)
-		go svc.Reader.Run(ctx)
-	}
+		Groups:  fixedGroups{groupID: {"U0GROUPMEMBER"}},
+		Logger:  logger,
+		Batcher: batcher,
+		Reader:  reader,
+	})
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
 	if err != nil {
@@ -221,4 +224,14 @@ func (b *bundle) expectCounts(t *testing.T, want map[string]int) {
 			t.Errorf("%s = %d, want %d", sql, got, n)
 		}
 	}
+}
+
+// mustService builds the review service the tests use.
+func mustService(t testing.TB, cfg Config) *Service {
+	t.Helper()
+	svc, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }

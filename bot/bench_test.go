@@ -29,12 +29,18 @@ func benchPoolURL(b *testing.B) string {
 // clickers=same is one click delivered 4 times (Slack's retries, a double
 // click); clickers=distinct is 4 different approvers clicking at once, which
 // nothing in-process can share.
+//
+// With -short (the smoke run in make test) it storms 20 requests, not 1,000.
 func BenchmarkClickStorm(b *testing.B) {
+	requests := 1000
+	if testing.Short() {
+		requests = 20
+	}
 	for _, clickers := range []string{"same", "distinct"} {
 		for _, parallel := range []int{1, 8} {
 			b.Run(fmt.Sprintf("clickers=%s/requests_in_flight=%d", clickers, parallel), func(b *testing.B) {
 				for range b.N {
-					clickStorm(b, 1000, parallel, clickers == "distinct")
+					clickStorm(b, requests, parallel, clickers == "distinct")
 				}
 			})
 		}
@@ -149,12 +155,18 @@ func warmUp(b *testing.B, bb *bundle, client *http.Client, conns int) {
 // BenchmarkLookup: /countersign by key prefix and by business id with
 // 1,000,000 requests in the table (100,000 of them approved and executed),
 // signed, over HTTP, one lookup at a time.
+//
+// With -short (the smoke run in make test) the table holds 1,000 requests and
+// each kind runs 20 lookups.
 func BenchmarkLookup(b *testing.B) {
 	bb := setup(b, &options{dbURL: benchPoolURL(b)})
-	const rows = 1_000_000
+	rows, lookups, sample := 1_000_000, 2000, 1
+	if testing.Short() {
+		rows, lookups, sample = 1000, 20, 100
+	}
 	seed(b, bb, rows)
-	keys := make([]string, 0, 2000)
-	r, err := bb.db.Pool.Query(bb.ctx, `SELECT key FROM requests TABLESAMPLE SYSTEM (1) LIMIT 2000`)
+	keys := make([]string, 0, lookups)
+	r, err := bb.db.Pool.Query(bb.ctx, fmt.Sprintf(`SELECT key FROM requests TABLESAMPLE SYSTEM (%d) LIMIT %d`, sample, lookups))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -166,7 +178,6 @@ func BenchmarkLookup(b *testing.B) {
 	r.Close()
 	for _, kind := range []string{"prefix", "business_id"} {
 		b.Run(kind, func(b *testing.B) {
-			const lookups = 2000
 			latencies := make([]time.Duration, 0, lookups*b.N)
 			for range b.N {
 				for i := range lookups {

@@ -1,14 +1,17 @@
 package bot
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
 
@@ -23,8 +26,10 @@ const (
 // Config is what a Bot needs.
 type Config struct {
 	Slack          *slack.Client
-	DB             store.Store
-	Review         *approvals.Service
+	Review         Reviewer
+	Cards          Cards
+	Lookup         Lookup
+	Groups         approvals.GroupResolver // nil: lookup_allowed may only list users and channels
 	SigningSecret  string
 	DefaultChannel string   // for tools without a channel
 	Resolver       Resolver // nil: needs-review buttons answer that resolution is not available
@@ -35,18 +40,57 @@ type Config struct {
 	PostInterval time.Duration
 	Batch        int           // outbox rows per DeliverOnce; zero means DefaultBatch
 	Lease        time.Duration // how long a claimed row is left alone; zero means DefaultLease
+	// DeliverInterval is how often Start's outbox loop looks for due
+	// deliveries; zero means DefaultDeliverInterval.
+	DeliverInterval time.Duration
+	// Socket, when set, is the Socket Mode connection Start runs.
+	Socket *socketmode.Client
 
 	// LookupAllowed lists the users (U…, W…), user groups (S…) and channels
 	// (C…, G…) whose slash commands may look requests up; empty: everyone.
 	LookupAllowed []string
 }
 
+// Reviewer is what the bot asks of review (approvals.Service): the tools'
+// settings, decisions, and who may resolve an execution.
+type Reviewer interface {
+	Tool(name string) (approvals.Tool, bool)
+	Decide(ctx context.Context, d approvals.Decision) (approvals.Outcome, error)
+	AuthorizeResolution(ctx context.Context, r approvals.Resolution) (store.Request, error)
+}
+
+// Cards is the ledger's delivery side the bot works (approvals.Cards): the
+// outbox rows it delivers, the cards it records, and what a card shows.
+type Cards interface {
+	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]store.OutboxRow, error)
+	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
+	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
+	RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error
+	PostPending(ctx context.Context, requestID string, round int) (bool, error)
+	OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error)
+	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
+	CardFor(ctx context.Context, requestID string, round int) (store.Card, error)
+	RecordCard(ctx context.Context, c store.Card) (store.Card, error)
+	MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error
+	CardState(ctx context.Context, requestID string, round int) (string, error)
+	RequestByID(ctx context.Context, id string) (store.Request, error)
+	DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error)
+	ExecutionForDecision(ctx context.Context, decisionID int64) (store.Execution, error)
+}
+
+// Lookup answers the slash command's lookups (lookup.Service).
+type Lookup interface {
+	Run(ctx context.Context, q lookup.Query) (lookup.Answer, error)
+}
+
 // Bot is the Slack surface: outbox delivery, card rendering, interactions,
 // slash commands.
 type Bot struct {
 	slack    *slack.Client
-	db       store.Store
-	review   *approvals.Service
+	review   Reviewer
+	db       Cards
+	lookup   Lookup
+	groups   approvals.GroupResolver
 	secret   string
 	channel  string
 	resolver Resolver
@@ -65,16 +109,24 @@ type Bot struct {
 	answerSem chan struct{}
 
 	lookupAllowed []string // who may look requests up; empty: everyone
+
+	deliverEvery time.Duration
+	socket       *socketmode.Client
+	runState
 }
 
 // New returns a Bot.
 func New(cfg Config) *Bot {
 	b := &Bot{
-		slack: cfg.Slack, db: cfg.DB, review: cfg.Review, secret: cfg.SigningSecret,
+		slack: cfg.Slack, db: cfg.Cards, review: cfg.Review, lookup: cfg.Lookup, groups: cfg.Groups, secret: cfg.SigningSecret,
 		channel: cfg.DefaultChannel, resolver: cfg.Resolver, logger: cfg.Logger, metrics: cfg.Metrics,
 		interval: cfg.PostInterval, batch: cfg.Batch, lease: cfg.Lease, lookupAllowed: cfg.LookupAllowed,
 		next: make(map[string]time.Time), paused: make(map[string]time.Time),
-		answerSem: make(chan struct{}, 32),
+		answerSem:    make(chan struct{}, 32),
+		deliverEvery: cfg.DeliverInterval, socket: cfg.Socket,
+	}
+	if b.deliverEvery <= 0 {
+		b.deliverEvery = DefaultDeliverInterval
 	}
 	if b.logger == nil {
 		b.logger = slog.New(slog.DiscardHandler)
@@ -100,7 +152,7 @@ func (b *Bot) Wait() { b.answers.Wait() }
 
 // toolChannel is where a tool's cards go.
 func (b *Bot) toolChannel(tool string) string {
-	if t, ok := b.review.Tools[tool]; ok && t.Channel != "" {
+	if t, ok := b.review.Tool(tool); ok && t.Channel != "" {
 		return t.Channel
 	}
 	return b.channel

@@ -65,7 +65,8 @@ func (b *Bot) loadCard(ctx context.Context, requestID string, round int) (cardVi
 	if err != nil {
 		return cardView{}, err
 	}
-	v := cardView{Request: req, Round: round, State: state, Tool: b.review.Tools[req.Tool]}
+	v := cardView{Request: req, Round: round, State: state}
+	v.Tool, _ = b.review.Tool(req.Tool)
 	d, err := db.DecisionFor(ctx, requestID, round)
 	switch {
 	case err == nil:

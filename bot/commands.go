@@ -79,7 +79,7 @@ func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) commandAnswer
 	}
 	b.metrics.Commands.WithLabelValues(string(q.Kind)).Inc()
 	text := ""
-	answer, err := lookup.Run(ctx, b.db, q)
+	answer, err := b.lookup.Run(ctx, q)
 	if err != nil {
 		_, text = b.refused("slash command lookup", err, slog.String("kind", string(q.Kind)))
 	} else {

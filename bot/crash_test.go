@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
 )
@@ -41,10 +42,10 @@ func runWorker(dbURL, slackURL string) {
 		os.Exit(3)
 	}
 	client := slack.New("xoxb-test", slack.OptionAPIURL(slackURL+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
-	review := &approvals.Service{DB: store.NewLedger(db), Logger: slog.New(slog.DiscardHandler), Tools: map[string]approvals.Tool{
+	review := must(approvals.New(approvals.Config{DB: store.NewLedger(db), Logger: slog.New(slog.DiscardHandler), Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA"}},
-	}}
-	w := bot.New(bot.Config{Slack: client, DB: store.NewLedger(db), Review: review, PostInterval: -1, Lease: 500 * time.Millisecond})
+	}}))
+	w := bot.New(bot.Config{Slack: client, Review: review, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, PostInterval: -1, Lease: 500 * time.Millisecond})
 	for {
 		if _, err := w.DeliverOnce(ctx); err != nil {
 			os.Exit(4)
@@ -93,4 +94,11 @@ func TestKilledWorkerLeavesOneCard(t *testing.T) {
 	if len(msgs) != 1 || b.request(req.ID).CardTS != msgs[0].TS {
 		t.Fatalf("%d cards; recorded ts %q", len(msgs), b.request(req.ID).CardTS)
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

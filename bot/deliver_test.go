@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
 
@@ -330,7 +332,7 @@ func mrkdwnTexts(m bottest.Message) []string {
 func TestTwoWorkersPostEachCardOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	other := bot.New(bot.Config{Slack: b.slackClient(), DB: store.NewLedger(b.db), Review: b.review, PostInterval: -1})
+	other := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: approvals.NewCards(store.NewLedger(b.db)), Lookup: lookup.Service{DB: store.NewLedger(b.db)}, PostInterval: -1})
 	const n = 60
 	for i := range n {
 		b.submit(intent{n: i})

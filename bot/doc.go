@@ -16,6 +16,12 @@
 // same handlers without a public URL. Decisions go through approvals.Service
 // synchronously; the answer to the clicker is an ephemeral message.
 //
+// The bot reaches the ledger only through the services it is given: a
+// Reviewer (approvals.Service) for decisions, Cards (approvals.Cards) for
+// the outbox and card records, and a Lookup (lookup.Service) for the slash
+// command. Start runs the outbox loop and Socket Mode; Stop waits for them
+// and for the answers in flight.
+//
 // Choices where the design is silent:
 //
 //   - Delivery is at least once. A claim leases a row (next_attempt_at moves

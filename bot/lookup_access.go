@@ -27,14 +27,14 @@ func (b *Bot) mayLookUp(ctx context.Context, user, channel string) (bool, error)
 	if slices.Contains(b.lookupAllowed, user) || (channel != "" && slices.Contains(b.lookupAllowed, channel)) {
 		return true, nil
 	}
-	if b.review == nil || b.review.Groups == nil {
+	if b.groups == nil {
 		return false, nil // no way to resolve a listed group
 	}
 	for _, id := range b.lookupAllowed {
 		if !strings.HasPrefix(id, "S") {
 			continue
 		}
-		members, err := b.review.Groups.GroupMembers(ctx, id)
+		members, err := b.groups.GroupMembers(ctx, id)
 		if err != nil {
 			return false, fmt.Errorf("resolving user group %s: %w", id, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
@@ -71,14 +72,14 @@ func setup(t testing.TB, opts *options) *bundle {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	review := &approvals.Service{DB: store.NewLedger(db), Logger: logger, Tools: map[string]approvals.Tool{
+	groups := bot.NewGroups(client, time.Minute)
+	review := mustService(t, approvals.Config{DB: store.NewLedger(db), Logger: logger, Groups: groups, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
 		"fast.expiring":  {Name: "fast.expiring", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Millisecond},
-	}}
-	review.Groups = bot.NewGroups(client, time.Minute)
+	}})
 	b := bot.New(bot.Config{
-		Slack: client, DB: store.NewLedger(db), Review: review, SigningSecret: secret, Resolver: opts.resolver,
+		Slack: client, Review: review, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, Groups: groups, SigningSecret: secret, Resolver: opts.resolver,
 		Logger: logger, PostInterval: -1, Lease: opts.lease, LookupAllowed: opts.lookupAllowed,
 	})
 	mux := http.NewServeMux()
@@ -279,3 +280,13 @@ func newClient(fake *bottest.Slack) *slack.Client {
 
 // slackClient is a second client on the bundle's fake Slack.
 func (b *bundle) slackClient() *slack.Client { return newClient(b.fake) }
+
+// mustService builds the review service the tests use.
+func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
+	t.Helper()
+	svc, err := approvals.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}

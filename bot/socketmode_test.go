@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -42,10 +43,13 @@ func TestSocketModeServesTheSameHandlers(t *testing.T) {
 	db := storetest.NewDB(t)
 	fake := bottest.New(t)
 	client := slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
-	review := &approvals.Service{DB: store.NewLedger(db), Logger: discard(), Tools: map[string]approvals.Tool{
+	review, err := approvals.New(approvals.Config{DB: store.NewLedger(db), Logger: discard(), Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: "C1", Approvers: []string{"UANA"}},
-	}}
-	b := New(Config{Slack: client, DB: store.NewLedger(db), Review: review, Logger: discard(), PostInterval: -1})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(Config{Slack: client, Review: review, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, Logger: discard(), PostInterval: -1})
 	req, _, err := review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
 		Effect: json.RawMessage(`{"invoice":"inv_1"}`)})
 	if err != nil {

@@ -52,7 +52,7 @@ type Config struct {
 	// OnSend, when set, is called as each send starts (benchmarks, tests).
 	OnSend func(c store.Claim, at time.Time)
 	// Wake and Poll drive the dispatch loops Start runs: a receive on Wake
-	// (see store.Listener.SubscribeReady) sets an idle loop claiming at once,
+	// (see postgres.Listener.SubscribeReady) sets an idle loop claiming at once,
 	// and with Poll positive every loop also looks at least that often.
 	Wake <-chan struct{}
 	Poll time.Duration

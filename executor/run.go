@@ -111,7 +111,7 @@ func (e *Executor) enter(ctx context.Context) (context.Context, func(), error) {
 // Run keeps Lanes dispatch loops going until ctx ends or Stop is called, and
 // returns once they and the executions they claimed have ended. A
 // notification on wake (an execution became ready; see
-// store.Listener.SubscribeReady) starts one idle lane, so a single approval
+// postgres.Listener.SubscribeReady) starts one idle lane, so a single approval
 // costs one claim; a lane whose claim comes back full starts another, so a
 // backlog is drained by all of them. If poll is positive every lane also
 // looks at least that often; with poll 0 the cron's dispatch sweep is the

@@ -121,11 +121,11 @@ tools:
 	if err := os.WriteFile(c.config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.review = &approvals.Service{
+	c.review = mustService(t, approvals.Config{
 		DB:     store.NewLedger(c.db),
 		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: 5}},
 		Logger: slog.New(slog.DiscardHandler),
-	}
+	})
 	return c
 }
 

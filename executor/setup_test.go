@@ -64,12 +64,12 @@ func setup(t *testing.T, opts *options) *bundle {
 	if opts.tool != nil {
 		opts.tool(&b.tool)
 	}
-	b.review = &approvals.Service{
+	b.review = mustService(t, approvals.Config{
 		DB:     b.db.Store,
 		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    opts.reviewNow,
-	}
+	})
 	cfg := executor.Config{
 		DB: b.db.Store, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
 		Worker: "worker-a", BatchSize: 50, Concurrency: 16,
@@ -224,4 +224,14 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// mustService builds the review service the tests use.
+func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
+	t.Helper()
+	svc, err := approvals.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }

@@ -89,13 +89,13 @@ func (s *site) sessionCookie() *http.Cookie {
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	db := storetest.NewDB(t)
-	svc := &approvals.Service{
+	svc := mustService(t, approvals.Config{
 		DB: store.NewLedger(db),
 		Tools: map[string]approvals.Tool{
 			toolName: {Name: toolName, Approvers: []string{reviewer, requester}, RequestTTL: time.Hour, MaxAttempts: 3},
 		},
 		Logger: slog.New(slog.DiscardHandler),
-	}
+	})
 	b := &bundle{db: db, svc: svc, ctx: context.Background()}
 	b.server = b.serve(t, Options{Reviewer: reviewer})
 	return b
@@ -242,4 +242,14 @@ func decide(t testing.TB, srv *site, form url.Values) (notice, page string) {
 		t.Fatalf("request page answered %d:\n%s", status, page)
 	}
 	return loc.Query().Get("notice"), page
+}
+
+// mustService builds the review service the tests use.
+func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
+	t.Helper()
+	svc, err := approvals.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }

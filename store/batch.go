@@ -22,8 +22,9 @@ type batch[In, Out any] struct {
 	queue    chan *batchCall[In, Out]
 	maxBatch int
 	workers  int
-	stopErr  error         // what calls get once Run has ended
-	stopped  chan struct{} // closed when Run has ended
+	stopErr  error              // what calls get once Run has ended
+	stopped  chan struct{}      // closed when Run has ended
+	cancel   context.CancelFunc // ends what Start runs
 }
 
 type batchCall[In, Out any] struct {
@@ -67,6 +68,32 @@ func (b *batch[In, Out]) call(ctx context.Context, in In) (Out, error) {
 
 // Done is closed once Run has ended.
 func (b *batch[In, Out]) Done() <-chan struct{} { return b.stopped }
+
+// Start runs Run in the background until Stop, not until ctx ends: calls
+// still finishing on shutdown need it.
+func (b *batch[In, Out]) Start(ctx context.Context) error {
+	if b.cancel != nil {
+		return errors.New("batch already started")
+	}
+	ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	go b.Run(ctx)
+	return nil
+}
+
+// Stop ends what Start runs and waits, until ctx ends, for the batch being
+// served to finish.
+func (b *batch[In, Out]) Stop(ctx context.Context) error {
+	if b.cancel == nil {
+		return nil
+	}
+	b.cancel()
+	select {
+	case <-b.stopped:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
 
 // Run serves batches from its workers until ctx ends; calls fail afterwards.
 func (b *batch[In, Out]) Run(ctx context.Context) {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
@@ -18,20 +17,18 @@ import (
 type backend struct {
 	store    store.Store
 	notifier store.Notifier
+	// listener delivers PostgreSQL's notifications; nil for the embedded
+	// store, which wakes its own subscribers after each commit.
+	listener component
 	// replays batches the read every intent starts with; nil reads each
 	// alone (the embedded store reads in-process, with no round trip to share).
 	replays *store.ReplayReader
 	// where names the store for people: PostgreSQL, or the embedded file.
 	where string
-
-	stopLoops context.CancelFunc
-	loops     sync.WaitGroup // the listener's and the replay reader's
 }
 
-// openBackend opens the store, applies its migrations and starts what
-// delivers its wake-ups. The PostgreSQL listener and the replay reader run
-// until close, not until ctx ends: what is still finishing on shutdown needs
-// them.
+// openBackend opens the store, applies its migrations and builds what
+// delivers its wake-ups; newApp starts and stops them.
 func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backend, error) {
 	s, where, err := openStore(ctx, cfg)
 	if err != nil {
@@ -48,29 +45,20 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 	if n > 0 {
 		logger.Info("applied migrations", slog.Int("count", n))
 	}
-	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	b := &backend{store: s, where: where, stopLoops: stop}
-	notifier, listen, _ := s.Driver().Notifier(logger.With("component", "listener"))
+	b := &backend{store: s, where: where}
+	notifier, run, _ := s.Driver().Notifier(logger.With("component", "listener"))
 	b.notifier = notifier
-	if listen != nil {
-		b.loops.Go(func() { listen(loopCtx) })
+	if c, ok := notifier.(component); ok && run != nil {
+		b.listener = c // PostgreSQL's LISTEN connection, which serve starts and stops
 	}
 	if s.Driver().BatchesReads() {
 		b.replays = store.NewReplayReader(s, replayReaders, replayMaxBatch)
-		b.loops.Go(func() { b.replays.Run(loopCtx) })
 	}
 	if cfg.DatabaseURL == "" && !cfg.Local() {
 		logger.Warn("COUNTERSIGN_DATABASE_URL is not set: using the embedded store, which serves one process on one machine",
 			slog.String("path", where))
 	}
 	return b, nil
-}
-
-// close stops the listener and the replay reader, then closes the store.
-func (b *backend) close() {
-	b.stopLoops()
-	b.loops.Wait()
-	b.store.Close()
 }
 
 // openStore opens PostgreSQL when COUNTERSIGN_DATABASE_URL is set, else the

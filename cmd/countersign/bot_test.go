@@ -2,65 +2,99 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/robfig/cron/v3"
-
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot/bottest"
-	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/storetest"
 )
 
-func testApp(t *testing.T, cfg *Config) *app {
+// testApp builds serve's components with newApp, on a fresh database, for
+// cfg with one tool; it stops what the test started, and closes the store,
+// when the test ends.
+func testApp(t *testing.T, cfg *Config, logger *slog.Logger) *app {
 	t.Helper()
-	db := storetest.NewDB(t)
-	logger := slog.New(slog.DiscardHandler)
-	cfg.applyDefaults()
-	a := &app{
-		cfg: cfg, logger: logger, db: store.NewLedger(db), registry: prometheus.NewRegistry(), mux: http.NewServeMux(),
-		cron: cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{logger}), cron.Recover(cronLogger{logger}))),
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
-	a.review = &approvals.Service{DB: store.NewLedger(db), Tools: map[string]approvals.Tool{
-		"billing.credit": {Name: "billing.credit", Channel: "C0BILLING", Approvers: []string{"UANA"}},
-	}, Logger: logger}
+	sum := sha256.Sum256([]byte(smokeToken))
+	cfg.DatabaseURL = storetest.NewURL(t)
+	cfg.ConfigPath = "countersign.yaml" // not the local run
+	cfg.DispatchSecret = smokeSecret
+	cfg.InboxSetting = "off"
+	cfg.InboxReviewer = defaultInboxReviewer
+	cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: hex.EncodeToString(sum[:])}}
+	cfg.File.Tools = map[string]ToolConfig{"billing.credit": {
+		Channel: "C0BILLING", Approvers: []string{"UANA"}, Dispatch: DispatchConfig{URL: "http://127.0.0.1:9/credits"},
+	}}
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	a, err := newApp(context.Background(), cfg, logger, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if a.started == 0 {
+			a.db.Close()
+		}
+		a.stop(time.Now())
+	})
 	return a
+}
+
+// hasPart reports whether a runs a component called name.
+func (a *app) hasPart(name string) bool {
+	for _, p := range a.parts {
+		if p.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hasSweep reports whether a's scheduler runs a sweep called name.
+func (a *app) hasSweep(name string) bool {
+	return slices.Contains(a.sched.names, name)
 }
 
 func TestStartBotWithoutTokenMountsNothing(t *testing.T) {
 	t.Parallel()
-	a := testApp(t, &Config{})
-	if err := a.startBot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	a := testApp(t, &Config{}, nil)
 	rec := httptest.NewRecorder()
 	a.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader("")))
 	if rec.Code != http.StatusNotFound {
 		t.Fatalf("status %d, want 404", rec.Code)
 	}
-	if a.review.Groups != nil || len(a.cron.Entries()) != 0 {
+	if a.review.Groups != nil || a.hasPart("bot") || a.hasSweep("card convergence") {
 		t.Fatal("the bot started without a token")
 	}
 }
 
-// With a token the routes are signed, group resolution is set, and the cron
+// With a token the routes are signed, group resolution is set, and the outbox
 // worker posts cards to the Slack API at COUNTERSIGN_SLACK_API_URL.
 func TestStartBotDeliversThroughTheConfiguredAPI(t *testing.T) {
 	t.Parallel()
 	fake := bottest.New(t)
-	a := testApp(t, &Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()})
+	a := testApp(t, &Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := a.startBot(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if a.review.Groups == nil {
 		t.Fatal("user groups are not resolved")
 	}
@@ -81,18 +115,19 @@ func TestStartBotDeliversThroughTheConfiguredAPI(t *testing.T) {
 		t.Fatalf("signed help: %d %s", rec.Code, rec.Body.String())
 	}
 
+	if err := a.start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := a.review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
 		Effect: json.RawMessage(`{"invoice":"inv_1"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	a.cron.Start()
-	defer func() { <-a.cron.Stop().Done() }()
 	deadline := time.Now().Add(15 * time.Second)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for len(fake.Messages("C0BILLING")) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the cron worker posted no card")
+			t.Fatal("the outbox worker posted no card")
 		}
 		<-tick.C
 	}
@@ -107,14 +142,8 @@ func TestStartBotLookupAllowed(t *testing.T) {
 		fake := bottest.New(t)
 		cfg := &Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}
 		cfg.File.Slack.LookupAllowed = allowed
-		a := testApp(t, cfg)
 		logs := &syncBuffer{}
-		a.logger = slog.New(slog.NewJSONHandler(logs, nil))
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if err := a.startBot(ctx); err != nil {
-			t.Fatal(err)
-		}
+		a := testApp(t, cfg, slog.New(slog.NewJSONHandler(logs, nil)))
 		if warned := strings.Contains(logs.String(), warning); warned != (allowed == nil) {
 			t.Errorf("lookup_allowed %v: warned %v; logs:\n%s", allowed, warned, logs.String())
 		}
@@ -129,4 +158,14 @@ func TestStartBotLookupAllowed(t *testing.T) {
 			t.Errorf("lookup_allowed %v: /countersign pending by an outsider = %d %s", allowed, rec.Code, rec.Body.String())
 		}
 	}
+}
+
+// mustService builds the review service the tests use.
+func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
+	t.Helper()
+	svc, err := approvals.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }

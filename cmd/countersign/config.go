@@ -52,15 +52,18 @@ type Config struct {
 
 // FileConfig is the YAML file named by COUNTERSIGN_CONFIG.
 type FileConfig struct {
-	Slack struct {
-		Channel string `yaml:"channel"`
-		// LookupAllowed: users, user groups and channels that may use the
-		// slash command's lookups; unset: everyone in the workspace.
-		LookupAllowed []string `yaml:"lookup_allowed"`
-	} `yaml:"slack"`
+	Slack    SlackConfig           `yaml:"slack"`
 	Executor ExecutorConfig        `yaml:"executor"`
 	Agents   []AgentConfig         `yaml:"agents"`
 	Tools    map[string]ToolConfig `yaml:"tools"`
+}
+
+// SlackConfig is where cards go and who may look requests up.
+type SlackConfig struct {
+	Channel string `yaml:"channel"`
+	// LookupAllowed: users, user groups and channels that may use the
+	// slash command's lookups; unset: everyone in the workspace.
+	LookupAllowed []string `yaml:"lookup_allowed"`
 }
 
 // ExecutorConfig holds the cron schedules of the background sweeps.
@@ -156,8 +159,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 		cfg.parseFile(raw, getenv)
 	}
-	cfg.applyDefaults()
-	return cfg, nil
+	return cfg.withDefaults(), nil
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -203,8 +205,12 @@ func (c *Config) parseFile(raw []byte, getenv func(string) string) {
 	}
 }
 
-func (c *Config) applyDefaults() {
-	e := &c.File.Executor
+// withDefaults returns a copy of c with defaults where the file is silent;
+// c is left as it is.
+func (c *Config) withDefaults() *Config {
+	d := *c
+	d.File.Tools = make(map[string]ToolConfig, len(c.File.Tools))
+	e := &d.File.Executor
 	e.DispatchSchedule = orDefault(e.DispatchSchedule, defaultDispatchSchedule)
 	e.ReconcileSchedule = orDefault(e.ReconcileSchedule, defaultReconcileSchedule)
 	e.ExpirySchedule = orDefault(e.ExpirySchedule, defaultExpirySchedule)
@@ -229,8 +235,9 @@ func (c *Config) applyDefaults() {
 		if t.Channel == "" {
 			t.Channel = c.File.Slack.Channel
 		}
-		c.File.Tools[name] = t
+		d.File.Tools[name] = t
 	}
+	return &d
 }
 
 func orDefault(v, def string) string {
@@ -240,7 +247,8 @@ func orDefault(v, def string) string {
 	return v
 }
 
-// Validate reports every problem at once, in sentences an operator can act on.
+// Validate reports every problem at once, in sentences an operator can act
+// on: its own and those of each part of the file (errors.Join).
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -282,41 +290,19 @@ func (c *Config) Validate() error {
 			add("COUNTERSIGN_SLACK_API_URL must be an http or https URL")
 		}
 	}
-	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-	for field, spec := range map[string]string{
-		"dispatch_schedule":  c.File.Executor.DispatchSchedule,
-		"reconcile_schedule": c.File.Executor.ReconcileSchedule,
-		"expiry_schedule":    c.File.Executor.ExpirySchedule,
-		"card_schedule":      c.File.Executor.CardSchedule,
-	} {
-		if _, err := parser.Parse(spec); err != nil {
-			add("executor.%s %q is not a cron schedule (use a 5-field spec or @every 10s): %v", field, spec, err)
-		}
-	}
-
-	if allowed := c.File.Slack.LookupAllowed; allowed != nil && len(allowed) == 0 {
-		add("slack.lookup_allowed is empty, so nobody could look requests up; list who may, or remove it to let everyone")
-	}
-	for _, id := range c.File.Slack.LookupAllowed {
-		if !lookupID.MatchString(id) {
-			add("slack.lookup_allowed: %q is not a Slack user id (U…, W…), a user-group id (S…) or a channel id (C…, G…)", id)
-		}
-	}
+	errs = append(errs, c.File.Executor.Validate(), c.File.Slack.Validate())
 
 	if len(c.File.Agents) == 0 {
 		add("agents: no agent is configured, so nothing can post to the hook; add one with a name and token_sha256")
 	}
 	seen := map[string]bool{}
 	for i, a := range c.File.Agents {
-		if a.Name == "" {
-			add("agents[%d]: name is required", i)
-		}
-		if seen[a.Name] {
+		if a.Name != "" && seen[a.Name] {
 			add("agents[%d]: the name %q is used twice", i, a.Name)
 		}
 		seen[a.Name] = true
-		if _, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err != nil {
-			add("agents[%d]: %v", i, err)
+		if err := a.Validate(); err != nil {
+			add("agents[%d]: %w", i, err)
 		}
 	}
 
@@ -324,46 +310,100 @@ func (c *Config) Validate() error {
 		add("tools: no tool is configured, so every intent would be refused as unknown_tool")
 	}
 	for name, t := range c.File.Tools {
-		if len(t.Approvers) == 0 {
-			add("tools.%s: approvers is empty, so nobody could approve it", name)
+		errs = append(errs, t.Validate(name, c.SlackBotToken != ""))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every schedule that is not a cron schedule.
+func (e ExecutorConfig) Validate() error {
+	var errs []error
+	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	for _, f := range []struct{ field, spec string }{
+		{"dispatch_schedule", e.DispatchSchedule},
+		{"reconcile_schedule", e.ReconcileSchedule},
+		{"expiry_schedule", e.ExpirySchedule},
+		{"card_schedule", e.CardSchedule},
+	} {
+		if _, err := parser.Parse(f.spec); err != nil {
+			errs = append(errs, fmt.Errorf("executor.%s %q is not a cron schedule (use a 5-field spec or @every 10s): %v", f.field, f.spec, err))
 		}
-		for _, id := range t.Approvers {
-			if !(strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") || strings.HasPrefix(id, "S") || strings.HasPrefix(id, localApproverPrefix)) {
-				add("tools.%s: approver %q is not a Slack user id (U…, W…), a user-group id (S…) or a local reviewer (local:name)", name, id)
-			}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem with the lookup list.
+func (s SlackConfig) Validate() error {
+	var errs []error
+	if allowed := s.LookupAllowed; allowed != nil && len(allowed) == 0 {
+		errs = append(errs, errors.New("slack.lookup_allowed is empty, so nobody could look requests up; list who may, or remove it to let everyone"))
+	}
+	for _, id := range s.LookupAllowed {
+		if !lookupID.MatchString(id) {
+			errs = append(errs, fmt.Errorf("slack.lookup_allowed: %q is not a Slack user id (U…, W…), a user-group id (S…) or a channel id (C…, G…)", id))
 		}
-		if c.SlackBotToken != "" && t.Channel == "" {
-			add("tools.%s: no channel for its cards; set tools.%s.channel or slack.channel", name, name)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem with the agent's name and token hash.
+func (a AgentConfig) Validate() error {
+	var errs []error
+	if a.Name == "" {
+		errs = append(errs, errors.New("name is required"))
+	}
+	if _, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem with the tool called name; needsChannel is
+// whether its cards go to Slack.
+func (t ToolConfig) Validate(name string, needsChannel bool) error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("tools.%s: "+format, append([]any{name}, args...)...))
+	}
+	if len(t.Approvers) == 0 {
+		add("approvers is empty, so nobody could approve it")
+	}
+	for _, id := range t.Approvers {
+		if !(strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") || strings.HasPrefix(id, "S") || strings.HasPrefix(id, localApproverPrefix)) {
+			add("approver %q is not a Slack user id (U…, W…), a user-group id (S…) or a local reviewer (local:name)", id)
 		}
-		if !validHTTPURL(t.Dispatch.URL) {
-			add("tools.%s: dispatch.url must be an http or https URL", name)
+	}
+	if needsChannel && t.Channel == "" {
+		add("no channel for its cards; set tools.%s.channel or slack.channel", name)
+	}
+	if !validHTTPURL(t.Dispatch.URL) {
+		add("dispatch.url must be an http or https URL")
+	}
+	switch t.Dispatch.Method {
+	case "POST", "PUT", "PATCH", "DELETE":
+	default:
+		add("dispatch.method %q must be POST, PUT, PATCH or DELETE", t.Dispatch.Method)
+	}
+	// {key} is escaped for the path or the query, and refused elsewhere
+	// (docs/DECISIONS.md, "Executor URLs").
+	if t.Verify != nil {
+		if _, err := executor.ParseURLTemplate(t.Verify.URL); err != nil {
+			add("verify.url: %v", err)
 		}
-		switch t.Dispatch.Method {
-		case "POST", "PUT", "PATCH", "DELETE":
-		default:
-			add("tools.%s: dispatch.method %q must be POST, PUT, PATCH or DELETE", name, t.Dispatch.Method)
+	}
+	if t.Precondition != nil {
+		if _, err := executor.ParseURLTemplate(t.Precondition.URL); err != nil {
+			add("precondition.url: %v", err)
 		}
-		// {key} is escaped for the path or the query, and refused elsewhere
-		// (docs/DECISIONS.md, "Executor URLs").
-		if t.Verify != nil {
-			if _, err := executor.ParseURLTemplate(t.Verify.URL); err != nil {
-				add("tools.%s: verify.url: %v", name, err)
-			}
-		}
-		if t.Precondition != nil {
-			if _, err := executor.ParseURLTemplate(t.Precondition.URL); err != nil {
-				add("tools.%s: precondition.url: %v", name, err)
-			}
-		}
-		if t.MaxAttempts < 1 {
-			add("tools.%s: max_attempts must be at least 1", name)
-		}
-		if t.Dispatch.Timeout < 0 || t.ClaimTimeout < 0 || t.ApprovalTTL < 0 || t.RequestTTL < 0 {
-			add("tools.%s: durations must be positive", name)
-		}
-		if t.ClaimTimeout <= t.Dispatch.Timeout {
-			add("tools.%s: claim_timeout (%s) must be longer than dispatch.timeout (%s), or live sends would be declared unknown", name, t.ClaimTimeout, t.Dispatch.Timeout)
-		}
+	}
+	if t.MaxAttempts < 1 {
+		add("max_attempts must be at least 1")
+	}
+	if t.Dispatch.Timeout < 0 || t.ClaimTimeout < 0 || t.ApprovalTTL < 0 || t.RequestTTL < 0 {
+		add("durations must be positive")
+	}
+	if t.ClaimTimeout <= t.Dispatch.Timeout {
+		add("claim_timeout (%s) must be longer than dispatch.timeout (%s), or live sends would be declared unknown", t.ClaimTimeout, t.Dispatch.Timeout)
 	}
 	return errors.Join(errs...)
 }

@@ -194,3 +194,25 @@ tools:
 		t.Errorf("an empty list: %v", err)
 	}
 }
+
+// Defaults are applied to a copy: the configuration they start from is
+// left as it was read.
+func TestWithDefaultsLeavesItsInputAlone(t *testing.T) {
+	t.Parallel()
+	in := &Config{}
+	in.File.Tools = map[string]ToolConfig{"billing.credit": {Approvers: []string{"U0ANA"}}}
+	out := in.withDefaults()
+	if got := out.File.Tools["billing.credit"].Dispatch.Method; got != "POST" {
+		t.Errorf("defaulted method %q, want POST", got)
+	}
+	if in.File.Tools["billing.credit"].Dispatch.Method != "" || in.File.Executor.DispatchSchedule != "" {
+		t.Errorf("withDefaults changed its input: %+v", in.File)
+	}
+	local := in.withLocal("http://127.0.0.1:8080", "cs_local_token")
+	if _, ok := in.File.Tools[localTool]; ok || in.DispatchSecret != "" {
+		t.Error("withLocal changed its input")
+	}
+	if got := local.File.Tools[localTool].Dispatch.URL; got != "http://127.0.0.1:8080"+sandboxPath+"/refunds" {
+		t.Errorf("demo tool dispatches to %q", got)
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/countersign/countersign/executor"
@@ -29,11 +28,12 @@ func (c *Config) executorTools() map[string]executor.Tool {
 	return tools
 }
 
-// startExecutor builds the executor, registers its metrics, schedules the
-// dispatch and reconcile sweeps on the cron, and starts the dispatch loops
-// that the listener wakes the moment an approval commits. They stop claiming
-// when ctx ends; shutdown waits for what they claimed.
-func (a *app) startExecutor(ctx context.Context) (*executor.Executor, error) {
+// addExecutor builds the executor, registers its metrics, schedules the
+// dispatch and reconcile sweeps, and adds it to the start order: its
+// dispatch loops, which the listener wakes the moment an approval commits,
+// stop claiming at the signal, and Stop waits, within the executor's grace,
+// for what they claimed.
+func (a *app) addExecutor() (*executor.Executor, error) {
 	logger := a.logger.With("component", "executor")
 	wake, unsubscribe := a.notifier.SubscribeReady()
 	ex := executor.New(executor.Config{
@@ -44,28 +44,33 @@ func (a *app) startExecutor(ctx context.Context) (*executor.Executor, error) {
 		Metrics: executor.NewMetrics(a.registry),
 		Wake:    wake,
 	})
-	if _, err := a.cron.AddFunc(a.cfg.File.Executor.DispatchSchedule, func() {
-		if _, err := ex.Drain(ctx); err != nil && ctx.Err() == nil {
-			logger.Error("dispatch sweep failed", slog.String("error", err.Error()))
-		}
+	if err := a.sched.add("dispatch", a.cfg.File.Executor.DispatchSchedule, func(ctx context.Context) error {
+		_, err := ex.Drain(ctx)
+		return err
 	}); err != nil {
-		unsubscribe()
-		return nil, fmt.Errorf("scheduling dispatch: %w", err)
-	}
-	if _, err := a.cron.AddFunc(a.cfg.File.Executor.ReconcileSchedule, func() {
-		if _, err := ex.ReconcileOnce(ctx); err != nil && ctx.Err() == nil {
-			logger.Error("reconcile sweep failed", slog.String("error", err.Error()))
-		}
-	}); err != nil {
-		unsubscribe()
-		return nil, fmt.Errorf("scheduling reconcile: %w", err)
-	}
-	if err := ex.Start(ctx); err != nil {
 		unsubscribe()
 		return nil, err
 	}
-	a.unsubscribe = unsubscribe
-	logger.Info("executor started", slog.String("worker", ex.Worker()), slog.Int("tools", len(a.cfg.File.Tools)),
-		slog.Duration("shutdown_grace", ex.ShutdownGrace()))
+	if err := a.sched.add("reconcile", a.cfg.File.Executor.ReconcileSchedule, func(ctx context.Context) error {
+		_, err := ex.ReconcileOnce(ctx)
+		return err
+	}); err != nil {
+		unsubscribe()
+		return nil, err
+	}
+	a.add("executor", funcs{
+		start: func(ctx context.Context) error {
+			if err := ex.Start(ctx); err != nil {
+				return err
+			}
+			logger.Info("executor started", slog.String("worker", ex.Worker()), slog.Int("tools", len(a.cfg.File.Tools)),
+				slog.Duration("shutdown_grace", ex.ShutdownGrace()))
+			return nil
+		},
+		stop: func(ctx context.Context) error {
+			defer unsubscribe()
+			return ex.Stop(ctx)
+		},
+	}, ex.ShutdownGrace())
 	return ex, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 
 	"github.com/countersign/countersign/inbox"
@@ -18,6 +19,8 @@ func (a *app) mountInbox(addr net.Addr) string {
 		Service: a.review, Reviewer: a.cfg.InboxReviewer, Logger: a.logger.With("component", "inbox"),
 	})
 	a.mux.Handle(inbox.DefaultPrefix+"/", h)
+	// A person who opens serve's address in a browser wants the inbox.
+	a.mux.Handle("GET /{$}", http.RedirectHandler(inbox.DefaultPrefix+"/", http.StatusFound))
 	base, reachable := loopbackBase(addr)
 	entry := h.EntryURL(base)
 	if !reachable {

@@ -81,13 +81,15 @@ func randomString(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// applyLocalDefaults gives a configuration without a file one agent, the
-// demo tool dispatching to the sandbox served at base, and a dispatch secret
-// of its own. The demo tool's approver is whoever decides in the inbox.
-func (c *Config) applyLocalDefaults(base, token string) {
+// withLocal returns a copy of c, for a run without a file, with one agent,
+// the demo tool dispatching to the sandbox served at base, and a dispatch
+// secret of its own, then the usual defaults. The demo tool's approver is
+// whoever decides in the inbox.
+func (c *Config) withLocal(base, token string) *Config {
+	d := *c
 	sum := sha256.Sum256([]byte(token))
-	c.File.Agents = []AgentConfig{{Name: localAgent, TokenSHA256: hex.EncodeToString(sum[:])}}
-	c.File.Tools = map[string]ToolConfig{localTool: {
+	d.File.Agents = []AgentConfig{{Name: localAgent, TokenSHA256: hex.EncodeToString(sum[:])}}
+	d.File.Tools = map[string]ToolConfig{localTool: {
 		Approvers:   []string{c.InboxReviewer},
 		Dispatch:    DispatchConfig{Method: "POST", URL: base + sandboxPath + "/refunds", Timeout: 5 * time.Second},
 		KeyAware:    true,
@@ -97,10 +99,10 @@ func (c *Config) applyLocalDefaults(base, token string) {
 		RequestTTL:  time.Hour,
 		ApprovalTTL: time.Hour,
 	}}
-	if c.DispatchSecret == "" {
-		c.DispatchSecret = randomString(32)
+	if d.DispatchSecret == "" {
+		d.DispatchSecret = randomString(32)
 	}
-	c.applyDefaults()
+	return d.withDefaults()
 }
 
 // printLocalBanner tells the person at the terminal how to use the local run.

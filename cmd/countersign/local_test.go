@@ -37,6 +37,12 @@ func TestLocalRunApprovesThroughTheInboxToTheSandbox(t *testing.T) {
 		t.Fatalf("the banner lacks the token or the inbox's entry link:\n%s", banner)
 	}
 	browser := newBrowserClient()
+	// Opening serve's address in a browser leads to the inbox.
+	if resp, err := browser.Get(base + "/"); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/inbox/" {
+		t.Fatalf("GET / = %d, Location %q; want a redirect to the inbox", resp.StatusCode, resp.Header.Get("Location"))
+	}
 
 	// The intent from the banner's curl.
 	call := func(method, path string, body io.Reader, header map[string]string) (int, []byte) {

@@ -8,16 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/robfig/cron/v3"
 
 	"github.com/countersign/countersign/approvals"
-	"github.com/countersign/countersign/bot"
-	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
 )
@@ -38,7 +36,7 @@ const (
 	replayMaxBatch = 64
 )
 
-// app is what serve's components share.
+// app is serve's components, built once by newApp, and what they share.
 type app struct {
 	cfg      *Config
 	logger   *slog.Logger
@@ -46,108 +44,161 @@ type app struct {
 	notifier store.Notifier
 	registry *prometheus.Registry
 	mux      *http.ServeMux
-	cron     *cron.Cron
+	sched    *scheduler
 	review   *approvals.Service
-	executor *executor.Executor
+	http     *httpServer
+	inboxURL string
+	where    string // the store, for people
 
-	// What shutdown stops, in order (see shutdown); nil or zero when it
-	// was never started.
-	stopRunning  context.CancelFunc // ends the context everything runs on
-	backend      *backend
-	batcher      *store.IntakeBatcher
-	stopBatcher  context.CancelFunc
-	unsubscribe  func() // the executor's wake-ups
-	bot          *bot.Bot
-	socketDone   chan struct{}
-	cronStarted  bool
-	shutdownFrom time.Time // when the shutdown signal arrived
+	lifecycle
 }
 
 func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := LoadConfig(getenv)
+	loaded, err := LoadConfig(getenv)
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg.LogFormat, stderr)
-	// Listening comes first: the local demo tool dispatches to this address.
+	logger := newLogger(loaded.LogFormat, stderr)
+	cfg, localToken, err := resolveConfig(loaded, "")
+	if err != nil {
+		return err
+	}
+	// The configuration is checked before the port is bound: a mistake
+	// leaves the port free.
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("the configuration has problems:\n%w", err)
+	}
 	ln, err := listen(cfg.Listen)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
-	base := "http://" + ln.Addr().String()
-	var localToken string
-	if cfg.Local() && cfg.dataDirErr == nil {
-		if err := makeDataDir(cfg.DataDir); err != nil {
+	if cfg.Local() && localBase(cfg.Listen) == "" {
+		// An ephemeral port is known only now: the demo tool dispatches
+		// to it. Only the demo tool's URLs change, which were valid above.
+		if cfg, _, err = resolveConfig(loaded, "http://"+ln.Addr().String()); err != nil {
 			return err
 		}
-		if localToken, err = localAgentToken(cfg.DataDir); err != nil {
-			return err
-		}
-		cfg.applyLocalDefaults(base, localToken)
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("the configuration has problems:\n%w", err)
 	}
 
-	b, err := openBackend(ctx, cfg, logger)
+	a, err := newApp(ctx, cfg, logger, ln)
 	if err != nil {
 		return err
 	}
-	db := b.store
-	// Shutdown ends ctx first, as a signal does, also when serve stops for
-	// another reason: nothing more is claimed or scheduled.
-	ctx, stopRunning := context.WithCancel(ctx)
-
-	a := &app{
-		cfg:         cfg,
-		logger:      logger,
-		db:          db,
-		notifier:    b.notifier,
-		registry:    prometheus.NewRegistry(),
-		mux:         http.NewServeMux(),
-		backend:     b,
-		stopRunning: stopRunning,
+	if err := a.start(ctx); err != nil {
+		return err
 	}
-	defer a.shutdown()
+	if cfg.Local() {
+		printLocalBanner(stderr, a.http.base(), a.where, localToken, a.inboxURL)
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-a.http.served:
+	}
+	a.stop(time.Now())
+	a.logger.Info("stopped")
+	return err
+}
+
+// resolveConfig returns the configuration serve runs on: loaded itself
+// with a file, else the local defaults, whose demo tool dispatches to base
+// (or, when base is empty, to the configured listen address) and whose
+// agent token it returns.
+func resolveConfig(loaded *Config, base string) (*Config, string, error) {
+	if !loaded.Local() || loaded.dataDirErr != nil {
+		return loaded, "", nil
+	}
+	if err := makeDataDir(loaded.DataDir); err != nil {
+		return nil, "", err
+	}
+	token, err := localAgentToken(loaded.DataDir)
+	if err != nil {
+		return nil, "", err
+	}
+	if base == "" {
+		base = localBase(loaded.Listen)
+	}
+	if base == "" {
+		base = "http://127.0.0.1:0" // replaced once the port is bound
+	}
+	return loaded.withLocal(base, token), token, nil
+}
+
+// localBase is how this machine reaches the listen address listen, or ""
+// when its port is chosen at bind time (0) or it does not parse.
+func localBase(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return ""
+	}
+	if p, err := strconv.Atoi(port); err != nil || p == 0 {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// newApp opens the store and builds every component serve runs, in the
+// order they start: the store, what delivers its wake-ups and batches its
+// reads and writes, the executor, the bot, the sweeps, and the HTTP server
+// last, so nothing is served before what serves it runs. They stop in
+// reverse order (see lifecycle.stop and docs/EXECUTOR.md, "Shutdown").
+func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listener) (_ *app, err error) {
+	b, err := openBackend(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			b.store.Close()
+		}
+	}()
+	a := &app{
+		cfg: cfg, logger: logger, db: b.store, notifier: b.notifier, where: b.where,
+		registry:  prometheus.NewRegistry(),
+		mux:       http.NewServeMux(),
+		sched:     newScheduler(logger.With("component", "scheduler")),
+		lifecycle: lifecycle{logger: logger},
+	}
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a.cron = cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{logger}), cron.Recover(cronLogger{logger})),
-		cron.WithLogger(cronLogger{logger}))
 
+	a.add("store", funcs{stop: func(context.Context) error { b.store.Close(); return nil }}, 0)
+	if b.listener != nil {
+		a.add("listener", b.listener, 0)
+	}
+	if b.replays != nil {
+		a.add("replay reader", b.replays, 0)
+	}
 	// The batcher outlives the signal: requests the HTTP server is still
-	// finishing commit through it. shutdown stops it.
-	a.batcher = store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
-	var batcherCtx context.Context
-	batcherCtx, a.stopBatcher = context.WithCancel(context.WithoutCancel(ctx))
-	go a.batcher.Run(batcherCtx)
-	a.review = &approvals.Service{DB: db, Tools: cfg.ReviewTools(), Batcher: a.batcher, Reader: b.replays, Logger: logger.With("component", "approvals")}
-	hook := approvals.NewHandler(a.review, cfg.AgentList(), a.notifier, logger.With("component", "hook"), approvals.NewMetrics(a.registry))
-	a.mux.Handle("/v1/", hook)
-	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	a.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		pingCtx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := db.Ping(pingCtx); err != nil {
-			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	a.mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+	// finishing commit through it.
+	batcher := store.NewIntakeBatcher(b.store, intakeFlushers, intakeMaxBatch)
+	a.add("intake batcher", batcher, 0)
 
-	if _, err := a.cron.AddFunc(cfg.File.Executor.ExpirySchedule, func() {
-		if _, err := a.review.ExpireOnce(ctx); err != nil {
-			logger.Error("expiry sweep failed", slog.String("error", err.Error()))
-		}
+	slackClient := a.slackClient()
+	var groups approvals.GroupResolver
+	if slackClient != nil {
+		groups = newGroups(slackClient)
+	}
+	if a.review, err = approvals.New(approvals.Config{
+		DB: b.store, Tools: cfg.ReviewTools(), Groups: groups, Batcher: batcher, Reader: b.replays,
+		Logger: logger.With("component", "approvals"),
 	}); err != nil {
-		return fmt.Errorf("scheduling expiry: %w", err)
+		return nil, err
+	}
+	a.mountRoutes()
+	if err := a.sched.add("expiry", cfg.File.Executor.ExpirySchedule, func(ctx context.Context) error {
+		_, err := a.review.ExpireOnce(ctx)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	if cfg.SlackBotToken == "" && !cfg.InboxEnabled() {
 		logger.Warn("SLACK_BOT_TOKEN is not set and the inbox is off: cards wait in the outbox until Slack is configured")
 	}
-	var inboxURL string
 	if cfg.InboxEnabled() {
-		inboxURL = a.mountInbox(ln.Addr())
+		a.inboxURL = a.mountInbox(ln.Addr())
 	}
 	if cfg.Local() {
 		provider := sandbox.New()
@@ -155,102 +206,92 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		a.mux.Handle(sandboxPath+"/", http.StripPrefix(sandboxPath, provider))
 	}
 
-	if a.executor, err = a.startExecutor(ctx); err != nil {
-		return err
+	ex, err := a.addExecutor()
+	if err != nil {
+		return nil, err
 	}
-	if err := a.startBot(ctx); err != nil {
-		return err
+	if err := a.addBot(slackClient, groups, ex); err != nil {
+		return nil, err
 	}
-	a.cron.Start()
-	a.cronStarted = true
-	if cfg.Local() {
-		printLocalBanner(stderr, base, b.where, localToken, inboxURL)
-	}
-	return a.serveHTTP(ctx, ln)
+	// The sweeps stop claiming at the signal; what they claimed has the
+	// executor's grace to finish.
+	a.add("scheduler", a.sched, ex.ShutdownGrace())
+	a.http = newHTTPServer(a.mux, ln, logger)
+	a.add("http server", a.http, httpShutdownTimeout)
+	return a, nil
 }
 
-func (a *app) serveHTTP(ctx context.Context, ln net.Listener) error {
-	server := &http.Server{
-		Handler:           a.mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      approvals.MaxWait + 15*time.Second, // long-polls answer within MaxWait
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
-	a.logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("version", versionString()))
-	errc := make(chan error, 1)
-	go func() { errc <- server.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	a.shutdownFrom = time.Now()
-	// Stop accepting and let the handlers finish; what is still running
-	// after httpShutdownTimeout (a long-poll) is cut.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
-	defer cancel()
-	if err := server.Shutdown(shutdownCtx); err != nil {
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return err
+// add appends a component to the start order.
+func (a *app) add(name string, c component, grace time.Duration) {
+	a.parts = append(a.parts, part{name: name, component: c, grace: grace})
+}
+
+// mountRoutes mounts the hook, the health checks and the metrics.
+func (a *app) mountRoutes() {
+	hook := approvals.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), approvals.NewMetrics(a.registry))
+	a.mux.Handle("/v1/", hook)
+	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	a.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		pingCtx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := a.db.Ping(pingCtx); err != nil {
+			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+			return
 		}
-		_ = server.Close()
-	}
-	return nil
+		fmt.Fprintln(w, "ok")
+	})
+	a.mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
 }
 
 // httpShutdownTimeout bounds how long shutdown waits for HTTP handlers.
 const httpShutdownTimeout = 10 * time.Second
 
-// cronStopTimeout bounds how long shutdown waits for running cron jobs; they
-// run on the signal's context, so they end soon after it.
-const cronStopTimeout = 10 * time.Second
-
-// shutdown stops what serve started, in order (docs/EXECUTOR.md,
-// "Shutdown"), after the HTTP server has stopped: the executor and the bot
-// finish what they have in flight, within the executor's grace counted from
-// the signal; the cron waits for its running jobs; the intake batcher, the
-// replay reader and the listener stop; the store closes last. It also tears
-// down a setup that failed halfway.
-func (a *app) shutdown() {
-	a.stopRunning()
-	from := a.shutdownFrom
-	if from.IsZero() {
-		from = time.Now()
-	}
-	grace := executor.MaxShutdownGrace
-	if a.executor != nil {
-		grace = a.executor.ShutdownGrace()
-	}
-	graceCtx, cancel := context.WithDeadline(context.Background(), from.Add(grace))
-	defer cancel()
-	if a.executor != nil {
-		if err := a.executor.Stop(graceCtx); err != nil {
-			a.logger.Warn("executor stopped before its sends ended", slog.String("error", err.Error()))
-		}
-		a.unsubscribe()
-	}
-	a.stopBot(graceCtx)
-	if a.cronStarted {
-		select {
-		case <-a.cron.Stop().Done():
-		case <-time.After(cronStopTimeout):
-			a.logger.Warn("cron jobs still running at shutdown")
-		}
-	}
-	if a.batcher != nil {
-		a.stopBatcher()
-		<-a.batcher.Done()
-	}
-	a.backend.close()
-	a.logger.Info("stopped")
+// httpServer serves the mux on the listener from Start to Stop.
+type httpServer struct {
+	server *http.Server
+	ln     net.Listener
+	logger *slog.Logger
+	// served gets what Serve returned when it ended on its own; serve
+	// then shuts down.
+	served chan error
 }
 
-// cronLogger adapts slog to robfig/cron's logger.
-type cronLogger struct{ l *slog.Logger }
+func newHTTPServer(h http.Handler, ln net.Listener, logger *slog.Logger) *httpServer {
+	return &httpServer{
+		server: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       15 * time.Second,
+			WriteTimeout:      approvals.MaxWait + 15*time.Second, // long-polls answer within MaxWait
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+		},
+		ln: ln, logger: logger, served: make(chan error, 1),
+	}
+}
 
-func (c cronLogger) Info(msg string, kv ...any) { c.l.Debug("cron: "+msg, kv...) }
-func (c cronLogger) Error(err error, msg string, kv ...any) {
-	c.l.Error("cron: "+msg, append(kv, "error", err.Error())...)
+// base is the server's URL.
+func (s *httpServer) base() string { return "http://" + s.ln.Addr().String() }
+
+// Start serves in the background and returns.
+func (s *httpServer) Start(context.Context) error {
+	s.logger.Info("listening", slog.String("addr", s.ln.Addr().String()), slog.String("version", versionString()))
+	go func() {
+		if err := s.server.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+			s.served <- err
+		}
+	}()
+	return nil
+}
+
+// Stop stops accepting and lets the handlers finish; what is still running
+// when ctx ends (a long-poll) is cut.
+func (s *httpServer) Stop(ctx context.Context) error {
+	if err := s.server.Shutdown(ctx); err != nil {
+		_ = s.server.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+	}
+	return nil
 }

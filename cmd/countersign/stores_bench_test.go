@@ -61,8 +61,8 @@ func BenchmarkStores(b *testing.B) {
 func benchService(ctx context.Context, db store.Store) *approvals.Service {
 	batcher := store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
 	go batcher.Run(ctx)
-	return &approvals.Service{DB: db, Batcher: batcher, Logger: slog.New(slog.DiscardHandler),
-		Tools: map[string]approvals.Tool{benchTool: {Name: benchTool, Approvers: []string{"local:bench"}}}}
+	return must(approvals.New(approvals.Config{DB: db, Batcher: batcher, Logger: slog.New(slog.DiscardHandler),
+		Tools: map[string]approvals.Tool{benchTool: {Name: benchTool, Approvers: []string{"local:bench"}}}}))
 }
 
 func benchIntent(run string, step int64) approvals.Intent {
@@ -123,4 +123,11 @@ func benchDispatch(b *testing.B, db store.Store) {
 		done += n
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -8,9 +8,16 @@
 // It creates a scratch database next to the one named (the events table is
 // append-only, so a used one cannot be emptied), migrates it, and drops it at
 // the end.
+//
+// With -peer (the River executor peer in bench/peers, built) every round runs
+// the peer first, on a scratch database of its own with as many jobs and
+// singles, and the run ends with every round's ratios, countersign over River:
+//
+//	go run ./cmd/execbench -rounds 4 -peer bin/riverexec
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -25,6 +32,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -48,46 +56,105 @@ func main() {
 	}
 }
 
-// run is main with its deferred clean-up (the scratch database) kept on
+// run is main with its deferred clean-up (the scratch databases) kept on
 // errors; the smoke test calls it with tiny sizes.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	flags := flag.NewFlagSet("execbench", flag.ContinueOnError)
-	dbURL := flags.String("database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL server; a scratch database is created beside this one")
-	n := flags.Int("executions", 20000, "approved executions to burn down")
-	trickle := flags.Int("trickle", 200, "single approvals, one at a time, to measure approval-to-dispatch latency")
-	batch := flags.Int("batch", 500, "executor claim batch size")
-	conc := flags.Int("concurrency", 100, "sends in flight per dispatch loop")
-	lanes := flags.Int("lanes", 2, "dispatch loops")
-	cpuprofile := flags.String("cpuprofile", "", "write a CPU profile of the burn-down to this file")
+	var o options
+	flags.StringVar(&o.dbURL, "database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL server; a scratch database is created beside this one")
+	flags.IntVar(&o.n, "executions", 20000, "approved executions to burn down")
+	flags.IntVar(&o.trickle, "trickle", 200, "single approvals, one at a time, to measure approval-to-dispatch latency")
+	flags.IntVar(&o.batch, "batch", 500, "executor claim batch size")
+	flags.IntVar(&o.conc, "concurrency", 100, "sends in flight per dispatch loop")
+	flags.IntVar(&o.lanes, "lanes", 2, "dispatch loops")
+	flags.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the burn-down to this file")
+	rounds := flags.Int("rounds", 1, "rounds; each runs the peer (if any) and then countersign")
+	peer := flags.String("peer", "", "binary of the River executor peer (bench/peers/riverexec), run before countersign in every round on a scratch database of its own with as many jobs and singles")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 
-	scratch, drop, err := scratchDatabase(ctx, *dbURL)
+	var rows []comparison
+	for r := 1; r <= *rounds; r++ {
+		var row comparison
+		if *peer != "" {
+			res, err := runPeer(ctx, *peer, o)
+			if err != nil {
+				return fmt.Errorf("round %d, peer: %w", r, err)
+			}
+			row.peer = res
+			fmt.Fprintf(stdout, "round %d: river burn-down: %d jobs (%d failed) in %.3fs = %.0f jobs/s with %d workers\n",
+				r, res.Jobs, res.Failed, res.Seconds, res.JobsPerSec, res.Workers)
+			fmt.Fprintf(stdout, "round %d: river enqueue-to-work latency over %d single jobs: p50 %.2fms p99 %.2fms\n",
+				r, res.Singles, res.LatencyP50, res.LatencyP99)
+		}
+		res, err := measure(ctx, o)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", r, err)
+		}
+		row.cs = res
+		rows = append(rows, row)
+		prefix := ""
+		if *rounds > 1 || *peer != "" {
+			prefix = fmt.Sprintf("round %d: ", r)
+		}
+		fmt.Fprintf(stdout, "%scountersign burn-down: %d executions in %s = %.0f executions/s (batch %d, %d sends in flight, %d lanes)\n",
+			prefix, o.n, res.elapsed.Round(time.Millisecond), res.rate(), o.batch, o.conc, o.lanes)
+		fmt.Fprintf(stdout, "%s  (%d of them needed more than one attempt)\n", prefix, res.detours)
+		fmt.Fprintf(stdout, "%scountersign approval-to-dispatch latency over %d single approvals: p50 %s p99 %s\n",
+			prefix, len(res.fromApproval), pct(res.fromApproval, .50), pct(res.fromApproval, .99))
+		fmt.Fprintf(stdout, "%s  (from the call to Decide, including its reads: p50 %s p99 %s)\n", prefix, pct(res.fromCall, .50), pct(res.fromCall, .99))
+	}
+	if *peer != "" {
+		printComparison(stdout, rows)
+	}
+	return nil
+}
+
+// options are execbench's sizes and the executor's settings.
+type options struct {
+	dbURL, cpuprofile              string
+	n, trickle, batch, conc, lanes int
+}
+
+// result is what one round measured of countersign.
+type result struct {
+	n                      int
+	elapsed                time.Duration
+	detours                int
+	fromApproval, fromCall []time.Duration
+}
+
+func (r result) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+// measure burns down o.n approved executions on a scratch database, then
+// times o.trickle single approvals.
+func measure(ctx context.Context, o options) (result, error) {
+	scratch, drop, err := scratchDatabase(ctx, o.dbURL)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	defer drop()
 	db, err := postgres.Open(ctx, scratch)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	defer db.Close()
 	ledger := store.NewLedger(db)
 	if _, err := db.Migrate(ctx, nil); err != nil {
-		return err
+		return result{}, err
 	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	srv := &http.Server{Handler: sandbox.Noop(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 5 * time.Minute}
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	if err := seed(ctx, db, *n); err != nil {
-		return err
+	if err := seed(ctx, db, o.n); err != nil {
+		return result{}, err
 	}
 
 	var (
@@ -101,7 +168,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			URL: "http://" + ln.Addr().String() + "/", Timeout: 10 * time.Second, KeyAware: true,
 			MaxAttempts: 5, ClaimTimeout: time.Minute, ApprovalTTL: 24 * time.Hour,
 		}},
-		Secret: []byte("bench"), BatchSize: *batch, Concurrency: *conc, Lanes: *lanes,
+		Secret: []byte("bench"), BatchSize: o.batch, Concurrency: o.conc, Lanes: o.lanes,
 		Metrics: metrics,
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		OnSend: func(c store.Claim, at time.Time) {
@@ -138,13 +205,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// Burn-down: everything is approved before the executor starts, as the
 	// River baseline inserts everything before its client starts.
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
 		if err != nil {
-			return err
+			return result{}, err
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+			return result{}, err
 		}
 	}
 	start := time.Now()
@@ -164,29 +231,30 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}()
 	kick <- struct{}{}
-	for succeeded() < *n {
-		time.Sleep(time.Millisecond)
-	}
+	err = waitFor(ctx, func() bool { return succeeded() >= o.n }, time.Millisecond, 5*time.Minute)
 	elapsed := time.Since(start)
 	pprof.StopCPUProfile()
+	if err != nil {
+		return result{}, fmt.Errorf("burn-down: %d of %d executions succeeded: %w", succeeded(), o.n, err)
+	}
 	var detours int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM executions WHERE attempts > 1`).Scan(&detours); err != nil {
-		return err
+		return result{}, err
 	}
 
 	// Trickle: approve one request at a time through the review service and
 	// wait for its dispatch.
-	review := &approvals.Service{DB: ledger, Tools: map[string]approvals.Tool{tool: {Name: tool, Approvers: []string{"U0BENCH"}}},
-		Logger: slog.New(slog.DiscardHandler)}
+	review := must(approvals.New(approvals.Config{DB: ledger, Tools: map[string]approvals.Tool{tool: {Name: tool, Approvers: []string{"U0BENCH"}}},
+		Logger: slog.New(slog.DiscardHandler)}))
 	time.Sleep(100 * time.Millisecond) // let the LISTEN connection settle after the burst
 	var fromApproval, fromCall []time.Duration
-	for i := range *trickle {
+	for i := range o.trickle {
 		req, _, err := review.Submit(ctx, "bench", approvals.Intent{
 			RunID: "trickle", Step: json.RawMessage(fmt.Sprint(i)), Tool: tool,
 			Effect: json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
 		})
 		if err != nil {
-			return err
+			return result{}, err
 		}
 		ch := make(chan time.Time, 1)
 		mu.Lock()
@@ -197,7 +265,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		out, err := review.Decide(ctx, approvals.Decision{RequestID: req.ID, Round: 1, PayloadHash: req.PayloadHash,
 			Verdict: store.VerdictApprove, DecidedBy: "U0BENCH", Via: "bench"})
 		if err != nil {
-			return err
+			return result{}, err
 		}
 		select {
 		case at := <-ch:
@@ -206,17 +274,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		case <-time.After(5 * time.Second):
 			log.Printf("approval %d not dispatched within 5s", i)
 		}
-		for succeeded() <= before {
-			time.Sleep(100 * time.Microsecond)
+		if err := waitFor(ctx, func() bool { return succeeded() > before }, 100*time.Microsecond, time.Minute); err != nil {
+			return result{}, fmt.Errorf("single approval %d did not succeed: %w", i, err)
 		}
 	}
 
-	fmt.Fprintf(stdout, "countersign burn-down: %d executions in %s = %.0f executions/s (batch %d, %d sends in flight, %d lanes)\n",
-		*n, elapsed.Round(time.Millisecond), float64(*n)/elapsed.Seconds(), *batch, *conc, *lanes)
-	fmt.Fprintf(stdout, "  (%d of them needed more than one attempt)\n", detours)
-	fmt.Fprintf(stdout, "countersign approval-to-dispatch latency over %d single approvals: p50 %s p99 %s\n",
-		len(fromApproval), pct(fromApproval, .50), pct(fromApproval, .99))
-	fmt.Fprintf(stdout, "  (from the call to Decide, including its reads: p50 %s p99 %s)\n", pct(fromCall, .50), pct(fromCall, .99))
+	return result{n: o.n, elapsed: elapsed, detours: detours, fromApproval: fromApproval, fromCall: fromCall}, nil
+}
+
+// waitFor polls done every interval until it is true or timeout passes (a
+// burn-down takes seconds: far longer means something broke).
+func waitFor(ctx context.Context, done func() bool, interval, timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); !done(); {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
 	return nil
 }
 
@@ -285,4 +363,92 @@ func scratchDatabase(ctx context.Context, rawURL string) (string, func(), error)
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// peerResult is what the River executor peer prints with -json.
+type peerResult struct {
+	Jobs       int     `json:"jobs"`
+	Failed     int     `json:"failed"`
+	Workers    int     `json:"workers"`
+	Seconds    float64 `json:"seconds"`
+	JobsPerSec float64 `json:"jobs_per_s"`
+	Singles    int     `json:"singles"`
+	LatencyP50 float64 `json:"latency_p50_ms"`
+	LatencyP99 float64 `json:"latency_p99_ms"`
+}
+
+// comparison is one round: the peer, then countersign.
+type comparison struct {
+	peer peerResult
+	cs   result
+}
+
+// runPeer runs the peer binary on a scratch database of its own with the
+// same number of jobs and singles as countersign's executions and approvals.
+func runPeer(ctx context.Context, bin string, o options) (peerResult, error) {
+	scratch, drop, err := scratchDatabase(ctx, o.dbURL)
+	if err != nil {
+		return peerResult{}, err
+	}
+	defer drop()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "-database-url", scratch, "-jobs", fmt.Sprint(o.n), "-trickle", fmt.Sprint(o.trickle), "-json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return peerResult{}, fmt.Errorf("%s: %w\n%s", bin, err, stderr.String())
+	}
+	var res peerResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		return peerResult{}, fmt.Errorf("reading %s's result %q: %w", bin, stdout.String(), err)
+	}
+	if res.Failed > 0 || res.JobsPerSec <= 0 {
+		return peerResult{}, fmt.Errorf("%s: %d of %d jobs failed", bin, res.Failed, res.Jobs)
+	}
+	return res, nil
+}
+
+// printComparison prints every round's ratios, countersign over River, and
+// how many rounds meet the targets in docs/BENCHMARKS.md.
+func printComparison(w io.Writer, rows []comparison) {
+	fmt.Fprintf(w, "\n| round | River jobs/s | countersign executions/s | burn-down ratio | River enqueue→work p50 / p99 | countersign approval→dispatch p50 / p99 | p99 ratio |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
+	var ratios, p99Ratios []float64
+	throughputMet, latencyMet := 0, 0
+	for i, r := range rows {
+		ratio := r.cs.rate() / r.peer.JobsPerSec
+		p99 := ms(pct(r.cs.fromApproval, .99))
+		p99Ratio := p99 / r.peer.LatencyP99
+		ratios, p99Ratios = append(ratios, ratio), append(p99Ratios, p99Ratio)
+		if ratio >= 1.2 {
+			throughputMet++
+		}
+		if p99 <= r.peer.LatencyP99 {
+			latencyMet++
+		}
+		fmt.Fprintf(w, "| %d | %.0f | %.0f | **%.2f** | %.2f / %.2f ms | %.2f / %.2f ms | **%.2f** |\n",
+			i+1, r.peer.JobsPerSec, r.cs.rate(), ratio, r.peer.LatencyP50, r.peer.LatencyP99,
+			ms(pct(r.cs.fromApproval, .50)), p99, p99Ratio)
+	}
+	fmt.Fprintf(w, "\nburn-down ratio (countersign / River): min %.2f, median %.2f; ≥ 1.2 in %d of %d rounds\n",
+		slices.Min(ratios), median(ratios), throughputMet, len(rows))
+	fmt.Fprintf(w, "approval→dispatch p99 / River enqueue→work p99: max %.2f, median %.2f; ≤ 1 in %d of %d rounds\n",
+		slices.Max(p99Ratios), median(p99Ratios), latencyMet, len(rows))
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

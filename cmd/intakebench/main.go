@@ -5,22 +5,31 @@
 // reports its peak resident memory.
 //
 //	go run ./cmd/intakebench -clients 8,32 -rounds 5 -duration 2s
+//
+// With -peer it also starts a peer hook (a binary taking -database-url,
+// -listen and -token that speaks countersign's request shape, such as the
+// River hook in bench/peers) on a scratch database of its own and drives it
+// with the same load, its phases interleaved with countersign's, and prints
+// countersign's rates as ratios to the peer's.
 package main
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,81 +43,183 @@ import (
 const token = "bench-agent-token"
 
 func main() {
-	adminURL := flag.String("database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL server (a scratch database is created on it)")
-	duration := flag.Duration("duration", 2*time.Second, "length of each measured phase")
-	rounds := flag.Int("rounds", 5, "raw, new-intent and replay phases are interleaved this many times, so background load falls on all three alike")
-	clientList := flag.String("clients", "8,32", "concurrent client counts")
-	flag.Parse()
-	ctx := context.Background()
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
 
-	dbURL := scratchDatabase(ctx, *adminURL, "countersign_bench")
-	bin := build()
-	addr, pid, stop := startServer(bin, dbURL)
+// server is a hook under load: countersign or the peer.
+type server struct {
+	name string
+	addr string
+	pid  int
+}
+
+// figures are one server's results at one client count, over all rounds.
+type figures struct {
+	created, replays  float64 // req/s, averaged over rounds
+	newLat, replayLat []time.Duration
+}
+
+// run is main with its clean-up (processes, scratch databases) kept on
+// errors; the smoke test calls it with tiny sizes.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	flags := flag.NewFlagSet("intakebench", flag.ContinueOnError)
+	adminURL := flags.String("database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL server (scratch databases are created on it and dropped at the end)")
+	duration := flags.Duration("duration", 2*time.Second, "length of each measured phase")
+	rounds := flags.Int("rounds", 5, "raw, new-intent and replay phases are interleaved this many times, so background load falls on all alike")
+	clientList := flags.String("clients", "8,32", "concurrent client counts")
+	peerBin := flags.String("peer", "", "binary of a peer hook to drive beside countersign (flags -database-url, -listen, -token; GET /readyz)")
+	peerName := flags.String("peer-name", "River", "the peer's name in the table")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	var counts []int
+	for _, field := range strings.Split(*clientList, ",") {
+		clients, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || clients < 1 {
+			return fmt.Errorf("-clients: bad count %q", field)
+		}
+		counts = append(counts, clients)
+	}
+
+	dir, err := os.MkdirTemp("", "intakebench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin, err := build(ctx, dir)
+	if err != nil {
+		return err
+	}
+	dbURL, drop, err := scratchDatabase(ctx, *adminURL, "intakebench")
+	if err != nil {
+		return err
+	}
+	defer drop()
+	cs, stop, err := startCountersign(ctx, bin, dir, dbURL)
+	if err != nil {
+		return err
+	}
 	defer stop()
+	servers := []server{cs}
+	if *peerBin != "" {
+		peerURL, dropPeer, err := scratchDatabase(ctx, *adminURL, "intakebench_peer")
+		if err != nil {
+			return err
+		}
+		defer dropPeer()
+		peer, stopPeer, err := startPeer(ctx, *peerName, *peerBin, peerURL)
+		if err != nil {
+			return err
+		}
+		defer stopPeer()
+		servers = append(servers, peer)
+	}
 
 	// The raw baseline gets one connection per client, as pgbench -c would.
 	poolCfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	poolCfg.MaxConns = 64
+	poolCfg.MaxConns = int32(max(64, slices.Max(counts)))
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer pool.Close()
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_intake (key text PRIMARY KEY, body bytea NOT NULL)`); err != nil {
-		log.Fatal(err)
+		return err
 	}
 
-	fmt.Printf("| clients | raw INSERT tx/s | new-intent req/s | new / raw | replay req/s | replay / new | server peak RSS |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|\n")
-	for _, field := range strings.Split(*clientList, ",") {
-		clients, err := strconv.Atoi(strings.TrimSpace(field))
-		if err != nil {
-			log.Fatal(err)
-		}
-		var raw, created, replays float64
-		for range *rounds {
-			raw += rawInserts(ctx, pool, clients, *duration) / float64(*rounds)
-			rate, keys := intake(addr, clients, *duration, "new")
-			created += rate / float64(*rounds)
-			replays += replay(addr, clients, *duration, keys) / float64(*rounds)
-		}
-		fmt.Printf("| %d | %.0f | %.0f | %.2f | %.0f | %.2f | %s |\n",
-			clients, raw, created, created/raw, replays, replays/created, peakRSS(pid))
+	if len(servers) == 1 {
+		fmt.Fprintf(stdout, "| clients | raw INSERT tx/s | new-intent req/s | new p50 / p99 | new / raw | replay req/s | replay p50 / p99 | replay / new | server peak RSS |\n")
+		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|\n")
+	} else {
+		fmt.Fprintf(stdout, "| clients | hook | new-intent req/s | new p50 / p99 | new / %[1]s | new / raw | replay req/s | replay p50 / p99 | replay / %[1]s | replay / new | peak RSS |\n", servers[1].name)
+		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	}
+	for _, clients := range counts {
+		var raw float64
+		figs := make([]figures, len(servers))
+		for range *rounds {
+			rate, err := rawInserts(ctx, pool, clients, *duration)
+			if err != nil {
+				return fmt.Errorf("raw inserts: %w", err)
+			}
+			raw += rate / float64(*rounds)
+			for i, s := range servers {
+				rate, lat, bodies, err := intake(s, clients, *duration)
+				if err != nil {
+					return err
+				}
+				figs[i].created += rate / float64(*rounds)
+				figs[i].newLat = append(figs[i].newLat, lat...)
+				rate, lat, err = replay(s, clients, *duration, bodies)
+				if err != nil {
+					return err
+				}
+				figs[i].replays += rate / float64(*rounds)
+				figs[i].replayLat = append(figs[i].replayLat, lat...)
+			}
+		}
+		if len(servers) == 1 {
+			f := figs[0]
+			fmt.Fprintf(stdout, "| %d | %.0f | %.0f | %s / %s | %.2f | %.0f | %s / %s | %.2f | %s |\n",
+				clients, raw, f.created, pct(f.newLat, .50), pct(f.newLat, .99), f.created/raw,
+				f.replays, pct(f.replayLat, .50), pct(f.replayLat, .99), f.replays/f.created, peakRSS(servers[0].pid))
+			continue
+		}
+		peer := figs[1]
+		for i, s := range servers {
+			f := figs[i]
+			fmt.Fprintf(stdout, "| %d | %s | %.0f | %s / %s | **%.2f** | %.2f | %.0f | %s / %s | **%.2f** | %.2f | %s |\n",
+				clients, s.name, f.created, pct(f.newLat, .50), pct(f.newLat, .99), f.created/peer.created, f.created/raw,
+				f.replays, pct(f.replayLat, .50), pct(f.replayLat, .99), f.replays/peer.replays, f.replays/f.created, peakRSS(s.pid))
+		}
+		fmt.Fprintf(stdout, "| %d | raw INSERT | %.0f tx/s | | | 1.00 | | | | | |\n", clients, raw)
+	}
+	return nil
 }
 
-// scratchDatabase drops and recreates name on the server and returns its URL.
-func scratchDatabase(ctx context.Context, adminURL, name string) string {
+// scratchDatabase creates an empty database, named prefix and a random
+// suffix, on the server of adminURL and returns its URL and a function that
+// drops it.
+func scratchDatabase(ctx context.Context, adminURL, prefix string) (string, func(), error) {
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("parsing -database-url: %w", err)
+	}
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
-		log.Fatalf("connecting to %s: %v", adminURL, err)
+		return "", nil, fmt.Errorf("connecting to the PostgreSQL server: %w", err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-		log.Fatal(err)
-	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := prefix + "_" + hex.EncodeToString(b)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		log.Fatal(err)
+		conn.Close(ctx)
+		return "", nil, fmt.Errorf("creating a scratch database: %w", err)
 	}
-	u, _ := url.Parse(adminURL)
 	u.Path = "/" + name
-	return u.String()
+	return u.String(), func() {
+		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		conn.Close(context.Background())
+	}, nil
 }
 
-func build() string {
-	bin := filepath.Join(os.TempDir(), "countersign-intakebench")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/countersign")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		log.Fatalf("building countersign: %v", err)
+// build builds countersign into dir; the package path works from anywhere
+// inside the module, the smoke test's directory included.
+func build(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "countersign")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/countersign/countersign/cmd/countersign")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building countersign: %w\n%s", err, out)
 	}
-	return bin
+	return bin, nil
 }
 
-func startServer(bin, dbURL string) (addr string, pid int, stop func()) {
+func startCountersign(ctx context.Context, bin, dir, dbURL string) (server, func(), error) {
 	sum := sha256.Sum256([]byte(token))
 	cfg := fmt.Sprintf(`agents: [{name: bench, token_sha256: %s}]
 tools:
@@ -116,11 +227,14 @@ tools:
     approvers: [U0BENCH]
     dispatch: {url: "http://127.0.0.1:9/unused"}
 `, hex.EncodeToString(sum[:]))
-	cfgPath := filepath.Join(os.TempDir(), "countersign-intakebench.yml")
+	cfgPath := filepath.Join(dir, "countersign.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		log.Fatal(err)
+		return server{}, nil, err
 	}
-	addr = "127.0.0.1:18080"
+	addr, err := freeAddr()
+	if err != nil {
+		return server{}, nil, err
+	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(),
 		"COUNTERSIGN_DATABASE_URL="+dbURL,
@@ -128,25 +242,83 @@ tools:
 		"COUNTERSIGN_DISPATCH_SECRET=bench",
 		"COUNTERSIGN_LISTEN="+addr,
 	)
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
+	return start(ctx, "countersign", cmd, addr)
+}
+
+func startPeer(ctx context.Context, name, bin, dbURL string) (server, func(), error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return server{}, nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
+	cmd := exec.Command(bin, "-database-url", dbURL, "-listen", addr, "-token", token)
+	return start(ctx, name, cmd, addr)
+}
+
+// start starts cmd and waits until it answers GET /readyz with 200.
+func start(ctx context.Context, name string, cmd *exec.Cmd, addr string) (server, func(), error) {
+	out := &headWriter{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return server{}, nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() { _ = cmd.Process.Kill(); <-exited }
+	hc := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := hc.Get("http://" + addr + "/readyz")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
+			if resp.StatusCode == http.StatusOK {
+				return server{name: name, addr: addr, pid: cmd.Process.Pid}, stop, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			log.Fatal("countersign did not become ready")
+		select {
+		case <-exited:
+			return server{}, nil, fmt.Errorf("%s exited before it was ready:\n%s", name, out)
+		case <-ctx.Done():
+			stop()
+			return server{}, nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			stop()
+			return server{}, nil, fmt.Errorf("%s was not ready within 30s:\n%s", name, out)
+		}
 	}
-	return addr, cmd.Process.Pid, func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// headWriter keeps the first max bytes written to it: a server's start-up
+// messages, for the error when it does not become ready.
+type headWriter struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if room := w.max - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (w *headWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 func client(clients int) *http.Client {
@@ -156,69 +328,91 @@ func client(clients int) *http.Client {
 var runSeq atomic.Int64
 
 // intake posts new intents from clients goroutines for d and returns the
-// rate of 201s and the bodies posted.
-func intake(addr string, clients int, d time.Duration, label string) (float64, []string) {
+// rate of 201s, their latencies and the bodies posted.
+func intake(s server, clients int, d time.Duration) (float64, []time.Duration, []string, error) {
 	hc := client(clients)
+	defer hc.CloseIdleConnections()
 	var mu sync.Mutex
 	var bodies []string
-	rate := drive(clients, d, func() {
+	rate, lat, err := drive(clients, d, func() error {
 		n := runSeq.Add(1)
-		body := fmt.Sprintf(`{"run_id":"bench-%s-%d","step":1,"tool":"billing.credit","effect":{"invoice":"inv_%d","amount_cents":4200,"currency":"USD"},"summary":"bench"}`, label, n, n)
-		if status, resp := post(hc, addr, body); status != http.StatusCreated {
-			log.Fatalf("intake answered %d: %s", status, resp)
+		body := fmt.Sprintf(`{"run_id":"bench-new-%d","step":1,"tool":"billing.credit","effect":{"invoice":"inv_%d","amount_cents":4200,"currency":"USD"},"summary":"bench"}`, n, n)
+		if status, resp, err := post(hc, s.addr, body); err != nil {
+			return fmt.Errorf("%s intake: %w", s.name, err)
+		} else if status != http.StatusCreated {
+			return fmt.Errorf("%s intake answered %d: %s", s.name, status, resp)
 		}
 		mu.Lock()
 		bodies = append(bodies, body)
 		mu.Unlock()
+		return nil
 	})
-	return rate, bodies
+	return rate, lat, bodies, err
 }
 
 // replay re-posts stored intents (each replay is a 200 that must not write).
-func replay(addr string, clients int, d time.Duration, bodies []string) float64 {
+func replay(s server, clients int, d time.Duration, bodies []string) (float64, []time.Duration, error) {
+	if len(bodies) == 0 {
+		return 0, nil, fmt.Errorf("%s: no intent was created to replay", s.name)
+	}
 	hc := client(clients)
+	defer hc.CloseIdleConnections()
 	var next atomic.Int64
-	return drive(clients, d, func() {
+	return drive(clients, d, func() error {
 		body := bodies[int(next.Add(1))%len(bodies)]
-		if status, resp := post(hc, addr, body); status != http.StatusOK {
-			log.Fatalf("replay answered %d: %s", status, resp)
+		status, resp, err := post(hc, s.addr, body)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s replay: %w", s.name, err)
+		case status != http.StatusOK:
+			return fmt.Errorf("%s replay answered %d: %s", s.name, status, resp)
 		}
+		return nil
 	})
 }
 
-func post(hc *http.Client, addr, body string) (int, []byte) {
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/requests", strings.NewReader(body))
+func post(hc *http.Client, addr, body string) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/requests", strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		log.Fatal(err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
 }
 
 // rawInserts is the PostgreSQL ceiling: one-row INSERT … ON CONFLICT DO
 // NOTHING, each its own transaction, from clients connections.
-func rawInserts(ctx context.Context, pool *pgxpool.Pool, clients int, d time.Duration) float64 {
+func rawInserts(ctx context.Context, pool *pgxpool.Pool, clients int, d time.Duration) (float64, error) {
 	body := bytes.Repeat([]byte("x"), 64)
-	return drive(clients, d, func() {
+	rate, _, err := drive(clients, d, func() error {
 		key := fmt.Sprintf("raw_%d", runSeq.Add(1))
-		if _, err := pool.Exec(ctx, `INSERT INTO raw_intake (key, body) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, body); err != nil {
-			log.Fatal(err)
-		}
+		_, err := pool.Exec(ctx, `INSERT INTO raw_intake (key, body) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, body)
+		return err
 	})
+	return rate, err
 }
 
 // drive runs op in a loop from clients goroutines for d and returns the
-// completed operations per second.
-func drive(clients int, d time.Duration, op func()) float64 {
+// completed operations per second and each one's latency. A goroutine stops
+// at its first error; the first error is returned when the phase ends.
+func drive(clients int, d time.Duration, op func() error) (float64, []time.Duration, error) {
 	stop := make(chan struct{})
-	var done atomic.Int64
-	var wg sync.WaitGroup
+	var (
+		done    atomic.Int64
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		opErr   error
+	)
+	lats := make([][]time.Duration, clients)
 	start := time.Now()
-	for range clients {
+	for c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -228,7 +422,12 @@ func drive(clients int, d time.Duration, op func()) float64 {
 					return
 				default:
 				}
-				op()
+				t0 := time.Now()
+				if err := op(); err != nil {
+					errOnce.Do(func() { opErr = err })
+					return
+				}
+				lats[c] = append(lats[c], time.Since(t0))
 				done.Add(1)
 			}
 		}()
@@ -236,10 +435,24 @@ func drive(clients int, d time.Duration, op func()) float64 {
 	time.Sleep(d) // the measured phase's length, not a wait for an event
 	close(stop)
 	wg.Wait()
-	return float64(done.Load()) / time.Since(start).Seconds()
+	elapsed := time.Since(start)
+	if opErr != nil {
+		return 0, nil, opErr
+	}
+	return float64(done.Load()) / elapsed.Seconds(), slices.Concat(lats...), nil
 }
 
-// peakRSS reads the server's high-water resident set size.
+// pct returns the p-th quantile of l, rounded for the table.
+func pct(l []time.Duration, p float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	return s[int(p*float64(len(s)-1))].Round(10 * time.Microsecond)
+}
+
+// peakRSS reads a process's high-water resident set size.
 func peakRSS(pid int) string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

@@ -81,7 +81,7 @@ func (d *Driver) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // context ends.
 func (d *Driver) Notifier(logger *slog.Logger) (store.Notifier, func(context.Context), <-chan struct{}) {
 	l := newListener(d, logger)
-	return l, l.run, l.listening
+	return l, l.Run, l.listening
 }
 
 // BatchesReads is true: one statement for many keys shares a round trip.

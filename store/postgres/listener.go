@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -25,6 +26,9 @@ type Listener struct {
 
 	listening     chan struct{} // closed once the first LISTEN is in place
 	listeningOnce sync.Once
+
+	cancel context.CancelFunc // ends what Start runs
+	done   chan struct{}      // closed when what Start runs has ended
 }
 
 // newListener returns a Listener; run starts it.
@@ -37,8 +41,40 @@ func newListener(db *Driver, logger *slog.Logger) *Listener {
 	}
 }
 
-// run listens until ctx ends, reconnecting after a lost connection.
-func (l *Listener) run(ctx context.Context) {
+// Listening is closed once notifications are being received.
+func (l *Listener) Listening() <-chan struct{} { return l.listening }
+
+// Start runs Run in the background until Stop, not until ctx ends: waiters
+// still finishing on shutdown need their wake-ups.
+func (l *Listener) Start(ctx context.Context) error {
+	if l.cancel != nil {
+		return errors.New("listener already started")
+	}
+	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	l.done = make(chan struct{})
+	go func() {
+		defer close(l.done)
+		l.Run(ctx)
+	}()
+	return nil
+}
+
+// Stop ends what Start runs and waits, until ctx ends, for it to return.
+func (l *Listener) Stop(ctx context.Context) error {
+	if l.cancel == nil {
+		return nil
+	}
+	l.cancel()
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Run listens until ctx ends, reconnecting after a lost connection.
+func (l *Listener) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := l.listen(ctx); err != nil && ctx.Err() == nil {
 			l.logger.Warn("listen connection lost", slog.String("error", err.Error()))

@@ -1,0 +1,34 @@
+package approvals
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/store"
+)
+
+// Cards is the delivery side of review: the outbox rows a surface delivers,
+// the cards it records, and what a card shows. It is all a Slack surface
+// may read or write in the ledger besides the Service's decisions.
+type Cards struct{ cardStore }
+
+// cardStore is the part of store.Store behind Cards.
+type cardStore interface {
+	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]store.OutboxRow, error)
+	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
+	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
+	RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error
+	PostPending(ctx context.Context, requestID string, round int) (bool, error)
+	OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error)
+	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
+	CardFor(ctx context.Context, requestID string, round int) (store.Card, error)
+	RecordCard(ctx context.Context, c store.Card) (store.Card, error)
+	MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error
+	CardState(ctx context.Context, requestID string, round int) (string, error)
+	RequestByID(ctx context.Context, id string) (store.Request, error)
+	DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error)
+	ExecutionForDecision(ctx context.Context, decisionID int64) (store.Execution, error)
+}
+
+// NewCards returns the card and outbox service over db.
+func NewCards(db store.Store) *Cards { return &Cards{db} }
