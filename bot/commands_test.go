@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"github.com/countersign/countersign/store/drivertest"
 	"strings"
 	"testing"
 )
@@ -63,22 +64,26 @@ func TestSlashCommandLookups(t *testing.T) {
 
 // Lookups answer many matches with at most five.
 func TestAmbiguousPrefixListsFive(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	for i := range 8 {
-		b.submit(intent{n: i, key: "wa_cafecafe" + string(rune('a'+i))})
-	}
-	got := b.command("USUP", "wa_cafecafe")
-	if !strings.Contains(got, "More than 5") || strings.Count(got, "• `wa_cafecafe") != 5 {
-		t.Fatalf("answer:\n%s", got)
-	}
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		for i := range 8 {
+			b.submit(intent{n: i, key: "wa_cafecafe" + string(rune('a'+i))})
+		}
+		got := b.command("USUP", "wa_cafecafe")
+		if !strings.Contains(got, "More than 5") || strings.Count(got, "• `wa_cafecafe") != 5 {
+			t.Fatalf("answer:\n%s", got)
+		}
+	})
 }
 
 func TestLookupShowsTheExpiryDate(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	req := b.submit(intent{})
-	if got, want := b.command("USUP", req.Key), "expires "+req.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"); !strings.Contains(got, want) {
-		t.Fatalf("answer lacks %q:\n%s", want, got)
-	}
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		req := b.submit(intent{})
+		if got, want := b.command("USUP", req.Key), "expires "+req.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"); !strings.Contains(got, want) {
+			t.Fatalf("answer lacks %q:\n%s", want, got)
+		}
+	})
 }

@@ -14,88 +14,93 @@ import (
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 )
 
 func TestPostCard(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	req := b.submit(intent{requestedFor: "UREQ"})
-	b.deliver()
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		req := b.submit(intent{requestedFor: "UREQ"})
+		b.deliver()
 
-	if n := b.fake.Count("chat.postMessage"); n != 1 {
-		t.Fatalf("chat.postMessage calls = %d, want 1", n)
-	}
-	stored := b.request(req.ID)
-	if stored.CardChannel != billingChan || stored.CardTS == "" {
-		t.Fatalf("card not recorded on the request: %q %q", stored.CardChannel, stored.CardTS)
-	}
-	m := b.card(req.ID, 1)
-	var md struct {
-		EventType    string         `json:"event_type"`
-		EventPayload map[string]any `json:"event_payload"`
-	}
-	if err := json.Unmarshal(m.Metadata, &md); err != nil {
-		t.Fatalf("metadata: %v", err)
-	}
-	if md.EventType != "countersign_card" || md.EventPayload["key"] != req.Key || md.EventPayload["round"] != float64(1) {
-		t.Fatalf("metadata = %+v", md)
-	}
-	if ids := m.ActionIDs(); strings.Join(ids, ",") != "approve,reject" {
-		t.Fatalf("buttons = %v", ids)
-	}
-	text := blockText(m)
-	for _, want := range []string{
-		req.Key[:12] + "…" + req.Key[len(req.Key)-4:], req.PayloadHash, "```", `"invoice": "inv_8841"`,
-		"<@UREQ>", "billing-agent", "cannot be undone", "customer reported a duplicate charge", "<!date^",
-		"Approve an irreversible write?",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("card lacks %q", want)
+		if n := b.fake.Count("chat.postMessage"); n != 1 {
+			t.Fatalf("chat.postMessage calls = %d, want 1", n)
 		}
-	}
-	var value struct {
-		R string `json:"r"`
-		N int    `json:"n"`
-		H string `json:"h"`
-	}
-	if err := json.Unmarshal([]byte(m.ButtonValue("approve")), &value); err != nil || value.R != req.ID || value.N != 1 || value.H != req.PayloadHash {
-		t.Fatalf("approve value = %+v (%v)", value, err)
-	}
+		stored := b.request(req.ID)
+		if stored.CardChannel != billingChan || stored.CardTS == "" {
+			t.Fatalf("card not recorded on the request: %q %q", stored.CardChannel, stored.CardTS)
+		}
+		m := b.card(req.ID, 1)
+		var md struct {
+			EventType    string         `json:"event_type"`
+			EventPayload map[string]any `json:"event_payload"`
+		}
+		if err := json.Unmarshal(m.Metadata, &md); err != nil {
+			t.Fatalf("metadata: %v", err)
+		}
+		if md.EventType != "countersign_card" || md.EventPayload["key"] != req.Key || md.EventPayload["round"] != float64(1) {
+			t.Fatalf("metadata = %+v", md)
+		}
+		if ids := m.ActionIDs(); strings.Join(ids, ",") != "approve,reject" {
+			t.Fatalf("buttons = %v", ids)
+		}
+		text := blockText(m)
+		for _, want := range []string{
+			req.Key[:12] + "…" + req.Key[len(req.Key)-4:], req.PayloadHash, "```", `"invoice": "inv_8841"`,
+			"<@UREQ>", "billing-agent", "cannot be undone", "customer reported a duplicate charge", "<!date^",
+			"Approve an irreversible write?",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("card lacks %q", want)
+			}
+		}
+		var value struct {
+			R string `json:"r"`
+			N int    `json:"n"`
+			H string `json:"h"`
+		}
+		if err := json.Unmarshal([]byte(m.ButtonValue("approve")), &value); err != nil || value.R != req.ID || value.N != 1 || value.H != req.PayloadHash {
+			t.Fatalf("approve value = %+v (%v)", value, err)
+		}
 
-	// A reversible tool asks for no confirmation.
-	notes := b.submit(intent{tool: "notes.add"})
-	b.deliver()
-	if strings.Contains(blockText(b.card(notes.ID, 1)), "Approve an irreversible write?") {
-		t.Error("a reversible tool's approve button asks for confirmation")
-	}
+		// A reversible tool asks for no confirmation.
+		notes := b.submit(intent{tool: "notes.add"})
+		b.deliver()
+		if strings.Contains(blockText(b.card(notes.ID, 1)), "Approve an irreversible write?") {
+			t.Error("a reversible tool's approve button asks for confirmation")
+		}
+	})
 }
 
 func TestLongEffectIsCutWithTheRestReachable(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	lines := make([]string, 0, 300)
-	for i := range 300 {
-		lines = append(lines, fmt.Sprintf(`"line_%03d":"a value that is long enough <to> & matter"`, i))
-	}
-	req := b.submit(intent{effect: "{" + strings.Join(lines, ",") + "}"})
-	b.deliver()
-	m := b.card(req.ID, 1)
-	for _, text := range sectionTexts(m) {
-		if len(text) > 3000 {
-			t.Fatalf("a section has %d characters, over Slack's 3000", len(text))
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		lines := make([]string, 0, 300)
+		for i := range 300 {
+			lines = append(lines, fmt.Sprintf(`"line_%03d":"a value that is long enough <to> & matter"`, i))
 		}
-	}
-	text := blockText(m)
-	if !strings.Contains(text, "/countersign "+req.Key) || !strings.Contains(text, "line_000") || strings.Contains(text, "line_299") {
-		t.Fatal("the effect is not cut with a way to see the rest")
-	}
-	if strings.Contains(text, "<to>") || !strings.Contains(text, "&lt;to&gt; &amp; matter") {
-		t.Fatal("agent text is not escaped for mrkdwn")
-	}
-	// The lookup shows the whole request.
-	if got := b.command("UANA", req.Key); !strings.Contains(got, req.Key) {
-		t.Fatalf("lookup of a cut card: %s", got)
-	}
+		req := b.submit(intent{effect: "{" + strings.Join(lines, ",") + "}"})
+		b.deliver()
+		m := b.card(req.ID, 1)
+		for _, text := range sectionTexts(m) {
+			if len(text) > 3000 {
+				t.Fatalf("a section has %d characters, over Slack's 3000", len(text))
+			}
+		}
+		text := blockText(m)
+		if !strings.Contains(text, "/countersign "+req.Key) || !strings.Contains(text, "line_000") || strings.Contains(text, "line_299") {
+			t.Fatal("the effect is not cut with a way to see the rest")
+		}
+		if strings.Contains(text, "<to>") || !strings.Contains(text, "&lt;to&gt; &amp; matter") {
+			t.Fatal("agent text is not escaped for mrkdwn")
+		}
+		// The lookup shows the whole request.
+		if got := b.command("UANA", req.Key); !strings.Contains(got, req.Key) {
+			t.Fatalf("lookup of a cut card: %s", got)
+		}
+	})
 }
 
 // blockText is every text in a card's blocks, decoded.
@@ -143,24 +148,26 @@ func sectionTexts(m bottest.Message) []string {
 // A post that lands while the worker never learns its ts (a 500 after the
 // message is stored) is found by its metadata before posting again.
 func TestUnknownPostOutcomeLeavesOneCard(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	b.fake.FailNext("chat.postMessage", bottest.Failure{Status: 500, Land: true})
-	req := b.submit(intent{})
-	b.deliver()
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		b.fake.FailNext("chat.postMessage", bottest.Failure{Status: 500, Land: true})
+		req := b.submit(intent{})
+		b.deliver()
 
-	if n := b.fake.Count("chat.postMessage"); n != 1 {
-		t.Fatalf("chat.postMessage calls = %d, want 1", n)
-	}
-	if n := b.fake.Count("conversations.history"); n < 1 {
-		t.Fatal("the worker did not look for its card before posting again")
-	}
-	if msgs := b.fake.Messages(billingChan); len(msgs) != 1 {
-		t.Fatalf("%d cards in the channel, want 1", len(msgs))
-	}
-	if got, want := b.request(req.ID).CardTS, b.fake.Messages(billingChan)[0].TS; got != want {
-		t.Fatalf("recorded ts %q, card ts %q", got, want)
-	}
+		if n := b.fake.Count("chat.postMessage"); n != 1 {
+			t.Fatalf("chat.postMessage calls = %d, want 1", n)
+		}
+		if n := b.fake.Count("conversations.history"); n < 1 {
+			t.Fatal("the worker did not look for its card before posting again")
+		}
+		if msgs := b.fake.Messages(billingChan); len(msgs) != 1 {
+			t.Fatalf("%d cards in the channel, want 1", len(msgs))
+		}
+		if got, want := b.request(req.ID).CardTS, b.fake.Messages(billingChan)[0].TS; got != want {
+			t.Fatalf("recorded ts %q, card ts %q", got, want)
+		}
+	})
 }
 
 // A crash between the post and recording its ts: the worker's context ends
@@ -168,78 +175,84 @@ func TestUnknownPostOutcomeLeavesOneCard(t *testing.T) {
 // runs out a fresh worker finds the card by its metadata and does not post
 // again.
 func TestCrashBetweenPostAndRecordLeavesOneCard(t *testing.T) {
-	t.Parallel()
-	b := setup(t, &options{lease: 300 * time.Millisecond})
-	req := b.submit(intent{})
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv, lease: 300 * time.Millisecond})
+		req := b.submit(intent{})
 
-	crashCtx, crash := context.WithCancel(context.Background())
-	b.fake.AfterPost(func(bottest.Message) { crash() })
-	if _, err := b.bot.DeliverOnce(crashCtx); err != nil {
-		t.Fatal(err)
-	}
-	b.fake.AfterPost(nil)
-	if got := b.request(req.ID).CardTS; got != "" {
-		t.Fatalf("the crashed worker recorded ts %q", got)
-	}
-	if n := len(b.fake.Messages(billingChan)); n != 1 {
-		t.Fatalf("%d messages after the crash, want 1", n)
-	}
+		crashCtx, crash := context.WithCancel(context.Background())
+		b.fake.AfterPost(func(bottest.Message) { crash() })
+		if _, err := b.bot.DeliverOnce(crashCtx); err != nil {
+			t.Fatal(err)
+		}
+		b.fake.AfterPost(nil)
+		if got := b.request(req.ID).CardTS; got != "" {
+			t.Fatalf("the crashed worker recorded ts %q", got)
+		}
+		if n := len(b.fake.Messages(billingChan)); n != 1 {
+			t.Fatalf("%d messages after the crash, want 1", n)
+		}
 
-	b.deliver() // a fresh worker, after the lease
-	if n := b.fake.Count("chat.postMessage"); n != 1 {
-		t.Fatalf("chat.postMessage calls = %d, want 1", n)
-	}
-	if msgs := b.fake.Messages(billingChan); len(msgs) != 1 || b.request(req.ID).CardTS != msgs[0].TS {
-		t.Fatalf("cards = %d, recorded ts %q", len(msgs), b.request(req.ID).CardTS)
-	}
+		b.deliver() // a fresh worker, after the lease
+		if n := b.fake.Count("chat.postMessage"); n != 1 {
+			t.Fatalf("chat.postMessage calls = %d, want 1", n)
+		}
+		if msgs := b.fake.Messages(billingChan); len(msgs) != 1 || b.request(req.ID).CardTS != msgs[0].TS {
+			t.Fatalf("cards = %d, recorded ts %q", len(msgs), b.request(req.ID).CardTS)
+		}
+	})
 }
 
 // A 429 storm delays deliveries but loses none and duplicates none.
 func TestRateLimitStormLosesNothing(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	const n = 40
-	var reqs []store.Request
-	for i := range n {
-		reqs = append(reqs, b.submit(intent{n: i}))
-	}
-	b.fake.RateLimitFor("chat.postMessage", 2*time.Second)
-	start := time.Now()
-	b.deliver()
-	if time.Since(start) < time.Second {
-		t.Fatal("deliveries did not wait for the rate limit")
-	}
-	if got := len(b.fake.Messages(billingChan)); got != n {
-		t.Fatalf("%d cards, want %d", got, n)
-	}
-	seen := map[string]bool{}
-	for _, r := range reqs {
-		ts := b.request(r.ID).CardTS
-		if ts == "" || seen[ts] {
-			t.Fatalf("request %s has card ts %q (duplicate or missing)", r.Key, ts)
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		const n = 40
+		var reqs []store.Request
+		for i := range n {
+			reqs = append(reqs, b.submit(intent{n: i}))
 		}
-		seen[ts] = true
-	}
-	if b.count(`SELECT count(*) FROM outbox WHERE state <> 'delivered'`) != 0 {
-		t.Fatal("some deliveries did not land")
-	}
-	if b.fake.Count("chat.postMessage") <= n {
-		t.Fatal("the storm never answered 429")
-	}
+		b.fake.RateLimitFor("chat.postMessage", 2*time.Second)
+		start := time.Now()
+		b.deliver()
+		if time.Since(start) < time.Second {
+			t.Fatal("deliveries did not wait for the rate limit")
+		}
+		if got := len(b.fake.Messages(billingChan)); got != n {
+			t.Fatalf("%d cards, want %d", got, n)
+		}
+		seen := map[string]bool{}
+		for _, r := range reqs {
+			ts := b.request(r.ID).CardTS
+			if ts == "" || seen[ts] {
+				t.Fatalf("request %s has card ts %q (duplicate or missing)", r.Key, ts)
+			}
+			seen[ts] = true
+		}
+		if b.count(`SELECT count(*) FROM outbox WHERE state <> 'delivered'`) != 0 {
+			t.Fatal("some deliveries did not land")
+		}
+		if b.fake.Count("chat.postMessage") <= n {
+			t.Fatal("the storm never answered 429")
+		}
+	})
 }
 
 func TestTransientErrorIsRetried(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	b.fake.FailNext("chat.postMessage", bottest.Failure{Status: 503}, bottest.Failure{SlackError: "internal_error"})
-	req := b.submit(intent{})
-	b.deliver()
-	if got := b.request(req.ID).CardTS; got == "" {
-		t.Fatal("the card was not posted after transient errors")
-	}
-	if n := len(b.fake.Messages(billingChan)); n != 1 {
-		t.Fatalf("%d cards, want 1", n)
-	}
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		b.fake.FailNext("chat.postMessage", bottest.Failure{Status: 503}, bottest.Failure{SlackError: "internal_error"})
+		req := b.submit(intent{})
+		b.deliver()
+		if got := b.request(req.ID).CardTS; got == "" {
+			t.Fatal("the card was not posted after transient errors")
+		}
+		if n := len(b.fake.Messages(billingChan)); n != 1 {
+			t.Fatalf("%d cards, want 1", n)
+		}
+	})
 }
 
 func TestPermanentErrorIsRecorded(t *testing.T) {
@@ -261,21 +274,23 @@ func TestPermanentErrorIsRecorded(t *testing.T) {
 }
 
 func TestUpdateWaitsForItsCard(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	req := b.submit(intent{})
-	// Decide before the card is posted: the update must not be lost, and the
-	// posted card must end up showing the decision.
-	if status := b.click("UANA", billingChan, "approve", decisionValue(req)); status != 200 {
-		t.Fatalf("click status %d", status)
-	}
-	b.deliver()
-	if ids := b.card(req.ID, 1).ActionIDs(); len(ids) != 0 {
-		t.Fatalf("the card still has buttons %v after approval", ids)
-	}
-	if !strings.Contains(blockText(b.card(req.ID, 1)), "Approved") {
-		t.Fatal("the card does not show the approval")
-	}
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		req := b.submit(intent{})
+		// Decide before the card is posted: the update must not be lost, and the
+		// posted card must end up showing the decision.
+		if status := b.click("UANA", billingChan, "approve", decisionValue(req)); status != 200 {
+			t.Fatalf("click status %d", status)
+		}
+		b.deliver()
+		if ids := b.card(req.ID, 1).ActionIDs(); len(ids) != 0 {
+			t.Fatalf("the card still has buttons %v after approval", ids)
+		}
+		if !strings.Contains(blockText(b.card(req.ID, 1)), "Approved") {
+			t.Fatal("the card does not show the approval")
+		}
+	})
 }
 
 func decisionValue(r store.Request) string {
@@ -286,19 +301,21 @@ func decisionValue(r store.Request) string {
 // Agent-written text cannot mention anyone or link anywhere on the card or
 // in its notification (plain_text, such as the header, is never parsed).
 func TestAgentTextIsInert(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	req := b.submit(intent{invoice: "<!channel> <https://evil.example|click>"})
-	b.deliver()
-	m := b.card(req.ID, 1)
-	for _, text := range append(mrkdwnTexts(m), m.Text) {
-		if strings.Contains(text, "<!channel>") || strings.Contains(text, "<https://evil") {
-			t.Fatalf("agent text is live:\n%s", text)
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		req := b.submit(intent{invoice: "<!channel> <https://evil.example|click>"})
+		b.deliver()
+		m := b.card(req.ID, 1)
+		for _, text := range append(mrkdwnTexts(m), m.Text) {
+			if strings.Contains(text, "<!channel>") || strings.Contains(text, "<https://evil") {
+				t.Fatalf("agent text is live:\n%s", text)
+			}
 		}
-	}
-	if !strings.Contains(m.Text, "&lt;!channel&gt;") {
-		t.Fatalf("notification text: %q", m.Text)
-	}
+		if !strings.Contains(m.Text, "&lt;!channel&gt;") {
+			t.Fatalf("notification text: %q", m.Text)
+		}
+	})
 }
 
 // mrkdwnTexts is every mrkdwn text object in a card's blocks.
@@ -330,33 +347,35 @@ func mrkdwnTexts(m bottest.Message) []string {
 
 // Two workers (two replicas) draining one outbox post each card once.
 func TestTwoWorkersPostEachCardOnce(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	other := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: approvals.NewCards(store.NewLedger(b.db)), Lookup: lookup.Service{DB: store.NewLedger(b.db)}, PostInterval: -1})
-	const n = 60
-	for i := range n {
-		b.submit(intent{n: i})
-	}
-	var wg sync.WaitGroup
-	for _, w := range []*bot.Bot{b.bot, other} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b.pendingOutbox() > 0 {
-				if _, err := w.DeliverOnce(b.ctx); err != nil {
-					t.Error(err)
-					return
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		other := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: approvals.NewCards(b.store), Lookup: lookup.Service{DB: b.store}, PostInterval: -1})
+		const n = 60
+		for i := range n {
+			b.submit(intent{n: i})
+		}
+		var wg sync.WaitGroup
+		for _, w := range []*bot.Bot{b.bot, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for b.pendingOutbox() > 0 {
+					if _, err := w.DeliverOnce(b.ctx); err != nil {
+						t.Error(err)
+						return
+					}
 				}
-			}
-		}()
-	}
-	wg.Wait()
-	if got := b.fake.Count("chat.postMessage"); got != n {
-		t.Fatalf("%d posts for %d cards", got, n)
-	}
-	if got := b.count(`SELECT count(*) FROM cards`); got != n {
-		t.Fatalf("%d cards recorded, want %d", got, n)
-	}
+			}()
+		}
+		wg.Wait()
+		if got := b.fake.Count("chat.postMessage"); got != n {
+			t.Fatalf("%d posts for %d cards", got, n)
+		}
+		if got := b.count(`SELECT count(*) FROM cards`); got != n {
+			t.Fatalf("%d cards recorded, want %d", got, n)
+		}
+	})
 }
 
 // When another worker recorded a card for the round first, the later post is
@@ -376,7 +395,7 @@ func TestDuplicatePostIsTakenBack(t *testing.T) {
 	if msgs := b.fake.Messages(billingChan); len(msgs) != 0 {
 		t.Fatalf("%d cards left from this worker, want 0 (the other replica's stands)", len(msgs))
 	}
-	if c, _ := store.NewLedger(b.db).CardFor(b.ctx, req.ID, 1); c.TS != "1.000001" {
+	if c, _ := b.store.CardFor(b.ctx, req.ID, 1); c.TS != "1.000001" {
 		t.Fatalf("the card that stands is %q", c.TS)
 	}
 }

@@ -15,11 +15,11 @@ import (
 func (b *bundle) execute(req store.Request, set string, replyReason string) {
 	b.t.Helper()
 	b.exec(`UPDATE executions SET `+set+`, updated_at = now() WHERE id = (SELECT max(id) FROM executions WHERE request_id = $1)`, req.ID)
-	if err := store.NewLedger(b.db).EnqueueOutbox(b.ctx, store.OutboxUpdateCard, req.ID, req.Round, nil, timeZero); err != nil {
+	if err := b.store.EnqueueOutbox(b.ctx, store.OutboxUpdateCard, req.ID, req.Round, nil, timeZero); err != nil {
 		b.t.Fatal(err)
 	}
 	if replyReason != "" {
-		if err := store.NewLedger(b.db).EnqueueOutbox(b.ctx, store.OutboxThreadReply, req.ID, req.Round, map[string]any{"reason": replyReason}, timeZero); err != nil {
+		if err := b.store.EnqueueOutbox(b.ctx, store.OutboxThreadReply, req.ID, req.Round, map[string]any{"reason": replyReason}, timeZero); err != nil {
 			b.t.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestCardFollowsTheWrite(t *testing.T) {
 			t.Fatalf("after %s the card lacks %q:\n%s", s.set, s.want, text)
 		}
 	}
-	c, _ := store.NewLedger(b.db).CardFor(b.ctx, req.ID, 1)
+	c, _ := b.store.CardFor(b.ctx, req.ID, 1)
 	replies := b.fake.Replies(c.Channel, c.TS)
 	if len(replies) != 1 || !strings.Contains(replies[0].Text, "<@UANA>") || !strings.Contains(replies[0].Text, "card_declined") {
 		t.Fatalf("thread replies = %+v", replies)
@@ -117,7 +117,7 @@ func TestNeedsReview(t *testing.T) {
 	if ids := strings.Join(m.ActionIDs(), ","); ids != "mark_succeeded,mark_failed,resend" {
 		t.Fatalf("needs-review buttons = %s", ids)
 	}
-	c, _ := store.NewLedger(b.db).CardFor(b.ctx, req.ID, 1)
+	c, _ := b.store.CardFor(b.ctx, req.ID, 1)
 	if r := b.fake.Replies(c.Channel, c.TS); len(r) != 1 || !strings.Contains(r[0].Text, "needs review") || !strings.Contains(r[0].Text, "<@UANA>") {
 		t.Fatalf("thread replies = %+v", r)
 	}
@@ -187,7 +187,7 @@ func TestConvergence(t *testing.T) {
 	b.click("UANA", billingChan, "reject", decisionValue(other))
 	b.deliver()
 	b.exec(`UPDATE outbox SET created_at = now() - interval '1 hour' WHERE state = 'failed'`)
-	if c, _ := store.NewLedger(b.db).CardFor(b.ctx, other.ID, 1); !c.Settled {
+	if c, _ := b.store.CardFor(b.ctx, other.ID, 1); !c.Settled {
 		t.Fatal("a deleted card is still swept")
 	}
 	if n, _ := b.bot.ConvergeOnce(b.ctx); n != 0 {
@@ -211,7 +211,7 @@ func TestSupersedeGetsANewCard(t *testing.T) {
 		kind  store.OutboxKind
 		round int
 	}{{store.OutboxUpdateCard, 1}, {store.OutboxPostCard, 2}} {
-		if err := store.NewLedger(b.db).EnqueueOutbox(b.ctx, o.kind, req.ID, o.round, nil, timeZero); err != nil {
+		if err := b.store.EnqueueOutbox(b.ctx, o.kind, req.ID, o.round, nil, timeZero); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/lookup"
-	"github.com/countersign/countersign/store"
 )
 
 // Start runs the outbox loop, which posts a queued card without anyone
@@ -17,8 +16,8 @@ import (
 func TestStartDeliversAndStopWaits(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	w := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: approvals.NewCards(store.NewLedger(b.db)),
-		Lookup: lookup.Service{DB: store.NewLedger(b.db)}, PostInterval: -1, DeliverInterval: 10 * time.Millisecond})
+	w := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: approvals.NewCards(b.store),
+		Lookup: lookup.Service{DB: b.store}, PostInterval: -1, DeliverInterval: 10 * time.Millisecond})
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

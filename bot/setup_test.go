@@ -20,6 +20,7 @@ import (
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -32,13 +33,17 @@ const (
 
 // bundle is what a Slack surface test works with.
 type bundle struct {
-	t      testing.TB
-	ctx    context.Context
-	db     *postgres.Driver
-	fake   *bottest.Slack
-	review *approvals.Service
-	bot    *bot.Bot
-	server *httptest.Server
+	t     testing.TB
+	ctx   context.Context
+	db    *postgres.Driver // nil on another driver
+	store store.Store
+	// rawCount and rawExec run SQL on the same database ($1… in order).
+	rawCount func(query string, args ...any) (int, error)
+	rawExec  func(query string, args ...any) error
+	fake     *bottest.Slack
+	review   *approvals.Service
+	bot      *bot.Bot
+	server   *httptest.Server
 }
 
 // options tweak setup; nil fields mean defaults.
@@ -49,6 +54,8 @@ type options struct {
 	// lookupAllowed is slack.lookup_allowed; nil lets everyone look up.
 	lookupAllowed []string
 	logger        *slog.Logger
+	// driver, when set, is the database instead of PostgreSQL.
+	driver *drivertest.Driver
 }
 
 func setup(t testing.TB, opts *options) *bundle {
@@ -56,15 +63,35 @@ func setup(t testing.TB, opts *options) *bundle {
 	if opts == nil {
 		opts = &options{}
 	}
-	var db *postgres.Driver
-	if opts.dbURL != "" {
-		var err error
-		if db, err = postgres.Open(context.Background(), opts.dbURL); err != nil {
-			t.Fatal(err)
+	var (
+		db       *postgres.Driver
+		ledger   store.Store
+		rawCount func(query string, args ...any) (int, error)
+		rawExec  func(query string, args ...any) error
+	)
+	switch {
+	case opts.driver != nil:
+		bk := opts.driver.Open(t.(*testing.T), true)
+		ledger, rawCount, rawExec = bk.Store, bk.QueryInt, bk.Exec
+	default:
+		if opts.dbURL != "" {
+			var err error
+			if db, err = postgres.Open(context.Background(), opts.dbURL); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(db.Close)
+		} else {
+			db = storetest.NewDB(t)
 		}
-		t.Cleanup(db.Close)
-	} else {
-		db = storetest.NewDB(t)
+		ledger = store.NewLedger(db)
+		rawCount = func(query string, args ...any) (n int, err error) {
+			err = db.Pool.QueryRow(context.Background(), query, args...).Scan(&n)
+			return n, err
+		}
+		rawExec = func(query string, args ...any) error {
+			_, err := db.Pool.Exec(context.Background(), query, args...)
+			return err
+		}
 	}
 	fake := bottest.New(t)
 	client := newClient(fake)
@@ -73,13 +100,13 @@ func setup(t testing.TB, opts *options) *bundle {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	groups := bot.NewGroups(client, time.Minute)
-	review := mustService(t, approvals.Config{DB: store.NewLedger(db), Logger: logger, Groups: groups, Tools: map[string]approvals.Tool{
+	review := mustService(t, approvals.Config{DB: ledger, Logger: logger, Groups: groups, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
 		"fast.expiring":  {Name: "fast.expiring", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Millisecond},
 	}})
 	b := bot.New(bot.Config{
-		Slack: client, Review: review, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, Groups: groups, SigningSecret: secret, Resolver: opts.resolver,
+		Slack: client, Review: review, Cards: approvals.NewCards(ledger), Lookup: lookup.Service{DB: ledger}, Groups: groups, SigningSecret: secret, Resolver: opts.resolver,
 		Logger: logger, PostInterval: -1, Lease: opts.lease, LookupAllowed: opts.lookupAllowed,
 	})
 	mux := http.NewServeMux()
@@ -88,7 +115,7 @@ func setup(t testing.TB, opts *options) *bundle {
 	server := httptest.NewServer(mux)
 	t.Cleanup(server.Close)
 	t.Cleanup(b.Wait)
-	return &bundle{t: t, ctx: context.Background(), db: db, fake: fake, review: review, bot: b, server: server}
+	return &bundle{t: t, ctx: context.Background(), db: db, store: ledger, rawCount: rawCount, rawExec: rawExec, fake: fake, review: review, bot: b, server: server}
 }
 
 // intent is a factory for requests; zero fields take defaults.
@@ -156,8 +183,8 @@ func (b *bundle) pendingOutbox() int {
 
 func (b *bundle) count(sql string, args ...any) int {
 	b.t.Helper()
-	var n int
-	if err := b.db.Pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
+	n, err := b.rawCount(sql, args...)
+	if err != nil {
 		b.t.Fatalf("counting: %v", err)
 	}
 	return n
@@ -165,14 +192,14 @@ func (b *bundle) count(sql string, args ...any) int {
 
 func (b *bundle) exec(sql string, args ...any) {
 	b.t.Helper()
-	if _, err := b.db.Pool.Exec(b.ctx, sql, args...); err != nil {
+	if err := b.rawExec(sql, args...); err != nil {
 		b.t.Fatalf("exec: %v", err)
 	}
 }
 
 func (b *bundle) request(id string) store.Request {
 	b.t.Helper()
-	req, err := store.NewLedger(b.db).RequestByID(b.ctx, id)
+	req, err := b.store.RequestByID(b.ctx, id)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -182,7 +209,7 @@ func (b *bundle) request(id string) store.Request {
 // card returns the fake's copy of a request round's card.
 func (b *bundle) card(id string, round int) bottest.Message {
 	b.t.Helper()
-	c, err := store.NewLedger(b.db).CardFor(b.ctx, id, round)
+	c, err := b.store.CardFor(b.ctx, id, round)
 	if err != nil {
 		b.t.Fatalf("card of %s round %d: %v", id, round, err)
 	}
@@ -289,4 +316,12 @@ func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
 		t.Fatal(err)
 	}
 	return svc
+}
+
+// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
+func forEachDriver(t *testing.T, test func(t *testing.T, drv *drivertest.Driver)) {
+	t.Parallel()
+	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
+		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
+	}
 }
