@@ -5,29 +5,32 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 )
 
 // Requests that left pending are listed under the cards, with their state.
 func TestInboxListsRecentlyDecided(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	approved := b.submit(t, &intentOpts{Summary: ptr("approved one")})
-	rejected := b.submit(t, &intentOpts{Summary: ptr("rejected one")})
-	b.submit(t, &intentOpts{Summary: ptr("still pending")})
-	decide(t, b.server, decisionForm(approved, store.VerdictApprove))
-	decide(t, b.server, decisionForm(rejected, store.VerdictReject))
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setupWith(t, drv)
+		approved := b.submit(t, &intentOpts{Summary: ptr("approved one")})
+		rejected := b.submit(t, &intentOpts{Summary: ptr("rejected one")})
+		b.submit(t, &intentOpts{Summary: ptr("still pending")})
+		decide(t, b.server, decisionForm(approved, store.VerdictApprove))
+		decide(t, b.server, decisionForm(rejected, store.VerdictReject))
 
-	_, page := get(t, b.server, DefaultPrefix+"/")
-	_, decided, found := strings.Cut(page, "Recently decided")
-	if !found {
-		t.Fatalf("no recently decided list:\n%s", page)
-	}
-	for _, want := range []string{"approved one", "approve by " + reviewer + " via inbox", "ready (0 of 3)", "rejected one", "reject by " + reviewer} {
-		if !strings.Contains(decided, want) {
-			t.Errorf("recently decided lacks %q:\n%s", want, decided)
+		_, page := get(t, b.server, DefaultPrefix+"/")
+		_, decided, found := strings.Cut(page, "Recently decided")
+		if !found {
+			t.Fatalf("no recently decided list:\n%s", page)
 		}
-	}
-	if strings.Contains(decided, "still pending") {
-		t.Error("a pending request is listed as decided")
-	}
+		for _, want := range []string{"approved one", "approve by " + reviewer + " via inbox", "ready (0 of 3)", "rejected one", "reject by " + reviewer} {
+			if !strings.Contains(decided, want) {
+				t.Errorf("recently decided lacks %q:\n%s", want, decided)
+			}
+		}
+		if strings.Contains(decided, "still pending") {
+			t.Error("a pending request is listed as decided")
+		}
+	})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -32,10 +33,12 @@ const (
 // bundle is what most inbox tests share: a service on a fresh database and
 // the inbox serving it on a loopback test server, with a session.
 type bundle struct {
-	db     *postgres.Driver
-	svc    *approvals.Service
-	server *site
-	ctx    context.Context
+	db       *postgres.Driver // nil on another driver
+	store    store.Store
+	rawCount func(query string, args ...any) (int, error)
+	svc      *approvals.Service
+	server   *site
+	ctx      context.Context
 }
 
 // site is an inbox on a loopback test server and a client that behaves as a
@@ -89,14 +92,37 @@ func (s *site) sessionCookie() *http.Cookie {
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	db := storetest.NewDB(t)
+	return setupOn(t, db, store.NewLedger(db), func(query string, args ...any) (n int, err error) {
+		err = db.Pool.QueryRow(context.Background(), query, args...).Scan(&n)
+		return n, err
+	})
+}
+
+// setupWith is setup on a fresh database of driver d.
+func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
+	t.Helper()
+	bk := d.Open(t, true)
+	return setupOn(t, nil, bk.Store, bk.QueryInt)
+}
+
+// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
+func forEachDriver(t *testing.T, test func(t *testing.T, drv *drivertest.Driver)) {
+	t.Parallel()
+	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
+		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
+	}
+}
+
+func setupOn(t testing.TB, db *postgres.Driver, s store.Store, rawCount func(string, ...any) (int, error)) *bundle {
+	t.Helper()
 	svc := mustService(t, approvals.Config{
-		DB: store.NewLedger(db),
+		DB: s,
 		Tools: map[string]approvals.Tool{
 			toolName: {Name: toolName, Approvers: []string{reviewer, requester}, RequestTTL: time.Hour, MaxAttempts: 3},
 		},
 		Logger: slog.New(slog.DiscardHandler),
 	})
-	b := &bundle{db: db, svc: svc, ctx: context.Background()}
+	b := &bundle{db: db, store: s, rawCount: rawCount, svc: svc, ctx: context.Background()}
 	b.server = b.serve(t, Options{Reviewer: reviewer})
 	return b
 }
@@ -116,7 +142,7 @@ func (b *bundle) start(t testing.TB, opts Options) *site {
 	t.Helper()
 	opts.Service = cmp.Or(opts.Service, b.svc)
 	if opts.Store == nil {
-		opts.Store = store.NewLedger(b.db)
+		opts.Store = b.store
 	}
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	h := New(opts)
@@ -167,8 +193,8 @@ func (b *bundle) submit(t testing.TB, opts *intentOpts) store.Request {
 // count returns a single integer from a query.
 func (b *bundle) count(t testing.TB, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := b.db.Pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
+	n, err := b.rawCount(sql, args...)
+	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
