@@ -37,3 +37,35 @@ func TestCoreImportsNoDatabase(t *testing.T) {
 		}
 	}
 }
+
+// A driver imports the core, the migrations and its database library:
+// never a service, never the other driver.
+func TestDriversImportOnlyTheCore(t *testing.T) {
+	allowed := map[string]bool{
+		"github.com/countersign/countersign/store":             true,
+		"github.com/countersign/countersign/migrations":        true,
+		"github.com/countersign/countersign/internal/namedsql": true,
+	}
+	for _, dir := range []string{"postgres", "embedded"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fset := token.NewFileSet()
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				if strings.HasPrefix(path, "github.com/countersign/countersign/") && !allowed[path] {
+					t.Errorf("%s imports %s: a driver imports only the core", name, path)
+				}
+			}
+		}
+	}
+}
