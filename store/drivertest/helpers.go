@@ -89,3 +89,14 @@ func eventKinds(t *testing.T, s store.Store, requestID string) []string {
 	}
 	return kinds
 }
+
+// countKind counts kind among kinds.
+func countKind(kinds []string, kind string) int {
+	n := 0
+	for _, k := range kinds {
+		if k == kind {
+			n++
+		}
+	}
+	return n
+}
