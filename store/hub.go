@@ -3,7 +3,7 @@ package store
 import "sync"
 
 // Hub fans wake-ups out to in-process subscribers. The PostgreSQL Listener
-// feeds it from NOTIFY; the embedded store feeds it after its own commits.
+// feeds it from NOTIFY; the SQLite driver feeds it after its own commits.
 type Hub struct {
 	mu      sync.Mutex
 	changes map[string]map[chan struct{}]struct{}

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// Store is the ledger as the rest of countersign sees it. Two implementations
-// satisfy it and pass the same contract tests: DB on PostgreSQL for
-// production, and the embedded SQLite store (package store/embedded) for a
-// one-command local run. Each method is one atomic unit: where it writes
-// several rows (a decision with its execution, audit event and outbox row),
-// they commit together or not at all.
+// Store is the ledger as the rest of countersign sees it. Ledger implements
+// it on any Driver: store/postgres for production, store/embedded (SQLite)
+// for a one-command local run, both held to store/drivertest's contract.
+// Each method is one atomic unit: where it writes several rows (a decision
+// with its execution, audit event and outbox row), they commit together or
+// not at all.
 type Store interface {
 	Migrate(ctx context.Context, logger *slog.Logger) (int, error)
 	Ping(ctx context.Context) error
