@@ -71,6 +71,14 @@ func (e executor) write(ctx context.Context, fn func(tx *writeTx) error) error {
 	return e.d.transact(ctx, true, fn)
 }
 
+// orClock returns t, or the transaction's clock when t is zero.
+func (tx *writeTx) orClock(t time.Time) time.Time {
+	if t.IsZero() {
+		return tx.now
+	}
+	return t
+}
+
 // clock returns now, or the transaction's clock when now is nil, at the
 // stored precision.
 func (tx *writeTx) clock(now *time.Time) time.Time {
