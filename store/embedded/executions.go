@@ -95,18 +95,10 @@ func (e executor) TransitionExecutionRow(ctx context.Context, p store.Transition
 	err = e.write(ctx, func(tx *writeTx) error {
 		at = tx.clock(p.Now)
 		a.ExecutionID = t.ExecutionID
-		err := tx.QueryRowContext(ctx, q.Get("transition_execution_row"),
-			string(t.To), micros(at), t.Delay.Microseconds(), t.Status, nullBytes(t.Body), t.ProviderRef,
-			t.Code, t.Error, t.ExecutionID, string(p.From), t.Attempt, p.Worker).Scan(&a.RequestID, &a.Round)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return wrap("recording outcome", err)
-		}
-		ok = true
-		tx.executionMoved(a.RequestID, t.To)
-		return nil
+		ok, err = moved(ctx, tx, "recording outcome", t.To, q.Get("transition_execution_row"),
+			[]any{string(t.To), micros(at), t.Delay.Microseconds(), t.Status, nullBytes(t.Body), t.ProviderRef,
+				t.Code, t.Error, t.ExecutionID, string(p.From), t.Attempt, p.Worker}, &a.RequestID, &a.Round)
+		return err
 	})
 	return a, at, ok, err
 }
@@ -114,17 +106,9 @@ func (e executor) TransitionExecutionRow(ctx context.Context, p store.Transition
 func (e executor) SupersedeExecution(ctx context.Context, p store.SupersedeParams) (s store.Superseded, ok bool, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		s.At = tx.clock(p.Now)
-		err := tx.QueryRowContext(ctx, q.Get("supersede_execution"),
-			p.Code, p.Message, micros(s.At), p.ExecutionID, p.Attempt, p.Worker).Scan(&s.RequestID, &s.Round)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return wrap("superseding execution", err)
-		}
-		ok = true
-		tx.executionMoved(s.RequestID, store.ExecSuperseded)
-		return nil
+		ok, err = moved(ctx, tx, "superseding execution", store.ExecSuperseded, q.Get("supersede_execution"),
+			[]any{p.Code, p.Message, micros(s.At), p.ExecutionID, p.Attempt, p.Worker}, &s.RequestID, &s.Round)
+		return err
 	})
 	return s, ok, err
 }
@@ -132,17 +116,10 @@ func (e executor) SupersedeExecution(ctx context.Context, p store.SupersedeParam
 func (e executor) ResolveExecution(ctx context.Context, p store.ResolveParams) (r store.Resolved, ok bool, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		r.At = tx.clock(p.Now)
-		id := canonicalID(p.RequestID)
-		err := tx.QueryRowContext(ctx, q.Get("resolve_execution"), string(p.To), p.Code, micros(r.At), p.ExecutionID, id).Scan(&r.Attempts, &r.Round)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return wrap("resolving execution", err)
-		}
-		ok = true
-		tx.executionMoved(id, p.To)
-		return nil
+		var id string
+		ok, err = moved(ctx, tx, "resolving execution", p.To, q.Get("resolve_execution"),
+			[]any{string(p.To), p.Code, micros(r.At), p.ExecutionID, canonicalID(p.RequestID)}, &id, &r.Attempts, &r.Round)
+		return err
 	})
 	return r, ok, err
 }
@@ -202,4 +179,19 @@ func (e executor) UnresolvedRequestIDs(ctx context.Context, limit int) ([]string
 		return id, row.Scan(&id)
 	})
 	return ids, wrap("listing unresolved executions", err)
+}
+
+// moved runs an UPDATE of one execution RETURNING its request id and then
+// dest, and records the move to state for the request's waiters; false when
+// no row matched.
+func moved(ctx context.Context, tx *writeTx, what string, state store.ExecState, query string, args []any, requestID *string, dest ...any) (bool, error) {
+	err := tx.QueryRowContext(ctx, query, args...).Scan(append([]any{requestID}, dest...)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrap(what, err)
+	}
+	tx.executionMoved(*requestID, state)
+	return true, nil
 }

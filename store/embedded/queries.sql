@@ -75,7 +75,7 @@ UPDATE executions SET state = ?1,
 	next_attempt_at = ?3,
 	updated_at = ?3
 WHERE id = ?4 AND request_id = ?5 AND state = 'needs_review'
-RETURNING attempts, {{decision_round}};
+RETURNING request_id, attempts, {{decision_round}};
 
 -- name: expired_claims
 SELECT id, request_id, {{decision_round}}, attempts, claimed_by FROM executions
