@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 )
 
 // awkwardKeys are valid client keys that change when escaped for the wrong
@@ -28,37 +29,39 @@ var verifyForms = []struct{ name, path string }{
 // plus, at a provider that ignores keys: the verify URL must ask for exactly
 // that key, find the write, and nothing is sent twice.
 func TestUncertainSendsUnderAwkwardKeys(t *testing.T) {
-	t.Parallel()
-	for _, form := range verifyForms {
-		t.Run(form.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, &options{tool: func(tool *executor.Tool) {
-				tool.KeyAware = false
-				tool.Timeout = 300 * time.Millisecond
-				tool.Verify = &executor.Endpoint{URL: strings.TrimSuffix(tool.URL, "/credits") + form.path}
-			}})
-			b.provider.IgnoreKeys(true)
-			b.provider.Set(providertest.Behavior{HangAfterProcess: true})
-			reqs := make([]store.Request, len(awkwardKeys))
-			for i, key := range awkwardKeys {
-				if !approvals.ValidClientKey(key) {
-					t.Fatalf("%q is not a valid client key", key)
+	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+		t.Parallel()
+		for _, form := range verifyForms {
+			t.Run(form.name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) {
+					tool.KeyAware = false
+					tool.Timeout = 300 * time.Millisecond
+					tool.Verify = &executor.Endpoint{URL: strings.TrimSuffix(tool.URL, "/credits") + form.path}
+				}})
+				b.provider.IgnoreKeys(true)
+				b.provider.Set(providertest.Behavior{HangAfterProcess: true})
+				reqs := make([]store.Request, len(awkwardKeys))
+				for i, key := range awkwardKeys {
+					if !approvals.ValidClientKey(key) {
+						t.Fatalf("%q is not a valid client key", key)
+					}
+					reqs[i] = approveKey(t, b.review, fmt.Sprintf("run-awkward-%d", i), key)
 				}
-				reqs[i] = approveKey(t, b.review, fmt.Sprintf("run-awkward-%d", i), key)
-			}
-			if n := b.dispatch(t); n != len(reqs) {
-				t.Fatalf("claimed %d, want %d", n, len(reqs))
-			}
-			for _, req := range reqs {
-				wantState(t, b.execution(t, req.ID), store.ExecUnknown)
-			}
+				if n := b.dispatch(t); n != len(reqs) {
+					t.Fatalf("claimed %d, want %d", n, len(reqs))
+				}
+				for _, req := range reqs {
+					wantState(t, b.execution(t, req.ID), store.ExecUnknown)
+				}
 
-			b.provider.Set(providertest.Behavior{})
-			b.reconcile(t)
-			b.dispatch(t) // anything the verify wrongly sent back to ready goes out again here
-			wantVerifiedOnce(t, b.provider, reqs, func(id string) store.Execution { return b.execution(t, id) })
-		})
-	}
+				b.provider.Set(providertest.Behavior{})
+				b.reconcile(t)
+				b.dispatch(t) // anything the verify wrongly sent back to ready goes out again here
+				wantVerifiedOnce(t, b.provider, reqs, func(id string) store.Execution { return b.execution(t, id) })
+			})
+		}
+	})
 }
 
 // wantVerifiedOnce checks that each request's key reached the provider once

@@ -9,6 +9,7 @@ import (
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 )
 
 // slowUnverifiable is a tool whose outcome only the send itself can tell: it
@@ -23,136 +24,144 @@ func slowUnverifiable(tool *executor.Tool) {
 // TestRunWaitsForTheSendInFlight ends Run's context while a slow provider is
 // answering: Run returns only after the answer is in and recorded.
 func TestRunWaitsForTheSendInFlight(t *testing.T) {
-	t.Parallel()
-	b := setup(t, &options{tool: slowUnverifiable})
-	b.provider.Set(providertest.Behavior{Delay: time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wake := make(chan struct{}, 1)
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		b.exec.Run(ctx, wake, 0)
-	}()
+	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: d, tool: slowUnverifiable})
+		b.provider.Set(providertest.Behavior{Delay: time.Second})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		wake := make(chan struct{}, 1)
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			b.exec.Run(ctx, wake, 0)
+		}()
 
-	req := b.approve(t)
-	wake <- struct{}{}
-	eventually(t, 5*time.Second, "the provider to receive the write", func() bool { return b.provider.Received() == 1 })
-	cancel()
-	select {
-	case <-returned:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its send ended")
-	}
-	wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
-	wantObjects(t, b.provider, req.Key, 1)
+		req := b.approve(t)
+		wake <- struct{}{}
+		eventually(t, 5*time.Second, "the provider to receive the write", func() bool { return b.provider.Received() == 1 })
+		cancel()
+		select {
+		case <-returned:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return after its send ended")
+		}
+		wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
+		wantObjects(t, b.provider, req.Key, 1)
+	})
 }
 
 // TestStopWaitsForTheSendInFlight stops a started executor while a slow
 // provider is answering: Stop returns only once the outcome is recorded, and
 // nothing is claimed afterwards.
 func TestStopWaitsForTheSendInFlight(t *testing.T) {
-	t.Parallel()
-	wake := make(chan struct{}, 1)
-	b := setup(t, &options{tool: slowUnverifiable, config: func(cfg *executor.Config) { cfg.Wake = wake }})
-	b.provider.Set(providertest.Behavior{Delay: time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := b.exec.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+		t.Parallel()
+		wake := make(chan struct{}, 1)
+		b := setup(t, &options{driver: d, tool: slowUnverifiable, config: func(cfg *executor.Config) { cfg.Wake = wake }})
+		b.provider.Set(providertest.Behavior{Delay: time.Second})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if err := b.exec.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
 
-	req := b.approve(t)
-	wake <- struct{}{}
-	eventually(t, 5*time.Second, "the provider to receive the write", func() bool { return b.provider.Received() == 1 })
-	cancel() // as a shutdown signal does: it stops the claiming, not the send
-	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer stopCancel()
-	if err := b.exec.Stop(stopCtx); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
-	wantObjects(t, b.provider, req.Key, 1)
+		req := b.approve(t)
+		wake <- struct{}{}
+		eventually(t, 5*time.Second, "the provider to receive the write", func() bool { return b.provider.Received() == 1 })
+		cancel() // as a shutdown signal does: it stops the claiming, not the send
+		stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stopCancel()
+		if err := b.exec.Stop(stopCtx); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
+		wantObjects(t, b.provider, req.Key, 1)
 
-	later := b.approve(t)
-	if n, err := b.exec.DispatchOnce(context.Background()); n != 0 || !errors.Is(err, executor.ErrStopped) {
-		t.Fatalf("DispatchOnce after Stop: %d, %v; want 0, ErrStopped", n, err)
-	}
-	if err := b.exec.Start(context.Background()); !errors.Is(err, executor.ErrStopped) {
-		t.Fatalf("Start after Stop: %v, want ErrStopped", err)
-	}
-	if err := b.exec.Stop(stopCtx); err != nil {
-		t.Fatalf("a second Stop: %v", err)
-	}
-	wantState(t, b.execution(t, later.ID), store.ExecReady)
+		later := b.approve(t)
+		if n, err := b.exec.DispatchOnce(context.Background()); n != 0 || !errors.Is(err, executor.ErrStopped) {
+			t.Fatalf("DispatchOnce after Stop: %d, %v; want 0, ErrStopped", n, err)
+		}
+		if err := b.exec.Start(context.Background()); !errors.Is(err, executor.ErrStopped) {
+			t.Fatalf("Start after Stop: %v, want ErrStopped", err)
+		}
+		if err := b.exec.Stop(stopCtx); err != nil {
+			t.Fatalf("a second Stop: %v", err)
+		}
+		wantState(t, b.execution(t, later.ID), store.ExecReady)
+	})
 }
 
 // TestStopWaitsForADispatchOnceInFlight: a sweep's DispatchOnce (serve's
 // cron runs one) is waited for like the loops' own.
 func TestStopWaitsForADispatchOnceInFlight(t *testing.T) {
-	t.Parallel()
-	b := setup(t, &options{tool: slowUnverifiable})
-	b.provider.Set(providertest.Behavior{Delay: time.Second})
-	req := b.approve(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	returned := make(chan error, 1)
-	go func() {
-		_, err := b.exec.DispatchOnce(ctx)
-		returned <- err
-	}()
-	eventually(t, 5*time.Second, "the provider to receive the write", func() bool { return b.provider.Received() == 1 })
-	cancel()
-	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer stopCancel()
-	if err := b.exec.Stop(stopCtx); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	select {
-	case err := <-returned:
-		if err != nil {
-			t.Fatalf("DispatchOnce: %v", err)
+	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: d, tool: slowUnverifiable})
+		b.provider.Set(providertest.Behavior{Delay: time.Second})
+		req := b.approve(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		returned := make(chan error, 1)
+		go func() {
+			_, err := b.exec.DispatchOnce(ctx)
+			returned <- err
+		}()
+		eventually(t, 5*time.Second, "the provider to receive the write", func() bool { return b.provider.Received() == 1 })
+		cancel()
+		stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stopCancel()
+		if err := b.exec.Stop(stopCtx); err != nil {
+			t.Fatalf("Stop: %v", err)
 		}
-	default:
-		t.Fatal("Stop returned before the DispatchOnce in flight")
-	}
-	wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
-	wantObjects(t, b.provider, req.Key, 1)
+		select {
+		case err := <-returned:
+			if err != nil {
+				t.Fatalf("DispatchOnce: %v", err)
+			}
+		default:
+			t.Fatal("Stop returned before the DispatchOnce in flight")
+		}
+		wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
+		wantObjects(t, b.provider, req.Key, 1)
+	})
 }
 
 // TestStopCutsOffSendsWhenItsGraceEnds: a provider that never answers does
 // not hold Stop past its context; the send is cancelled, nothing is
 // recorded, and the claim is left to expire to the reconciler.
 func TestStopCutsOffSendsWhenItsGraceEnds(t *testing.T) {
-	t.Parallel()
-	b := setup(t, &options{tool: func(tool *executor.Tool) {
-		slowUnverifiable(tool)
-		tool.Timeout = 30 * time.Second
-	}})
-	b.provider.Set(providertest.Behavior{HangAfterProcess: true})
-	req := b.approve(t)
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		_, _ = b.exec.DispatchOnce(context.Background())
-	}()
-	eventually(t, 5*time.Second, "the provider to receive the write", func() bool { return b.provider.Received() == 1 })
-	stopCtx, stopCancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer stopCancel()
-	start := time.Now()
-	err := b.exec.Stop(stopCtx)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Stop: %v, want the deadline", err)
-	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Fatalf("Stop took %s after its grace", took)
-	}
-	select {
-	case <-returned:
-	default:
-		t.Fatal("Stop returned before the cut-off dispatch unwound")
-	}
-	wantState(t, b.execution(t, req.ID), store.ExecClaimed)
+	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) {
+			slowUnverifiable(tool)
+			tool.Timeout = 30 * time.Second
+		}})
+		b.provider.Set(providertest.Behavior{HangAfterProcess: true})
+		req := b.approve(t)
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			_, _ = b.exec.DispatchOnce(context.Background())
+		}()
+		eventually(t, 5*time.Second, "the provider to receive the write", func() bool { return b.provider.Received() == 1 })
+		stopCtx, stopCancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer stopCancel()
+		start := time.Now()
+		err := b.exec.Stop(stopCtx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Stop: %v, want the deadline", err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("Stop took %s after its grace", took)
+		}
+		select {
+		case <-returned:
+		default:
+			t.Fatal("Stop returned before the cut-off dispatch unwound")
+		}
+		wantState(t, b.execution(t, req.ID), store.ExecClaimed)
+	})
 }
 
 func TestShutdownGrace(t *testing.T) {
