@@ -3,6 +3,7 @@ package approvals
 import (
 	"errors"
 	"fmt"
+	"github.com/countersign/countersign/store/drivertest"
 	"io"
 	"net/http"
 	"strings"
@@ -44,52 +45,54 @@ var nulIntents = []struct{ field, body string }{
 // One intent can never fail another: posts with U+0000 are refused alone,
 // and every valid post that shared their group commit is stored.
 func TestHookNULIntentsFailOnlyThemselves(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	const valid = 40
-	n := valid + len(nulIntents)
-	type result struct {
-		status int
-		body   []byte
-		err    error
-	}
-	results := make([]result, n)
-	together(n, func(i int) {
-		// Every fifth post carries a NUL, so they spread across the batches.
-		body := fmt.Sprintf(`{"run_id":"r-ok","step":%d,"tool":"billing.credit","effect":{"invoice":"inv_%d"},"summary":"credit %d"}`, i, i, i)
-		if i%5 == 4 {
-			body = nulIntents[i/5].body
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setupWith(t, drv)
+		const valid = 40
+		n := valid + len(nulIntents)
+		type result struct {
+			status int
+			body   []byte
+			err    error
 		}
-		status, respBody, err := b.postBody(body)
-		results[i] = result{status, respBody, err}
-	})
-	created, refused := 0, 0
-	for i, r := range results {
-		if r.err != nil {
-			t.Fatalf("post %d: %v", i, r.err)
-		}
-		resp := response{status: r.status, body: r.body}
-		if i%5 != 4 {
-			if r.status != http.StatusCreated {
-				t.Errorf("valid post %d = %d %s, want 201", i, r.status, r.body)
+		results := make([]result, n)
+		together(n, func(i int) {
+			// Every fifth post carries a NUL, so they spread across the batches.
+			body := fmt.Sprintf(`{"run_id":"r-ok","step":%d,"tool":"billing.credit","effect":{"invoice":"inv_%d"},"summary":"credit %d"}`, i, i, i)
+			if i%5 == 4 {
+				body = nulIntents[i/5].body
+			}
+			status, respBody, err := b.postBody(body)
+			results[i] = result{status, respBody, err}
+		})
+		created, refused := 0, 0
+		for i, r := range results {
+			if r.err != nil {
+				t.Fatalf("post %d: %v", i, r.err)
+			}
+			resp := response{status: r.status, body: r.body}
+			if i%5 != 4 {
+				if r.status != http.StatusCreated {
+					t.Errorf("valid post %d = %d %s, want 201", i, r.status, r.body)
+					continue
+				}
+				created++
 				continue
 			}
-			created++
-			continue
+			want := nulIntents[i/5].field
+			if code, field := resp.errorCode(t); r.status != http.StatusUnprocessableEntity || code != CodeInvalidRequest || field != want {
+				t.Errorf("NUL in %s = %d %s field %q, want 422 %s field %q (%s)", want, r.status, code, field, CodeInvalidRequest, want, r.body)
+				continue
+			}
+			refused++
 		}
-		want := nulIntents[i/5].field
-		if code, field := resp.errorCode(t); r.status != http.StatusUnprocessableEntity || code != CodeInvalidRequest || field != want {
-			t.Errorf("NUL in %s = %d %s field %q, want 422 %s field %q (%s)", want, r.status, code, field, CodeInvalidRequest, want, r.body)
-			continue
+		if created != valid || refused != len(nulIntents) {
+			t.Errorf("%d × 201 and %d × 422, want %d and %d", created, refused, valid, len(nulIntents))
 		}
-		refused++
-	}
-	if created != valid || refused != len(nulIntents) {
-		t.Errorf("%d × 201 and %d × 422, want %d and %d", created, refused, valid, len(nulIntents))
-	}
-	b.expectCounts(t, map[string]int{
-		`SELECT count(*) FROM requests`:                       valid,
-		`SELECT count(*) FROM requests WHERE run_id = 'r-ok'`: valid,
+		b.expectCounts(t, map[string]int{
+			`SELECT count(*) FROM requests`:                       valid,
+			`SELECT count(*) FROM requests WHERE run_id = 'r-ok'`: valid,
+		})
 	})
 }
 
@@ -111,14 +114,16 @@ func TestDecodeIntentNUL(t *testing.T) {
 
 // A reference holding U+0000 names no request.
 func TestHookNULReferenceNotFound(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	for _, r := range []response{
-		b.do(t, http.MethodGet, "/v1/requests/wa_%00", testToken, nil, nil),
-		b.do(t, http.MethodPost, "/v1/requests/%00/cancel", testToken, nil, nil),
-	} {
-		if code, _ := r.errorCode(t); r.status != http.StatusNotFound || code != CodeNotFound {
-			t.Errorf("= %d %s, want 404 %s", r.status, r.body, CodeNotFound)
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setupWith(t, drv)
+		for _, r := range []response{
+			b.do(t, http.MethodGet, "/v1/requests/wa_%00", testToken, nil, nil),
+			b.do(t, http.MethodPost, "/v1/requests/%00/cancel", testToken, nil, nil),
+		} {
+			if code, _ := r.errorCode(t); r.status != http.StatusNotFound || code != CodeNotFound {
+				t.Errorf("= %d %s, want 404 %s", r.status, r.body, CodeNotFound)
+			}
 		}
-	}
+	})
 }
