@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -50,6 +51,13 @@ func open(ctx context.Context, path string, busyTimeout time.Duration) (*Driver,
 	if strings.Contains(path, "?") {
 		return nil, fmt.Errorf("opening %s: the path may not contain '?'", path)
 	}
+	// The ledger holds every effect; a new file is readable by its owner
+	// only (SQLite gives its -wal and -shm files the same mode).
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	f.Close()
 	writer, err := sql.Open("sqlite", dsn(path, false, busyTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
