@@ -145,7 +145,7 @@ func (s *Service) MayDecide(ctx context.Context, toolName, user string) (bool, e
 	return false, nil
 }
 
-// Resolution asks to settle an execution that needs a human (DESIGN §5).
+// Resolution asks to settle an execution that needs a human (docs/STATES.md).
 type Resolution struct {
 	RequestID   string
 	ExecutionID int64

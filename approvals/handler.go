@@ -16,7 +16,7 @@ import (
 // MaxWait caps a long-poll.
 const MaxWait = 60 * time.Second
 
-// Handler serves the agent HTTP hook (DESIGN §3).
+// Handler serves the agent HTTP hook (README.md, "Agent API").
 type Handler struct {
 	svc      *Service
 	agents   Agents

@@ -132,7 +132,7 @@ func TestHookClientKey(t *testing.T) {
 	})
 }
 
-// Every row of DESIGN §3's error table.
+// Every row of the error table in README.md's "Agent API".
 func TestHookErrorTable(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()

@@ -10,7 +10,7 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-// View is a request as the HTTP hook represents it (DESIGN §3).
+// View is a request as the HTTP hook represents it (README.md, "Agent API").
 type View struct {
 	ID          string              `json:"id"`
 	Key         string              `json:"key"`

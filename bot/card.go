@@ -17,7 +17,7 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-// Contract names on the card (DESIGN §4).
+// Contract names on the card (docs/ARCHITECTURE.md, "The contracts").
 const (
 	ActionApprove = "approve"
 	ActionReject  = "reject"

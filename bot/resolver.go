@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Actions on a card whose write needs a human (DESIGN §5).
+// Actions on a card whose write needs a human (docs/STATES.md).
 const (
 	ActionMarkSucceeded = "mark_succeeded"
 	ActionMarkFailed    = "mark_failed"

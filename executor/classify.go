@@ -16,7 +16,7 @@ import (
 // Outcome is what the executor does with a provider's answer.
 type Outcome string
 
-// Outcomes of one attempt (DESIGN §5).
+// Outcomes of one attempt (docs/EXECUTOR.md, "Classification table").
 const (
 	OutcomeSucceeded Outcome = "succeeded" // done
 	OutcomeRetry     Outcome = "retry"     // certainly not done; try again under the same key
@@ -76,7 +76,7 @@ type Classification struct {
 	ProviderRef string        // the response's "id" or "provider_ref"
 }
 
-// Classify applies DESIGN §5's table. A recognised JSON code wins over the
+// Classify applies the table in docs/EXECUTOR.md. A recognised JSON code wins over the
 // HTTP status; an unrecognised code defers to the status. Transport errors
 // before the request was written are retryable, after it ambiguous.
 func Classify(a Answer, now time.Time) Classification {

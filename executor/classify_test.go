@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestClassify covers every row of DESIGN §5's classification table.
+// TestClassify covers every row of the classification table in docs/EXECUTOR.md.
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -268,8 +268,8 @@ func (e *Executor) observe(batch []store.Transition, applied []store.Applied) {
 	}
 }
 
-// send performs one HTTP call of the exact snapshot bytes (DESIGN §5,
-// contract). The request is never replayed by the transport: it has no
+// send performs one HTTP call of the exact snapshot bytes (the dispatch
+// contract in docs/ARCHITECTURE.md). The request is never replayed by the transport: it has no
 // GetBody, so a connection that drops after the body was written surfaces as
 // an error here rather than as a silent second write.
 func (e *Executor) send(ctx context.Context, tool Tool, c store.Claim) Answer {

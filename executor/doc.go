@@ -1,7 +1,7 @@
 // Package executor performs approved writes: exactly the approved bytes, under
 // the key fixed at intent time, once.
 //
-// The life of an execution (DESIGN §5):
+// The life of an execution (docs/STATES.md):
 //
 //	ready ──claim──▶ claimed ──2xx──▶ succeeded
 //	  ▲                │ ──fatal code──▶ failed

@@ -14,7 +14,7 @@ import (
 const SignatureHeader = "Countersign-Signature"
 
 // Sign returns the Countersign-Signature value for body sent at t:
-// "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>" (DESIGN §5).
+// "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>" (docs/ARCHITECTURE.md).
 func Sign(secret []byte, t time.Time, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
