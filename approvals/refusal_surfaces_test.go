@@ -14,7 +14,6 @@ import (
 	"html"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -329,17 +328,7 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 // unreachableURL is a migrated database's URL with a port nothing listens on.
 func unreachableURL(t *testing.T) string {
 	t.Helper()
-	u, err := url.Parse(storetest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = ln.Addr().String()
-	ln.Close()
-	return u.String()
+	return storetest.UnreachableURL(t, storetest.NewURL(t))
 }
 
 // pending submits a fresh request, made for forWhom.

@@ -2,9 +2,7 @@ package bot_test
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -16,17 +14,7 @@ import (
 func TestDatabaseOutageAsksToTryAgain(t *testing.T) {
 	t.Parallel()
 	// A migrated database, behind a port nothing listens on.
-	u, err := url.Parse(storetest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = ln.Addr().String()
-	ln.Close()
-	b := setup(t, &options{dbURL: u.String(), resolver: &fakeResolver{}})
+	b := setup(t, &options{dbURL: storetest.UnreachableURL(t, storetest.NewURL(t)), resolver: &fakeResolver{}})
 
 	const id = "7d4f8a52-0b6e-4c47-9d1e-2f1a3c5b6e70"
 	decision, _ := json.Marshal(map[string]any{"r": id, "n": 1, "h": "sha256:00"})

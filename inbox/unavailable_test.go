@@ -2,9 +2,7 @@ package inbox
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -21,17 +19,7 @@ func TestDatabaseOutageAsksToTryAgain(t *testing.T) {
 	req := b.submit(t, nil)
 
 	// The same database, behind a port nothing listens on.
-	u, err := url.Parse(storetest.AdminURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = ln.Addr().String()
-	ln.Close()
-	down, err := postgres.Open(context.Background(), u.String())
+	down, err := postgres.Open(context.Background(), storetest.UnreachableURL(t, storetest.AdminURL()))
 	if err != nil {
 		t.Fatal(err)
 	}

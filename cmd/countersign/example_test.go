@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,20 +35,7 @@ func TestExampleConfigIsReviewableWithoutSlack(t *testing.T) {
 	}))
 
 	browser := newBrowserClient()
-	call := func(method, path, body string, header map[string]string) (int, []byte) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := browser.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
-	}
+	call := caller(t, browser, base)
 	agent := map[string]string{"Authorization": "Bearer dev-agent-token"} // the example's documented token
 	code, body := call(http.MethodPost, "/v1/requests",
 		`{"run_id":"r-example","step":1,"tool":"billing.credit","effect":{"invoice":"inv_example","amount_cents":4200,"currency":"USD"},"summary":"Credit 42.00 USD to inv_example"}`, agent)

@@ -205,3 +205,22 @@ func TestLocalBannerNamesTheStoreInUse(t *testing.T) {
 		t.Errorf("banner with the embedded store:\n%s", file.String())
 	}
 }
+
+// caller returns a function that sends one request to base with client and
+// returns the status and the body.
+func caller(t *testing.T, client *http.Client, base string) func(method, path, body string, header map[string]string) (int, []byte) {
+	return func(method, path, body string, header map[string]string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+}

@@ -122,20 +122,7 @@ tools:
 	}
 
 	browser := newBrowserClient()
-	call := func(method, path string, body string, header map[string]string) (int, []byte) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := browser.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
-	}
+	call := caller(t, browser, base)
 	agent := map[string]string{"Authorization": "Bearer " + smokeToken}
 	code, body := call(http.MethodPost, "/v1/requests",
 		`{"run_id":"r-role","step":1,"tool":"billing.credit","effect":{"invoice":"inv_role_1","amount_cents":700,"currency":"EUR"},"summary":"Credit 7.00 EUR to inv_role_1"}`, agent)

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -189,6 +190,23 @@ func WithUser(rawURL, user string) string {
 		return rawURL
 	}
 	u.User = url.User(user)
+	return u.String()
+}
+
+// UnreachableURL returns rawURL with its host replaced by a loopback port
+// nothing listens on: the database out of reach, as in an outage.
+func UnreachableURL(t testing.TB, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = ln.Addr().String()
+	ln.Close()
 	return u.String()
 }
 
