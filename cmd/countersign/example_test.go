@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -34,29 +31,9 @@ func TestExampleConfigIsReviewableWithoutSlack(t *testing.T) {
 		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
 	}))
 
-	browser := newBrowserClient()
-	call := caller(t, browser, base)
-	agent := map[string]string{"Authorization": "Bearer dev-agent-token"} // the example's documented token
-	code, body := call(http.MethodPost, "/v1/requests",
-		`{"run_id":"r-example","step":1,"tool":"billing.credit","effect":{"invoice":"inv_example","amount_cents":4200,"currency":"USD"},"summary":"Credit 42.00 USD to inv_example"}`, agent)
-	if code != http.StatusCreated {
-		t.Fatalf("POST = %d %s", code, body)
-	}
-	var created struct {
-		ID          string `json:"id"`
-		Key         string `json:"key"`
-		PayloadHash string `json:"payload_hash"`
-	}
-	if err := json.Unmarshal(body, &created); err != nil {
-		t.Fatal(err)
-	}
-
-	enterInbox(t, browser, inboxEntry(t, logs))
-	form := url.Values{"request_id": {created.ID}, "round": {"1"}, "payload_hash": {created.PayloadHash}, "verdict": {"approve"}}
-	if code, page := call(http.MethodPost, "/inbox/decide", form.Encode(),
-		map[string]string{"Content-Type": "application/x-www-form-urlencoded"}); code != http.StatusSeeOther {
-		t.Fatalf("approving in the inbox = %d:\n%s", code, page)
-	}
+	// The example's documented token.
+	created := postThenApprove(t, newBrowserClient(), base, logs, "dev-agent-token",
+		`{"run_id":"r-example","step":1,"tool":"billing.credit","effect":{"invoice":"inv_example","amount_cents":4200,"currency":"USD"},"summary":"Credit 42.00 USD to inv_example"}`)
 	for deadline := time.Now().Add(20 * time.Second); provider.Writes(created.Key) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the approved write never reached the provider:\n%s", logs.String())

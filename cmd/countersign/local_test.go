@@ -224,3 +224,33 @@ func caller(t *testing.T, client *http.Client, base string) func(method, path, b
 		return resp.StatusCode, b
 	}
 }
+
+// postedRequest is what tests read back from a request the hook created.
+type postedRequest struct {
+	ID          string `json:"id"`
+	Key         string `json:"key"`
+	PayloadHash string `json:"payload_hash"`
+}
+
+// postThenApprove posts intent as the agent holding token, opens the
+// inbox's entry link from serve's output with client, as the person at the
+// terminal does, and approves the request there.
+func postThenApprove(t *testing.T, client *http.Client, base string, logs *syncBuffer, token, intent string) postedRequest {
+	t.Helper()
+	call := caller(t, client, base)
+	code, body := call(http.MethodPost, "/v1/requests", intent, map[string]string{"Authorization": "Bearer " + token})
+	if code != http.StatusCreated {
+		t.Fatalf("POST = %d %s", code, body)
+	}
+	var created postedRequest
+	if err := json.Unmarshal(body, &created); err != nil {
+		t.Fatal(err)
+	}
+	enterInbox(t, client, inboxEntry(t, logs))
+	form := url.Values{"request_id": {created.ID}, "round": {"1"}, "payload_hash": {created.PayloadHash}, "verdict": {"approve"}}
+	if code, page := call(http.MethodPost, "/inbox/decide", form.Encode(),
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded"}); code != http.StatusSeeOther {
+		t.Fatalf("approving in the inbox = %d:\n%s", code, page)
+	}
+	return created
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -124,26 +123,8 @@ tools:
 	browser := newBrowserClient()
 	call := caller(t, browser, base)
 	agent := map[string]string{"Authorization": "Bearer " + smokeToken}
-	code, body := call(http.MethodPost, "/v1/requests",
-		`{"run_id":"r-role","step":1,"tool":"billing.credit","effect":{"invoice":"inv_role_1","amount_cents":700,"currency":"EUR"},"summary":"Credit 7.00 EUR to inv_role_1"}`, agent)
-	if code != http.StatusCreated {
-		t.Fatalf("POST = %d %s", code, body)
-	}
-	var created struct {
-		ID          string `json:"id"`
-		Key         string `json:"key"`
-		PayloadHash string `json:"payload_hash"`
-	}
-	if err := json.Unmarshal(body, &created); err != nil {
-		t.Fatal(err)
-	}
-
-	enterInbox(t, browser, inboxEntry(t, logs))
-	form := url.Values{"request_id": {created.ID}, "round": {"1"}, "payload_hash": {created.PayloadHash}, "verdict": {"approve"}}
-	if code, body := call(http.MethodPost, "/inbox/decide", form.Encode(),
-		map[string]string{"Content-Type": "application/x-www-form-urlencoded"}); code != http.StatusSeeOther {
-		t.Fatalf("decide = %d %s", code, body)
-	}
+	created := postThenApprove(t, browser, base, logs, smokeToken,
+		`{"run_id":"r-role","step":1,"tool":"billing.credit","effect":{"invoice":"inv_role_1","amount_cents":700,"currency":"EUR"},"summary":"Credit 7.00 EUR to inv_role_1"}`)
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {
