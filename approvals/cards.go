@@ -10,10 +10,11 @@ import (
 // Cards is the delivery side of review: the outbox rows a surface delivers,
 // the cards it records, and what a card shows. It is all a Slack surface
 // may read or write in the ledger besides the Service's decisions.
-type Cards struct{ cardStore }
+type Cards struct{ CardStore }
 
-// cardStore is the part of store.Store behind Cards.
-type cardStore interface {
+// CardStore is the part of store.Store behind Cards, and what a surface that
+// delivers cards depends on.
+type CardStore interface {
 	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]store.OutboxRow, error)
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
