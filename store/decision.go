@@ -21,6 +21,7 @@ type Decision struct {
 	Via             string
 	PayloadHashSeen string
 	DecidedAt       time.Time
+	Reason          string // the deciding reviewer's, if they gave one
 }
 
 // DecideParams describes a verdict to record.
@@ -31,6 +32,7 @@ type DecideParams struct {
 	Verdict     Verdict
 	DecidedBy   string
 	Via         string
-	MaxAttempts int // the execution's attempt cap, on approve
+	MaxAttempts int    // the execution's attempt cap, on approve
+	Reason      string // why, in the reviewer's words (optional)
 	Now         *time.Time
 }

@@ -61,6 +61,16 @@ type Executor interface {
 	// never posted and none is queued (one conditional insert).
 	RedriveCard(ctx context.Context, id string) error
 
+	// LockOpenRequest reads the request pending in p.Round with
+	// p.PayloadHash and unexpired, and holds it until the transaction ends
+	// so its voters take turns; ok false when it is not so.
+	LockOpenRequest(ctx context.Context, p DecideParams) (req Request, ok bool, err error)
+	// InsertVote records a vote unless the voter voted in that round already
+	// (cast false, zero Vote). A zero VotedAt is the database clock.
+	InsertVote(ctx context.Context, v Vote) (out Vote, cast bool, err error)
+	// VotesFor returns a request round's votes, oldest first.
+	VotesFor(ctx context.Context, requestID string, round int) ([]Vote, error)
+
 	InsertDecision(ctx context.Context, d Decision) (Decision, error)
 	DecisionFor(ctx context.Context, requestID string, round int) (Decision, error)
 	LatestDecision(ctx context.Context, requestID string) (Decision, error)

@@ -245,30 +245,40 @@ func (l *Ledger) Decide(ctx context.Context, p DecideParams) (req Request, d Dec
 		return Request{}, Decision{}, false, nil
 	}
 	err = l.inTx(ctx, func(ex Executor) error {
-		req, decided, err = ex.DecideRequest(ctx, p)
-		if err != nil || !decided {
-			return err
-		}
-		d, err = ex.InsertDecision(ctx, Decision{RequestID: req.ID, Round: req.Round, Verdict: p.Verdict,
-			DecidedBy: p.DecidedBy, Via: p.Via, PayloadHashSeen: p.PayloadHash, DecidedAt: req.UpdatedAt})
-		if err != nil {
-			return fmt.Errorf("recording decision: %w", err)
-		}
-		if p.Verdict == VerdictApprove {
-			if err := ex.InsertExecution(ctx, NewExecution{RequestID: req.ID, DecisionID: d.ID,
-				MaxAttempts: p.MaxAttempts, At: d.DecidedAt}); err != nil {
-				return fmt.Errorf("creating execution: %w", err)
-			}
-		}
-		return write(ctx, ex,
-			[]Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: "decided", Data: map[string]any{
-				"verdict": p.Verdict, "round": req.Round, "via": p.Via, "payload_hash_seen": p.PayloadHash}}},
-			[]NewOutbox{updateCard(req.ID, req.Round, d.DecidedAt)})
+		req, d, decided, err = decideTx(ctx, ex, p)
+		return err
 	})
 	if err != nil || !decided {
 		return Request{}, Decision{}, false, err
 	}
 	return req, d, true, nil
+}
+
+// decideTx is Decide in the caller's transaction.
+func decideTx(ctx context.Context, ex Executor, p DecideParams) (req Request, d Decision, decided bool, err error) {
+	req, decided, err = ex.DecideRequest(ctx, p)
+	if err != nil || !decided {
+		return req, d, false, err
+	}
+	d, err = ex.InsertDecision(ctx, Decision{RequestID: req.ID, Round: req.Round, Verdict: p.Verdict,
+		DecidedBy: p.DecidedBy, Via: p.Via, PayloadHashSeen: p.PayloadHash, DecidedAt: req.UpdatedAt, Reason: p.Reason})
+	if err != nil {
+		return req, d, false, fmt.Errorf("recording decision: %w", err)
+	}
+	if p.Verdict == VerdictApprove {
+		if err := ex.InsertExecution(ctx, NewExecution{RequestID: req.ID, DecisionID: d.ID,
+			MaxAttempts: p.MaxAttempts, At: d.DecidedAt}); err != nil {
+			return req, d, false, fmt.Errorf("creating execution: %w", err)
+		}
+	}
+	data := map[string]any{"verdict": p.Verdict, "round": req.Round, "via": p.Via, "payload_hash_seen": p.PayloadHash}
+	if p.Reason != "" {
+		data["reason"] = p.Reason
+	}
+	err = write(ctx, ex,
+		[]Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: "decided", Data: data}},
+		[]NewOutbox{updateCard(req.ID, req.Round, d.DecidedAt)})
+	return req, d, err == nil, err
 }
 
 // DecisionFor returns the decision recorded for a request round.

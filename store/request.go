@@ -42,6 +42,7 @@ type Request struct {
 	CardTS       string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	Policy       Policy
 }
 
 // NewRequest is what intake stores for a new key.
@@ -58,6 +59,7 @@ type NewRequest struct {
 	RequestedBy  string
 	RequestedFor string
 	TTL          time.Duration
+	Policy       Policy // frozen on the request; zero needs one approval from the tool's approvers
 	Now          *time.Time
 	// EffectStrings is EffectStrings(Snapshot); nil has it computed at insert.
 	EffectStrings []string

@@ -31,6 +31,8 @@ type Store interface {
 
 	// Review.
 	Decide(ctx context.Context, p DecideParams) (req Request, d Decision, decided bool, err error)
+	Vote(ctx context.Context, p VoteParams) (VoteResult, error)
+	VotesFor(ctx context.Context, requestID string, round int) ([]Vote, error)
 	DecisionFor(ctx context.Context, requestID string, round int) (Decision, error)
 	LatestDecision(ctx context.Context, requestID string) (Decision, error)
 	AppendEvent(ctx context.Context, e Event) error

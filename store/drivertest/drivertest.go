@@ -82,6 +82,11 @@ var contract = []struct {
 	{"ApproveCreatesReadyExecutionFromTheRequest", testApproveCreatesReadyExecutionFromTheRequest},
 	{"RejectCreatesNoExecution", testRejectCreatesNoExecution},
 	{"DecideRefusesStaleRoundOrHash", testDecideRefusesStaleRoundOrHash},
+	{"PolicyIsStoredWithTheRequest", testPolicyIsStoredWithTheRequest},
+	{"QuorumDecidesOnTheNthDistinctApproval", testQuorumDecidesOnTheNthDistinctApproval},
+	{"QuorumOneRejectDecidesWithItsReason", testQuorumOneRejectDecidesWithItsReason},
+	{"QuorumUnderConcurrency", testQuorumUnderConcurrency},
+	{"VoteRefusesStaleRoundOrHash", testVoteRefusesStaleRoundOrHash},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

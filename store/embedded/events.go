@@ -8,7 +8,7 @@ import (
 
 func (e executor) InsertDecision(ctx context.Context, d store.Decision) (out store.Decision, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
-		out, err = scanDecision(tx.QueryRowContext(ctx, q.Get("insert_decision"), canonicalID(d.RequestID), d.Round, d.Verdict, d.DecidedBy, d.Via, d.PayloadHashSeen, micros(d.DecidedAt)))
+		out, err = scanDecision(tx.QueryRowContext(ctx, q.Get("insert_decision"), canonicalID(d.RequestID), d.Round, d.Verdict, d.DecidedBy, d.Via, d.PayloadHashSeen, micros(d.DecidedAt), d.Reason))
 		return wrap("recording decision", err)
 	})
 	return out, err

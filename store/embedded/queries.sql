@@ -5,7 +5,7 @@
 request_id, round, channel, ts, rendered_state, settled
 
 -- name: decision_columns
-id, request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at
+id, request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at, reason
 
 -- name: decision_round
 (SELECT d.round FROM decisions d WHERE d.id = decision_id)
@@ -18,7 +18,7 @@ id, request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
 -- name: request_columns
 id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_channel, ''), coalesce(card_ts, ''), created_at, updated_at
+	coalesce(card_channel, ''), coalesce(card_ts, ''), created_at, updated_at, policy
 
 -- name: insert_execution
 INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts,
@@ -217,8 +217,8 @@ WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT ?;
 
 -- name: insert_request
 INSERT INTO requests (id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
-	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO NOTHING
 RETURNING {{request_columns}};
 
@@ -268,9 +268,27 @@ WHERE r.id = ?2 AND r.status = 'pending' AND r.card_ts IS NULL
 		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending');
 
 -- name: insert_decision
-INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at, reason)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING {{decision_columns}};
+
+-- name: lock_open_request
+-- The request pending in the round with the payload hash and unexpired. The
+-- single writer connection serializes voters, so no row lock is needed.
+SELECT {{request_columns}} FROM requests
+WHERE id = ?1 AND round = ?2 AND payload_hash = ?3 AND status = 'pending' AND expires_at > ?4;
+
+-- name: vote_columns
+id, request_id, round, voter, verdict, reason, via, payload_hash_seen, voted_at
+
+-- name: insert_vote
+INSERT INTO votes (request_id, round, voter, verdict, reason, via, payload_hash_seen, voted_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (request_id, round, voter) DO NOTHING
+RETURNING {{vote_columns}};
+
+-- name: votes_for
+SELECT {{vote_columns}} FROM votes WHERE request_id = ? AND round = ? ORDER BY id;
 
 -- name: decision_for
 SELECT {{decision_columns}} FROM decisions WHERE request_id = ? AND round = ?;

@@ -3,15 +3,34 @@ package embedded_test
 import (
 	"context"
 	"database/sql"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/pressly/goose/v3"
 
+	"github.com/countersign/countersign/migrations"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 )
+
+// laterMigrations counts the migrations after the shared 00005, which every
+// upgraded file applies too.
+func laterMigrations(t *testing.T) int {
+	t.Helper()
+	names, err := fs.Glob(migrations.SQLite, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, name := range names {
+		if name > "00005_~" {
+			n++
+		}
+	}
+	return n
+}
 
 // A file migrated when SQLite numbered its migrations apart from
 // PostgreSQL's (testdata/numbered-apart, the files as they were) upgrades to
@@ -50,8 +69,8 @@ func TestFileMigratedBeforeSharedNumbersUpgrades(t *testing.T) {
 			}
 			defer d.Close()
 			l := store.NewLedger(d)
-			if n, err := l.Migrate(ctx, nil); err != nil || n != tc.wantNew {
-				t.Fatalf("Migrate = %d, %v; want %d applied", n, err, tc.wantNew)
+			if n, err := l.Migrate(ctx, nil); err != nil || n != tc.wantNew+laterMigrations(t) {
+				t.Fatalf("Migrate = %d, %v; want %d applied", n, err, tc.wantNew+laterMigrations(t))
 			}
 			if n, err := l.Migrate(ctx, nil); err != nil || n != 0 {
 				t.Fatalf("Migrate again = %d, %v; want 0", n, err)

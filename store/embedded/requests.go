@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -9,11 +10,15 @@ import (
 )
 
 func (e executor) InsertRequest(ctx context.Context, p store.NewRequest, now *time.Time) (req store.Request, inserted bool, err error) {
+	policy, err := json.Marshal(p.Policy)
+	if err != nil {
+		return store.Request{}, false, err
+	}
 	err = e.write(ctx, func(tx *writeTx) error {
 		at := micros(tx.clock(now))
 		req, err = scanRequest(tx.QueryRowContext(ctx, q.Get("insert_request"),
 			newID(), p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
-			p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, at+p.TTL.Microseconds(), at, at))
+			p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, at+p.TTL.Microseconds(), at, at, string(policy)))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // the key exists: nothing was written
 		}

@@ -3,6 +3,7 @@ package embedded
 import (
 	"database/sql"
 	"encoding/json"
+	"fmt"
 
 	"github.com/countersign/countersign/store"
 )
@@ -16,14 +17,17 @@ func scanRequest(row scanner) (store.Request, error) { return scanRequestWith(ro
 func scanRequestWith(row scanner, extra ...any) (store.Request, error) {
 	var (
 		r                         store.Request
-		step                      string
+		step, policy              string
 		expires, created, updated int64
 	)
 	err := row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &step, &r.Tool, &r.Snapshot, &r.PayloadHash,
 		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &expires,
-		&r.CardChannel, &r.CardTS, &created, &updated}, extra...)...)
+		&r.CardChannel, &r.CardTS, &created, &updated, &policy}, extra...)...)
 	if err != nil {
 		return store.Request{}, translate(err)
+	}
+	if err := json.Unmarshal([]byte(policy), &r.Policy); err != nil {
+		return store.Request{}, fmt.Errorf("reading the policy of request %s: %w", r.ID, err)
 	}
 	r.Step = json.RawMessage(step)
 	r.ExpiresAt, r.CreatedAt, r.UpdatedAt = fromMicros(expires), fromMicros(created), fromMicros(updated)
@@ -35,7 +39,7 @@ func scanDecision(row scanner) (store.Decision, error) {
 		d  store.Decision
 		at int64
 	)
-	if err := row.Scan(&d.ID, &d.RequestID, &d.Round, &d.Verdict, &d.DecidedBy, &d.Via, &d.PayloadHashSeen, &at); err != nil {
+	if err := row.Scan(&d.ID, &d.RequestID, &d.Round, &d.Verdict, &d.DecidedBy, &d.Via, &d.PayloadHashSeen, &at, &d.Reason); err != nil {
 		return store.Decision{}, translate(err)
 	}
 	d.DecidedAt = fromMicros(at)
@@ -94,4 +98,16 @@ func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) 
 		return nil, translate(err)
 	}
 	return out, nil
+}
+
+func scanVote(row scanner) (store.Vote, error) {
+	var (
+		v  store.Vote
+		at int64
+	)
+	if err := row.Scan(&v.ID, &v.RequestID, &v.Round, &v.Voter, &v.Verdict, &v.Reason, &v.Via, &v.PayloadHashSeen, &at); err != nil {
+		return store.Vote{}, translate(err)
+	}
+	v.VotedAt = fromMicros(at)
+	return v, nil
 }

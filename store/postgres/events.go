@@ -9,7 +9,7 @@ import (
 )
 
 func (e executor) InsertDecision(ctx context.Context, d store.Decision) (store.Decision, error) {
-	rows, err := e.db.Query(ctx, q.Get("insert_decision"), d.RequestID, d.Round, d.Verdict, d.DecidedBy, d.Via, d.PayloadHashSeen, d.DecidedAt)
+	rows, err := e.db.Query(ctx, q.Get("insert_decision"), d.RequestID, d.Round, d.Verdict, d.DecidedBy, d.Via, d.PayloadHashSeen, d.DecidedAt, d.Reason)
 	return one[store.Decision]("recording decision", rows, err)
 }
 

@@ -32,7 +32,7 @@ WITH due AS (
 SELECT {{execution_columns}}, decision_round AS round, coalesce($1::timestamptz, now()) AS db_now FROM r
 
 -- name: decision_columns
-id, request_id::text AS request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at
+id, request_id::text AS request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at, reason
 
 -- name: execution_columns
 id, request_id::text AS request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
@@ -42,7 +42,7 @@ id, request_id::text AS request_id, decision_id, key, tool, snapshot, snapshot_h
 -- name: request_columns
 id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at
+	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at, policy
 
 -- name: insert_execution
 INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, next_attempt_at, created_at, updated_at)
@@ -187,9 +187,30 @@ SELECT id::text FROM (
 ) u ORDER BY updated_at LIMIT $1;
 
 -- name: insert_decision
-INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at, reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 RETURNING {{decision_columns}};
+
+-- name: lock_open_request
+-- The request pending in round $2 with payload hash $3 and unexpired, its row
+-- locked until the vote's transaction ends: voters on one request take turns,
+-- so the count each sees includes every vote committed before it.
+SELECT {{request_columns}} FROM requests
+WHERE id = $1 AND round = $2 AND payload_hash = $3 AND status = 'pending'
+	AND expires_at > coalesce($4::timestamptz, now())
+FOR UPDATE;
+
+-- name: vote_columns
+id, request_id::text AS request_id, round, voter, verdict, reason, via, payload_hash_seen, voted_at
+
+-- name: insert_vote
+INSERT INTO votes (request_id, round, voter, verdict, reason, via, payload_hash_seen, voted_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, now()))
+ON CONFLICT (request_id, round, voter) DO NOTHING
+RETURNING {{vote_columns}};
+
+-- name: votes_for
+SELECT {{vote_columns}} FROM votes WHERE request_id = $1 AND round = $2 ORDER BY id;
 
 -- name: decision_for
 SELECT {{decision_columns}} FROM decisions WHERE request_id = $1 AND round = $2;
@@ -313,9 +334,10 @@ WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT $1;
 
 -- name: insert_request
 INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
-	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
+	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)
 VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $11, $12,
-	coalesce($14::timestamptz, now()) + $13::bigint * interval '1 microsecond', coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()))
+	coalesce($14::timestamptz, now()) + $13::bigint * interval '1 microsecond', coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()),
+	$15::jsonb)
 ON CONFLICT (key) DO NOTHING
 RETURNING {{request_columns}};
 
@@ -379,15 +401,15 @@ WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
 -- name: insert_requests
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[])
-		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings)
+		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[], $15::text[])
+		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings, policy)
 ), r AS (
 	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
-		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at)
+		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)
 	SELECT key, basis_hash, run_id, step::jsonb, tool, effect_strings::text[], snapshot, payload_hash,
 		summary, reason, requested_by, requested_for,
 		coalesce($14::timestamptz, now()) + ttl_us * interval '1 microsecond',
-		coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now())
+		coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()), policy::jsonb
 	FROM input
 	ORDER BY key -- batches take their key locks in one order, so two never deadlock
 	ON CONFLICT (key) DO NOTHING

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -18,7 +19,7 @@ import (
 func scanRequest(row pgx.Row, r *store.Request, extra ...any) error {
 	return row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &r.Step, &r.Tool, &r.Snapshot, &r.PayloadHash,
 		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &r.ExpiresAt,
-		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt}, extra...)...)
+		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt, &r.Policy}, extra...)...)
 }
 
 func collect[T any](what string, rows pgx.Rows, err error) ([]T, error) {
@@ -48,9 +49,13 @@ func first[T any](rows []T, err error) (T, bool, error) {
 }
 
 func (e executor) InsertRequest(ctx context.Context, p store.NewRequest, now *time.Time) (store.Request, bool, error) {
+	policy, err := json.Marshal(p.Policy)
+	if err != nil {
+		return store.Request{}, false, err
+	}
 	rows, err := e.db.Query(ctx, q.Get("insert_request"),
 		p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, p.EffectStrings, p.Snapshot, p.PayloadHash,
-		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, p.TTL.Microseconds(), now)
+		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, p.TTL.Microseconds(), now, string(policy))
 	return first(collect[store.Request]("inserting request", rows, err))
 }
 
@@ -180,14 +185,20 @@ func (e executor) insertRequests(ctx context.Context, ps []store.NewRequest, now
 	keys, basis, runs, steps, tools := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	snapshots, hashes, summaries, reasons := make([][]byte, n), make([]string, n), make([]string, n), make([]string, n)
 	by, forWhom, ttls, strs := make([]string, n), make([]string, n), make([]int64, n), make([]string, n)
+	policies := make([]string, n)
 	for i, p := range ps {
 		keys[i], basis[i], runs[i], steps[i], tools[i] = p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool
 		snapshots[i], hashes[i], summaries[i], reasons[i] = p.Snapshot, p.PayloadHash, p.Summary, p.Reason
 		by[i], forWhom[i], ttls[i] = p.RequestedBy, p.RequestedFor, p.TTL.Microseconds()
 		strs[i] = arrayLiteral(p.EffectStrings)
+		policy, err := json.Marshal(p.Policy)
+		if err != nil {
+			return err
+		}
+		policies[i] = string(policy)
 	}
 	rows, err := e.db.Query(ctx, q.Get("insert_requests"),
-		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, strs, now)
+		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, strs, now, policies)
 	found, err := collect[store.InsertResult]("inserting requests", rows, err)
 	if err != nil {
 		return err

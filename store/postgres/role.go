@@ -35,7 +35,7 @@ func ValidateRoleName(name string) error {
 }
 
 // appTables is what serve does to each table, and so all the runtime role
-// may do there. serve deletes nothing; decisions and the audit trail are
+// may do there. serve deletes nothing; decisions, votes and the audit trail are
 // written once and never changed. It reads the applied migration versions at
 // start to know the schema is current.
 var appTables = []struct{ table, privileges string }{
@@ -45,6 +45,7 @@ var appTables = []struct{ table, privileges string }{
 	{"outbox", "SELECT, INSERT, UPDATE"},
 	{"cards", "SELECT, INSERT, UPDATE"},
 	{"events", "SELECT, INSERT"},
+	{"votes", "SELECT, INSERT"},
 	{"goose_db_version", "SELECT"},
 }
 

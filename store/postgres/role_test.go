@@ -27,11 +27,13 @@ var appRolePrivileges = map[string][]string{
 	"table cards":            {"SELECT", "INSERT", "UPDATE"},
 	"table events":           {"SELECT", "INSERT"},
 	"table goose_db_version": {"SELECT"},
+	"table votes":            {"SELECT", "INSERT"},
 
 	"sequence decisions_id_seq":        {"USAGE"},
 	"sequence executions_id_seq":       {"USAGE"},
 	"sequence outbox_id_seq":           {"USAGE"},
 	"sequence events_id_seq":           {"USAGE"},
+	"sequence votes_id_seq":            {"USAGE"},
 	"sequence goose_db_version_id_seq": nil,
 
 	"function countersign_card_state":     {"EXECUTE"},

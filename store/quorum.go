@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Vote casts one reviewer's vote on a request round, in one transaction:
+// it locks the request (pending in p.Round with p.PayloadHash, unexpired),
+// records the vote unless the reviewer voted in this round already, and
+// decides the round when this vote is a reject or the approval that meets
+// the request's frozen policy. Voters on one request take turns on its row,
+// so exactly one of them sees the count reach the policy, on any number of
+// replicas; the one-decision-per-round constraint backs it. Every vote
+// writes its audit event ("voted") and a card update; the deciding one also
+// writes what Decide writes. Eligibility is the caller's to check.
+func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err error) {
+	if !IsUUID(p.RequestID) {
+		return VoteResult{}, nil
+	}
+	err = l.inTx(ctx, func(ex Executor) error {
+		res = VoteResult{}
+		req, open, err := ex.LockOpenRequest(ctx, p)
+		if err != nil || !open {
+			return err
+		}
+		res.Open, res.Request = true, req
+		vote := Vote{RequestID: req.ID, Round: req.Round, Voter: p.DecidedBy, Verdict: p.Verdict,
+			Reason: p.Reason, Via: p.Via, PayloadHashSeen: p.PayloadHash}
+		if p.Now != nil {
+			vote.VotedAt = *p.Now
+		}
+		if res.Vote, res.Cast, err = ex.InsertVote(ctx, vote); err != nil {
+			return err
+		}
+		if res.Votes, err = ex.VotesFor(ctx, req.ID, req.Round); err != nil {
+			return err
+		}
+		if !res.Cast {
+			for _, v := range res.Votes {
+				if v.Voter == p.DecidedBy {
+					res.Vote = v
+				}
+			}
+			return nil
+		}
+		approvals := Approvals(res.Votes)
+		data := map[string]any{"verdict": p.Verdict, "round": req.Round, "via": p.Via,
+			"payload_hash_seen": p.PayloadHash, "approvals": approvals, "needed": req.Policy.Needed()}
+		if p.Reason != "" {
+			data["reason"] = p.Reason
+		}
+		if err := write(ctx, ex, []Event{{RequestID: req.ID, At: res.Vote.VotedAt, Actor: p.DecidedBy, Kind: "voted", Data: data}}, nil); err != nil {
+			return fmt.Errorf("auditing vote: %w", err)
+		}
+		if p.Verdict == VerdictApprove && approvals < req.Policy.Needed() {
+			return write(ctx, ex, nil, []NewOutbox{updateCard(req.ID, req.Round, res.Vote.VotedAt)})
+		}
+		d := p
+		d.Now = &res.Vote.VotedAt
+		res.Request, res.Decision, res.Decided, err = decideTx(ctx, ex, d)
+		if err == nil && !res.Decided {
+			err = fmt.Errorf("deciding request %s: the locked row did not move", req.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return VoteResult{}, err
+	}
+	return res, nil
+}
+
+// VotesFor returns the votes of a request round, oldest first: who voted,
+// how and why. Reminders read it to mention only who has not voted yet.
+func (l *Ledger) VotesFor(ctx context.Context, requestID string, round int) ([]Vote, error) {
+	if !IsUUID(requestID) {
+		return nil, nil
+	}
+	return l.ex().VotesFor(ctx, requestID, round)
+}

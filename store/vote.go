@@ -1,0 +1,70 @@
+package store
+
+import "time"
+
+// Policy is how a request round is decided, resolved from its tool at intake
+// and frozen on the request: a later change of configuration does not move
+// a pending request.
+type Policy struct {
+	// Approvals is how many distinct eligible reviewers must approve.
+	Approvals int `json:"approvals"`
+	// Approvers are the Slack user and user-group ids that may vote. Nil
+	// (requests stored before policies existed) means the tool's approvers
+	// as configured when the vote is cast.
+	Approvers []string `json:"approvers,omitempty"`
+	// Tier is the index of the tool's tier that matched the effect, or nil
+	// when none did and the tool's own policy applies.
+	Tier *int `json:"tier"`
+}
+
+// Needed is the number of approvals that decides a round: at least one.
+func (p Policy) Needed() int { return max(p.Approvals, 1) }
+
+// Vote is one reviewer's verdict on a request round. A round has at most one
+// vote per reviewer.
+type Vote struct {
+	ID              int64
+	RequestID       string
+	Round           int
+	Voter           string
+	Verdict         Verdict
+	Reason          string
+	Via             string
+	PayloadHashSeen string
+	VotedAt         time.Time
+}
+
+// VoteParams describes a vote to cast: DecideParams' fields, DecidedBy being
+// the voter, with the reason they gave.
+type VoteParams = DecideParams
+
+// VoteResult is what a vote did.
+type VoteResult struct {
+	// Open is false when the request was not pending in that round with that
+	// payload hash and unexpired: nothing was written and the caller says
+	// why (decided, stale card, expired).
+	Open bool
+	// Request is the request after the vote.
+	Request Request
+	// Vote is the voter's vote in the round: the one cast now, or, when Cast
+	// is false, the one they cast before (a repeated click changes nothing).
+	Vote Vote
+	Cast bool
+	// Decided is true only for the vote that decided the round; Decision is
+	// then the decision it wrote.
+	Decided  bool
+	Decision Decision
+	// Votes are the round's votes after this one, oldest first.
+	Votes []Vote
+}
+
+// Approvals counts the approving votes among votes.
+func Approvals(votes []Vote) int {
+	n := 0
+	for _, v := range votes {
+		if v.Verdict == VerdictApprove {
+			n++
+		}
+	}
+	return n
+}
