@@ -12,7 +12,8 @@ import (
 )
 
 // Decision asks to record a verdict on one round of a request, as the decider
-// saw it.
+// saw it: one reviewer's vote, which decides the round when it is a reject or
+// the approval that meets the request's policy.
 type Decision struct {
 	RequestID   string
 	Round       int
@@ -20,32 +21,55 @@ type Decision struct {
 	Verdict     store.Verdict
 	DecidedBy   string // a Slack user id
 	Via         string // "slack", "inbox"
+	Reason      string // why, in the reviewer's words; see Tool.RejectReason
 }
 
-// Outcome is the decision that stands for the round. Created is true only for
-// the call that recorded it.
+// maxReasonBytes bounds a reviewer's reason.
+const maxReasonBytes = 2000
+
+// Outcome is what a vote did and where the round stands. Created is true
+// only for the call that recorded the round's decision; Counted for a vote
+// that was recorded without deciding; Repeat for a reviewer who had voted in
+// the round already (nothing changed).
 type Outcome struct {
 	Request  store.Request
 	Decision store.Decision
 	Created  bool
+	Counted  bool
+	Repeat   bool
+	// Vote is the reviewer's vote in the round (cast now or before), and
+	// Votes all of the round's, oldest first; empty once the round was
+	// decided before this call.
+	Vote  store.Vote
+	Votes []store.Vote
 }
 
-// Err is nil for the call that recorded the decision. For every later call
-// it is the *NotPendingError naming the decision that stands, which surfaces
+// Err is nil for a call that recorded a vote or found the reviewer's own
+// vote in a round still open. For a call on a round decided before it, it is
+// the *NotPendingError naming the decision that stands, which surfaces
 // answer as the already_decided refusal.
 func (o Outcome) Err() error {
-	if o.Created {
+	if o.Created || o.Counted || o.Repeat {
 		return nil
 	}
 	d := o.Decision
 	return &NotPendingError{Status: o.Request.Status, Decision: &d}
 }
 
-// Decide records the first verdict for a request round. Every later call for
-// the same round, whatever its verdict, gets the existing decision back with
-// Created false and changes nothing (Outcome.Err says so). It fails with
-// ErrNotAllowed or ErrSelfApproval (both audited), ErrStaleCard, a
-// *NotPendingError, or ErrNotFound; RefusalFor words each.
+// Progress words where the round stands for the reviewer who just voted:
+// "1 of 2 approvals: waiting for one more approver".
+func (o Outcome) Progress() string {
+	return Progress(o.Request.Policy, o.Votes)
+}
+
+// Decide casts d's vote. A reject by an eligible reviewer decides the round,
+// as does the approval that brings the round's distinct approvers to the
+// request's policy; the decision is written once, whatever the concurrency.
+// A reviewer's second vote in a round changes nothing (Outcome.Repeat). A
+// vote on a round decided before gets the decision back with Outcome.Err
+// saying so. It fails with ErrNotAllowed or ErrSelfApproval (both audited),
+// ErrStaleCard, a *NotPendingError, an *InputError for a reason that breaks
+// the tool's rule, or ErrNotFound; RefusalFor words each.
 func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	if d.Verdict != store.VerdictApprove && d.Verdict != store.VerdictReject {
 		return Outcome{}, fmt.Errorf("unknown verdict %q", d.Verdict)
@@ -55,24 +79,34 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		return Outcome{}, err
 	}
 	tool, known := s.Tools[req.Tool]
-	if d.Verdict == store.VerdictApprove && req.RequestedFor != "" && d.DecidedBy == req.RequestedFor {
-		s.refuse(ctx, req, d.DecidedBy, "decision_refused", "self_approval", d.attrs())
-		return Outcome{}, ErrSelfApproval
-	}
 	if !known {
 		s.refuse(ctx, req, d.DecidedBy, "decision_refused", "tool_not_configured", d.attrs())
 		return Outcome{}, ErrNotAllowed
 	}
-	allowed, err := s.MayDecide(ctx, req.Tool, d.DecidedBy)
-	if err != nil {
+	if err := s.MayVote(ctx, req, d.DecidedBy, d.Verdict); err != nil {
+		reason := "not_an_approver"
+		switch {
+		case errors.Is(err, ErrOwnerApproval):
+			reason = "agent_owner"
+		case errors.Is(err, ErrSelfApproval):
+			reason = "self_approval"
+		case !errors.Is(err, ErrNotAllowed):
+			return Outcome{}, err
+		}
+		s.refuse(ctx, req, d.DecidedBy, "decision_refused", reason, d.attrs())
 		return Outcome{}, err
 	}
-	if !allowed {
-		s.refuse(ctx, req, d.DecidedBy, "decision_refused", "not_an_approver", d.attrs())
-		return Outcome{}, ErrNotAllowed
+	d.Reason = strings.TrimSpace(d.Reason)
+	switch {
+	case d.Verdict != store.VerdictReject || !tool.RejectReason.AsksReason():
+		d.Reason = "" // only a reject asks why
+	case tool.RejectReason == ReasonRequired && d.Reason == "":
+		return Outcome{}, invalid("reason", "a reject of a %s request needs a reason", req.Tool)
+	case len(d.Reason) > maxReasonBytes || strings.ContainsRune(d.Reason, 0):
+		return Outcome{}, invalid("reason", "the reason must be at most %d bytes of text", maxReasonBytes)
 	}
 
-	decidedReq, decision, decided, err := s.DB.Decide(ctx, store.DecideParams{
+	res, err := s.DB.Vote(ctx, store.VoteParams{
 		RequestID:   d.RequestID,
 		Round:       d.Round,
 		PayloadHash: d.PayloadHash,
@@ -80,22 +114,33 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		DecidedBy:   d.DecidedBy,
 		Via:         d.Via,
 		MaxAttempts: maxAttempts(tool),
+		Reason:      d.Reason,
 		Now:         s.now(),
 	})
 	if err != nil {
 		return Outcome{}, err
 	}
-	out := Outcome{Request: decidedReq, Decision: decision, Created: decided}
-	if out.Created {
-		s.Logger.Info("request decided", slog.String("key", out.Request.Key),
-			slog.String("verdict", string(d.Verdict)), slog.String("by", d.DecidedBy), slog.Int("round", d.Round))
-		return out, nil
+	if !res.Open {
+		return s.explainUndecided(ctx, d)
 	}
-	return s.explainUndecided(ctx, d)
+	out := Outcome{Request: res.Request, Decision: res.Decision, Created: res.Decided,
+		Counted: res.Cast && !res.Decided, Repeat: !res.Cast, Vote: res.Vote, Votes: res.Votes}
+	s.Metrics.vote(d.Verdict, out)
+	switch {
+	case out.Created:
+		s.Logger.Info("request decided", slog.String("key", out.Request.Key),
+			slog.String("verdict", string(d.Verdict)), slog.String("by", d.DecidedBy), slog.Int("round", d.Round),
+			slog.Int("approvals", store.Approvals(out.Votes)))
+	case out.Counted:
+		s.Logger.Info("vote recorded", slog.String("key", out.Request.Key),
+			slog.String("verdict", string(d.Verdict)), slog.String("by", d.DecidedBy), slog.Int("round", d.Round),
+			slog.Int("approvals", store.Approvals(out.Votes)), slog.Int("needed", out.Request.Policy.Needed()))
+	}
+	return out, nil
 }
 
-// explainUndecided says why the conditional write did not happen: the round
-// was decided already, the card is stale, or the request left pending.
+// explainUndecided says why the vote found no open round: the round was
+// decided already, the card is stale, or the request left pending.
 func (s *Service) explainUndecided(ctx context.Context, d Decision) (Outcome, error) {
 	req, err := s.DB.RequestByID(ctx, d.RequestID)
 	if err != nil {
@@ -119,6 +164,72 @@ func (s *Service) explainUndecided(ctx context.Context, d Decision) (Outcome, er
 	return Outcome{}, &NotPendingError{Status: status}
 }
 
+// Approvers returns who may vote on req: the approvers frozen on it at
+// intake, or, for a request stored before policies, its tool's.
+func (s *Service) Approvers(req store.Request) []string {
+	if req.Policy.Approvers != nil {
+		return req.Policy.Approvers
+	}
+	return s.Tools[req.Tool].Approvers
+}
+
+// MayVote is the one eligibility rule for a vote: user must be one of the
+// request's approvers (directly or through a user group); to approve, user
+// may be neither whoever the request was made for (ErrSelfApproval) nor an
+// owner of the agent that asked (ErrOwnerApproval). Anyone else gets
+// ErrNotAllowed. A reject needs only the first condition.
+func (s *Service) MayVote(ctx context.Context, req store.Request, user string, verdict store.Verdict) error {
+	if user == "" {
+		return ErrNotAllowed
+	}
+	if verdict == store.VerdictApprove {
+		if req.RequestedFor != "" && user == req.RequestedFor {
+			return ErrSelfApproval
+		}
+		owner, err := s.isAmong(ctx, s.Owners[req.RequestedBy], user)
+		if err != nil {
+			return err
+		}
+		if owner {
+			return ErrOwnerApproval
+		}
+	}
+	approver, err := s.isAmong(ctx, s.Approvers(req), user)
+	if err != nil {
+		return err
+	}
+	if !approver {
+		return ErrNotAllowed
+	}
+	return nil
+}
+
+// isAmong reports whether user is one of ids, directly or through a user
+// group among them.
+func (s *Service) isAmong(ctx context.Context, ids []string, user string) (bool, error) {
+	for _, id := range ids {
+		if !isGroupID(id) && id == user {
+			return true, nil
+		}
+	}
+	if s.Groups == nil {
+		return false, nil
+	}
+	for _, id := range ids {
+		if !isGroupID(id) {
+			continue
+		}
+		members, err := s.Groups.GroupMembers(ctx, id)
+		if err != nil {
+			return false, fmt.Errorf("resolving user group %s: %w", id, err)
+		}
+		if slices.Contains(members, user) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // MayDecide reports whether user is one of the tool's approvers, directly or
 // through a user group. The Slack surface uses it for every human action on a
 // request, not only verdicts.
@@ -127,22 +238,7 @@ func (s *Service) MayDecide(ctx context.Context, toolName, user string) (bool, e
 	if !known || user == "" {
 		return false, nil
 	}
-	if slices.Contains(tool.approverUsers(), user) {
-		return true, nil
-	}
-	if s.Groups == nil {
-		return false, nil
-	}
-	for _, group := range tool.approverGroups() {
-		members, err := s.Groups.GroupMembers(ctx, group)
-		if err != nil {
-			return false, fmt.Errorf("resolving user group %s: %w", group, err)
-		}
-		if slices.Contains(members, user) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return s.isAmong(ctx, tool.Approvers, user)
 }
 
 // Resolution asks to settle an execution that needs a human (docs/STATES.md).

@@ -54,6 +54,9 @@ var (
 	ErrNotAllowed = errors.New("not allowed to decide this request")
 	// ErrSelfApproval: the decider is the person the request was made for.
 	ErrSelfApproval = errors.New("may not approve a request made for yourself")
+	// ErrOwnerApproval: the decider owns the agent that asked; it is a
+	// self-approval (errors.Is ErrSelfApproval) with its own words.
+	ErrOwnerApproval = fmt.Errorf("%w: an owner of the agent that asked", ErrSelfApproval)
 	// ErrNotPending: the request expired or was cancelled before a decision.
 	ErrNotPending = errors.New("request is no longer pending")
 	// ErrAlreadyResolved: the execution left needs_review before the

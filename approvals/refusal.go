@@ -97,6 +97,10 @@ func RefusalFor(err error) Refusal {
 		return notPending.refusal()
 	case errors.Is(err, ErrStaleCard):
 		return fixed[CodeStaleCard]
+	case errors.Is(err, ErrOwnerApproval):
+		r := fixed[CodeSelfApproval]
+		r.Message = "You own the agent that asked for this, so someone else has to approve it. Nothing was recorded; the attempt was audited."
+		return r
 	case errors.Is(err, ErrSelfApproval):
 		return fixed[CodeSelfApproval]
 	case errors.Is(err, ErrNotAllowed):

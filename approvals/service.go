@@ -24,6 +24,11 @@ type Config struct {
 	Reader *store.ReplayReader
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
+	// Owners are the people who own each agent, by agent name: they may not
+	// approve its requests.
+	Owners map[string][]string
+	// Metrics, when set, counts votes; nil counts nothing.
+	Metrics *Metrics
 }
 
 // Validate reports every missing or inconsistent field at once.
@@ -55,7 +60,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	return &Service{
 		DB: cfg.DB, Tools: cfg.Tools, Groups: cfg.Groups, Logger: cfg.Logger,
-		Batcher: cfg.Batcher, Reader: cfg.Reader, Now: cfg.Now,
+		Batcher: cfg.Batcher, Reader: cfg.Reader, Now: cfg.Now, Owners: cfg.Owners, Metrics: cfg.Metrics,
 	}, nil
 }
 
@@ -73,6 +78,10 @@ type Service struct {
 	Reader *store.ReplayReader
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
+	// Owners are the people who own each agent, by agent name.
+	Owners map[string][]string
+	// Metrics, when set, counts votes.
+	Metrics *Metrics
 }
 
 // Tool returns the configuration of the tool named name.
@@ -156,6 +165,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		RequestedBy:  agent,
 		RequestedFor: in.RequestedFor,
 		TTL:          ttl,
+		Policy:       tool.PolicyFor(snapshot),
 		Now:          s.now(),
 	})
 	if err != nil {

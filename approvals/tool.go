@@ -14,7 +14,27 @@ type Tool struct {
 	RequestTTL  time.Duration // how long a request waits for a decision
 	MaxAttempts int           // the cap copied onto each execution
 	Reversible  bool
+	// Approvals is how many distinct approvers a round needs (0 or 1: one).
+	Approvals int
+	// Tiers override Approvals and Approvers for the effects they match;
+	// the first match wins (see PolicyFor).
+	Tiers []Tier
+	// RejectReason is whether a reject asks for a reason.
+	RejectReason ReasonRule
 }
+
+// ReasonRule is whether a reject asks the reviewer why.
+type ReasonRule string
+
+// Reason rules; the zero value is ReasonOff.
+const (
+	ReasonOff      ReasonRule = "off"
+	ReasonOptional ReasonRule = "optional"
+	ReasonRequired ReasonRule = "required"
+)
+
+// AsksReason reports whether a reject opens a form for its reason.
+func (r ReasonRule) AsksReason() bool { return r == ReasonOptional || r == ReasonRequired }
 
 // Default review settings for a tool that leaves them out.
 const (

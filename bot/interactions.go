@@ -160,17 +160,37 @@ func (b *Bot) decide(ctx context.Context, c click) (outcome, answer string) {
 	if !leader {
 		out.Created = false // the leader's click recorded it; this one finds it
 	}
-	if err == nil && out.Created {
-		past := "approved"
-		if verdict == store.VerdictReject {
-			past = "rejected"
-		}
-		return "created", fmt.Sprintf("You %s `%s`. The card will follow the write.", past, approvals.ShortKey(out.Request.Key))
+	if err == nil && !leader && !out.Created && out.Counted {
+		out.Counted, out.Repeat = false, true // as above: the leader's click counted it
+	}
+	if err == nil && out.Err() == nil {
+		return voteAnswer(out)
 	}
 	if err == nil {
 		err = out.Err()
 	}
 	return b.refused("recording a decision", err, slog.String("request_id", c.Decision.RequestID))
+}
+
+// voteAnswer tells a reviewer what their vote did, as the outcome label and
+// the words of their ephemeral answer.
+func voteAnswer(out approvals.Outcome) (outcome, answer string) {
+	key := approvals.ShortKey(out.Request.Key)
+	past := "approved"
+	if out.Vote.Verdict == store.VerdictReject {
+		past = "rejected"
+	}
+	switch {
+	case out.Created:
+		if out.Request.Policy.Needed() > 1 && out.Vote.Verdict == store.VerdictApprove {
+			return "created", fmt.Sprintf("You approved `%s`: %s. The card will follow the write.", key, approvals.Progress(out.Request.Policy, out.Votes))
+		}
+		return "created", fmt.Sprintf("You %s `%s`. The card will follow the write.", past, key)
+	case out.Counted:
+		return "counted", fmt.Sprintf("You approved `%s`. %s.", key, approvals.Progress(out.Request.Policy, out.Votes))
+	default:
+		return "repeat", fmt.Sprintf("You already %s `%s`; nothing changed. %s.", past, key, approvals.Progress(out.Request.Policy, out.Votes))
+	}
 }
 
 // resolve passes a needs-review choice to the executor after checking that
