@@ -80,6 +80,9 @@ type AgentConfig struct {
 	Name        string `yaml:"name"`
 	TokenSHA256 string `yaml:"token_sha256"`
 	Admin       bool   `yaml:"admin"`
+	// Owners are the people (Slack user or user-group ids) who own the
+	// agent: they may not approve its requests.
+	Owners []string `yaml:"owners"`
 }
 
 // ToolConfig is one tool an agent may ask to use.
@@ -95,6 +98,12 @@ type ToolConfig struct {
 	ApprovalTTL  time.Duration   `yaml:"approval_ttl"`
 	RequestTTL   time.Duration   `yaml:"request_ttl"`
 	Reversible   bool            `yaml:"reversible"`
+	// Approvals is how many distinct approvers a round needs (default 1).
+	Approvals int `yaml:"approvals"`
+	// Tiers set a request's policy by its effect; the first match wins.
+	Tiers []TierConfig `yaml:"tiers"`
+	// RejectReason: off (default), optional or required.
+	RejectReason string `yaml:"reject_reason"`
 }
 
 // DispatchConfig is where and how the executor sends an approved write.
@@ -355,6 +364,11 @@ func (a AgentConfig) Validate() error {
 	if _, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err != nil {
 		errs = append(errs, err)
 	}
+	for _, id := range a.Owners {
+		if !lookupID.MatchString(id) || strings.HasPrefix(id, "C") || strings.HasPrefix(id, "G") {
+			errs = append(errs, fmt.Errorf("owner %q is not a Slack user id (U…, W…) or a user-group id (S…)", id))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -399,6 +413,7 @@ func (t ToolConfig) Validate(name string, needsChannel bool) error {
 	if t.MaxAttempts < 1 {
 		add("max_attempts must be at least 1")
 	}
+	errs = append(errs, t.validatePolicy(name)...)
 	if t.Dispatch.Timeout < 0 || t.ClaimTimeout < 0 || t.ApprovalTTL < 0 || t.RequestTTL < 0 {
 		add("durations must be positive")
 	}
@@ -442,9 +457,21 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 		tools[name] = approvals.Tool{
 			Name: name, Channel: t.Channel, Approvers: t.Approvers,
 			RequestTTL: t.RequestTTL, MaxAttempts: t.MaxAttempts, Reversible: t.Reversible,
+			Approvals: t.Approvals, Tiers: t.reviewTiers(), RejectReason: approvals.ReasonRule(t.RejectReason),
 		}
 	}
 	return tools
+}
+
+// AgentOwners returns each agent's owners, by agent name.
+func (c *Config) AgentOwners() map[string][]string {
+	owners := make(map[string][]string, len(c.File.Agents))
+	for _, a := range c.File.Agents {
+		if len(a.Owners) > 0 {
+			owners[a.Name] = a.Owners
+		}
+	}
+	return owners
 }
 
 // AgentList returns the configured agents; Validate has checked them.

@@ -46,7 +46,9 @@ type app struct {
 	mux      *http.ServeMux
 	sched    *scheduler
 	review   *approvals.Service
-	http     *httpServer
+	// hookMetrics counts intake and votes.
+	hookMetrics *approvals.Metrics
+	http        *httpServer
 	inboxURL string
 	where    string // the store, for people
 
@@ -181,9 +183,10 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	if slackClient != nil {
 		groups = newGroups(slackClient)
 	}
+	a.hookMetrics = approvals.NewMetrics(a.registry)
 	if a.review, err = approvals.New(approvals.Config{
 		DB: b.store, Tools: cfg.ReviewTools(), Groups: groups, Batcher: batcher, Reader: b.replays,
-		Logger: logger.With("component", "approvals"),
+		Logger: logger.With("component", "approvals"), Owners: cfg.AgentOwners(), Metrics: a.hookMetrics,
 	}); err != nil {
 		return nil, err
 	}
@@ -228,7 +231,7 @@ func (a *app) add(name string, c component, grace time.Duration) {
 
 // mountRoutes mounts the hook, the health checks and the metrics.
 func (a *app) mountRoutes() {
-	hook := approvals.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), approvals.NewMetrics(a.registry))
+	hook := approvals.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics)
 	a.mux.Handle("/v1/", hook)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	a.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
