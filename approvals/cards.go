@@ -29,6 +29,7 @@ type CardStore interface {
 	RequestByID(ctx context.Context, id string) (store.Request, error)
 	DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error)
 	ExecutionForDecision(ctx context.Context, decisionID int64) (store.Execution, error)
+	VotesFor(ctx context.Context, requestID string, round int) ([]store.Vote, error)
 }
 
 // NewCards returns the card and outbox service over db.

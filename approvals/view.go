@@ -30,6 +30,25 @@ type View struct {
 	ExpiresAt   time.Time           `json:"expires_at"`
 	Decision    *DecisionView       `json:"decision"`
 	Execution   *ExecutionView      `json:"execution"`
+	Policy      PolicyView          `json:"policy"`
+	Votes       []VoteView          `json:"votes"`
+}
+
+// PolicyView is how the request's rounds are decided, frozen at intake.
+type PolicyView struct {
+	Approvals int      `json:"approvals"`
+	Approvers []string `json:"approvers"`
+	// Tier is the index of the tool's tier that matched the effect, or null
+	// when none did and the tool's own policy applies.
+	Tier *int `json:"tier"`
+}
+
+// VoteView is one reviewer's vote in the request's current round.
+type VoteView struct {
+	By      string        `json:"by"`
+	Verdict store.Verdict `json:"verdict"`
+	At      time.Time     `json:"at"`
+	Reason  string        `json:"reason"`
 }
 
 // DecisionView is the standing decision of the request's latest decided round.
@@ -39,6 +58,7 @@ type DecisionView struct {
 	At      time.Time     `json:"at"`
 	Via     string        `json:"via"`
 	Round   int           `json:"round"`
+	Reason  string        `json:"reason"`
 }
 
 // ExecutionView is the request's latest execution.
@@ -63,6 +83,20 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 		RunID: req.RunID, Step: req.Step, Tool: req.Tool, Effect: req.Snapshot,
 		Summary: req.Summary, Reason: req.Reason, RequestedBy: req.RequestedBy, RequestFor: req.RequestedFor,
 		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
+		Policy: PolicyView{Approvals: req.Policy.Needed(), Approvers: s.Approvers(req), Tier: req.Policy.Tier},
+		Votes:  []VoteView{},
+	}
+	if v.Policy.Approvers == nil {
+		v.Policy.Approvers = []string{}
+	}
+	// A one-approval round has no votes while it is pending: its first vote
+	// decides it.
+	if req.Status != store.RequestPending || req.Policy.Needed() > 1 {
+		votes, err := s.DB.VotesFor(ctx, req.ID, req.Round)
+		if err != nil {
+			return View{}, err
+		}
+		v.Votes = voteViews(votes)
 	}
 	if req.Status == store.RequestPending && req.Round == 1 {
 		return v, nil // nothing decided or executed yet
@@ -70,7 +104,7 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 	d, err := s.DB.LatestDecision(ctx, req.ID)
 	switch {
 	case err == nil:
-		v.Decision = &DecisionView{Verdict: d.Verdict, By: d.DecidedBy, At: d.DecidedAt.UTC(), Via: d.Via, Round: d.Round}
+		v.Decision = &DecisionView{Verdict: d.Verdict, By: d.DecidedBy, At: d.DecidedAt.UTC(), Via: d.Via, Round: d.Round, Reason: d.Reason}
 	case !errors.Is(err, store.ErrNotFound):
 		return View{}, err
 	}
@@ -82,6 +116,14 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 		return View{}, err
 	}
 	return v, nil
+}
+
+func voteViews(votes []store.Vote) []VoteView {
+	out := make([]VoteView, len(votes))
+	for i, v := range votes {
+		out[i] = VoteView{By: v.Voter, Verdict: v.Verdict, At: v.VotedAt.UTC(), Reason: v.Reason}
+	}
+	return out
 }
 
 func executionView(e store.Execution) *ExecutionView {

@@ -57,6 +57,8 @@ type Reviewer interface {
 	Tool(name string) (approvals.Tool, bool)
 	Decide(ctx context.Context, d approvals.Decision) (approvals.Outcome, error)
 	AuthorizeResolution(ctx context.Context, r approvals.Resolution) (store.Request, error)
+	// Approvers returns who may vote on a request (its frozen policy's).
+	Approvers(req store.Request) []string
 }
 
 // Cards is the ledger's delivery side the bot works (approvals.Cards): the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,8 @@ type cardView struct {
 	Decision  *store.Decision
 	Execution *store.Execution
 	Tool      approvals.Tool
+	Votes     []store.Vote // the round's, oldest first
+	Approvers []string     // the request's (frozen) approvers
 }
 
 // settled reports whether the card can no longer change.
@@ -67,6 +70,10 @@ func (b *Bot) loadCard(ctx context.Context, requestID string, round int) (cardVi
 	}
 	v := cardView{Request: req, Round: round, State: state}
 	v.Tool, _ = b.review.Tool(req.Tool)
+	v.Approvers = b.review.Approvers(req)
+	if v.Votes, err = db.VotesFor(ctx, requestID, round); err != nil {
+		return cardView{}, err
+	}
 	d, err := db.DecisionFor(ctx, requestID, round)
 	switch {
 	case err == nil:
@@ -135,11 +142,58 @@ func renderCard(v cardView) (string, []slack.Block) {
 	blocks = append(blocks, slack.NewContextBlock("",
 		mrkdwn(fmt.Sprintf("Key `%s` · round %d · payload `%s`", short, v.Round, escape(req.PayloadHash)))))
 	blocks = append(blocks, slack.NewDividerBlock())
+	blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cut(policyText(v), maxSectionText)), nil, nil))
 	blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cut(statusText(v), maxSectionText)), nil, nil))
 	if actions := actionsBlock(v); actions != nil {
 		blocks = append(blocks, actions)
 	}
 	return fallback, blocks
+}
+
+// policyText is the round's policy, its votes so far and who may still
+// act: "needs 2 approvals from @fin-leads · 1 of 2 approvals: @ana".
+func policyText(v cardView) string {
+	p := v.Request.Policy
+	text := "*Review* " + approvals.PolicyText(p, v.Approvers, approverMention)
+	if p.Tier != nil {
+		text += fmt.Sprintf(" (tier %d)", *p.Tier+1)
+	}
+	var approvedBy []string
+	for _, vote := range v.Votes {
+		if vote.Verdict == store.VerdictApprove {
+			approvedBy = append(approvedBy, mention(vote.Voter))
+		}
+	}
+	if len(approvedBy) > 0 || p.Needed() > 1 {
+		text += fmt.Sprintf("\n%d of %d approvals", store.Approvals(v.Votes), p.Needed())
+		if len(approvedBy) > 0 {
+			text += ": " + strings.Join(approvedBy, ", ")
+		}
+	}
+	if v.State == string(store.RequestPending) {
+		if waiting := stillToAct(v.Approvers, v.Votes, v.Request.RequestedFor); len(waiting) > 0 {
+			names := make([]string, len(waiting))
+			for i, id := range waiting {
+				names[i] = approverMention(id)
+			}
+			text += "\nMay still act: " + strings.Join(names, ", ")
+		}
+	}
+	return text
+}
+
+// stillToAct lists the approvers who have not voted in the round: user
+// groups stay listed (their other members may still act), users who voted
+// or the request was made for drop out.
+func stillToAct(approvers []string, votes []store.Vote, requestedFor string) []string {
+	var out []string
+	for _, id := range approvers {
+		voted := slices.ContainsFunc(votes, func(v store.Vote) bool { return v.Voter == id })
+		if !voted && id != requestedFor {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // effectText is the snapshot as pretty JSON in a code block, cut to fit a
@@ -172,7 +226,11 @@ func statusText(v cardView) string {
 	case store.RequestPending:
 		return ":hourglass_flowing_sand: *Waiting for a decision.* Approving runs exactly the effect above, once."
 	case store.RequestRejected:
-		return ":x: *Rejected*" + decided + ". Nothing will run."
+		why := ""
+		if v.Decision != nil && v.Decision.Reason != "" {
+			why = "\n>" + escape(strings.ReplaceAll(v.Decision.Reason, "\n", " "))
+		}
+		return ":x: *Rejected*" + decided + ". Nothing will run." + why
 	case store.RequestExpired:
 		return ":hourglass: *Expired* at " + clock(v.Request.ExpiresAt) + " without a decision. Nothing will run."
 	case store.RequestCancelled:
@@ -292,6 +350,15 @@ func mention(id string) string {
 		return "<@" + id + ">"
 	}
 	return escape(id)
+}
+
+// approverMention renders an approver: a user or a user group (shown by
+// Slack as @handle), or anything else (a local reviewer) as text.
+func approverMention(id string) string {
+	if len(id) > 1 && id[0] == 'S' && validUserID("U"+id[1:]) {
+		return "<!subteam^" + id + ">"
+	}
+	return mention(id)
 }
 
 func validUserID(id string) bool {
