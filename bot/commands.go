@@ -153,6 +153,9 @@ func detailText(d lookup.Detail) string {
 
 	if dec := d.Decision; dec != nil {
 		fmt.Fprintf(&sb, "Decision: *%s* by %s at %s via %s (round %d)\n", dec.Verdict, mention(dec.DecidedBy), clock(dec.DecidedAt), escape(dec.Via), dec.Round)
+		if dec.Reason != "" {
+			fmt.Fprintf(&sb, "Reason: %s\n", escape(strings.ReplaceAll(dec.Reason, "\n", " ")))
+		}
 	} else {
 		sb.WriteString("Decision: none yet\n")
 	}

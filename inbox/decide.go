@@ -19,6 +19,7 @@ const (
 	fieldRound       = "round"
 	fieldPayloadHash = "payload_hash"
 	fieldVerdict     = "verdict"
+	fieldReason      = "reason"
 )
 
 // notice is the message a request page shows after a decision attempt.
@@ -28,8 +29,13 @@ type notice struct {
 	Message string
 }
 
-// noticeDecided is the code of a decision's redirect that recorded it.
-const noticeDecided = "decided"
+// Codes of a decision's redirect that recorded a vote: it decided the
+// round, it was counted towards the policy, or the reviewer had voted.
+const (
+	noticeDecided = "decided"
+	noticeCounted = "counted"
+	noticeRepeat  = "repeat"
+)
 
 // noticeFor returns the notice a decision's redirect carries as its code,
 // worded from the request as it stands, or nil for a code that is no notice.
@@ -40,6 +46,12 @@ func noticeFor(code string, d lookup.Detail) *notice {
 	switch code {
 	case noticeDecided:
 		return &notice{Level: "ok", Code: code, Message: "Your decision is recorded."}
+	case noticeCounted:
+		return &notice{Level: "ok", Code: code, Message: "Your approval is recorded; the request needs more approvals before it runs."}
+	case noticeRepeat:
+		return &notice{Level: "warn", Code: code, Message: "You already voted in this round; nothing changed."}
+	case approvals.CodeInvalidRequest:
+		return &notice{Level: "error", Code: code, Message: "A reject of this request needs a reason (at most 2000 characters). Nothing was recorded."}
 	case approvals.CodeAlreadyDecided:
 		ref = approvals.RefusalFor(&approvals.NotPendingError{Status: d.Request.Status, Decision: d.Decision})
 	case approvals.CodeStaleCard, approvals.CodeNotApprover, approvals.CodeSelfApproval:
@@ -71,7 +83,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	verdict := store.Verdict(r.PostForm.Get(fieldVerdict))
 	d := approvals.Decision{
 		RequestID: r.PostForm.Get(fieldRequestID), Round: round, PayloadHash: r.PostForm.Get(fieldPayloadHash),
-		Verdict: verdict, DecidedBy: h.reviewer, Via: Via,
+		Verdict: verdict, DecidedBy: h.reviewer, Via: Via, Reason: r.PostForm.Get(fieldReason),
 	}
 	if err != nil || d.RequestID == "" || d.PayloadHash == "" || (verdict != store.VerdictApprove && verdict != store.VerdictReject) {
 		h.fail(w, http.StatusBadRequest, "The form lacks the request, round, payload hash or verdict that a decision needs.")
@@ -79,7 +91,13 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := h.svc.Decide(r.Context(), d)
 	code := noticeDecided
-	if err == nil {
+	switch {
+	case err != nil:
+	case out.Counted:
+		code = noticeCounted
+	case out.Repeat:
+		code = noticeRepeat
+	default:
 		err = out.Err()
 	}
 	if err != nil {

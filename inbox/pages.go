@@ -28,13 +28,46 @@ type card struct {
 	// Outcome is the request's status with what became of its write, when
 	// the page knows it (lookup.Detail.Outcome); empty shows the status.
 	Outcome string
+	// Policy words the round's policy ("needs 2 approvals from …"),
+	// Progress its approvals so far, StillToAct who has not voted.
+	Policy     string
+	Progress   string
+	Votes      []store.Vote
+	StillToAct []string
+	// RejectReason is whether Reject asks why.
+	RejectReason approvals.ReasonRule
 }
 
 // Pending reports whether the card offers Approve and Reject.
 func (c card) Pending() bool { return c.Request.Status == store.RequestPending }
 
-func (h *Handler) card(req store.Request) card {
-	return card{Request: req, Reversible: h.svc.Tools[req.Tool].Reversible}
+// AsksReason reports whether the Reject form has a reason field.
+func (c card) AsksReason() bool { return c.RejectReason.AsksReason() }
+
+// NeedsReason reports whether that field must be filled.
+func (c card) NeedsReason() bool { return c.RejectReason == approvals.ReasonRequired }
+
+func (h *Handler) card(ctx context.Context, req store.Request) (card, error) {
+	tool := h.svc.Tools[req.Tool]
+	approvers := h.svc.Approvers(req)
+	c := card{Request: req, Reversible: tool.Reversible, RejectReason: tool.RejectReason,
+		Policy: approvals.PolicyText(req.Policy, approvers, nil)}
+	votes, err := h.db.VotesFor(ctx, req.ID, req.Round)
+	if err != nil {
+		return card{}, err
+	}
+	c.Votes = votes
+	if req.Policy.Needed() > 1 || len(votes) > 0 {
+		c.Progress = approvals.Progress(req.Policy, votes)
+	}
+	if c.Pending() {
+		for _, id := range approvers {
+			if !slices.ContainsFunc(votes, func(v store.Vote) bool { return v.Voter == id }) && id != req.RequestedFor {
+				c.StillToAct = append(c.StillToAct, id)
+			}
+		}
+	}
+	return c, nil
 }
 
 type inboxPage struct {
@@ -55,7 +88,12 @@ func (h *Handler) inbox(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(pending, func(a, b store.Request) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	p := inboxPage{page: page{Title: "Inbox"}}
 	for _, req := range pending {
-		p.Cards = append(p.Cards, h.card(req))
+		c, err := h.card(ctx, req)
+		if err != nil {
+			h.refuse(w, "listing pending requests", err)
+			return
+		}
+		p.Cards = append(p.Cards, c)
 	}
 	if p.Decided, err = h.recentlyDecided(ctx); err != nil {
 		h.refuse(w, "listing decided requests", err)
@@ -102,7 +140,12 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, "reading a request", err)
 		return
 	}
-	p := requestPage{page: page{Title: cmp.Or(req.Summary, req.Tool)}, Card: h.card(req), Detail: d, Notice: noticeFor(r.URL.Query().Get("notice"), d)}
+	c, err := h.card(ctx, req)
+	if err != nil {
+		h.refuse(w, "reading a request", err)
+		return
+	}
+	p := requestPage{page: page{Title: cmp.Or(req.Summary, req.Tool)}, Card: c, Detail: d, Notice: noticeFor(r.URL.Query().Get("notice"), d)}
 	p.Card.Outcome = d.Outcome()
 	p.Follow = running(d)
 	h.render(w, http.StatusOK, "request", p)
@@ -143,7 +186,11 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) {
 	}
 	p := lookupPage{page: page{Title: "Lookup", Query: text}, Answer: answer}
 	if answer.Detail != nil {
-		c := h.card(answer.Detail.Request)
+		c, err := h.card(r.Context(), answer.Detail.Request)
+		if err != nil {
+			h.refuse(w, "inbox lookup", err)
+			return
+		}
 		p.Card = &c
 	}
 	h.render(w, http.StatusOK, "lookup", p)

@@ -27,6 +27,7 @@ func parsePages(prefix string) map[string]*template.Template {
 		"shortKey": approvals.ShortKey,
 		"pretty":   prettyJSON,
 		"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"inc":      func(i int) int { return i + 1 },
 		"fields":   lookup.EventFields,
 		"deref":    func(s *string) string { return deref(s) },
 	}
