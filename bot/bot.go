@@ -59,6 +59,8 @@ type Reviewer interface {
 	AuthorizeResolution(ctx context.Context, r approvals.Resolution) (store.Request, error)
 	// Approvers returns who may vote on a request (its frozen policy's).
 	Approvers(req store.Request) []string
+	// MayVote is nil when user may cast verdict on req.
+	MayVote(ctx context.Context, req store.Request, user string, verdict store.Verdict) error
 }
 
 // Cards is the ledger's delivery side the bot works (approvals.Cards): the

@@ -320,7 +320,7 @@ func (b *Bot) update(ctx context.Context, row store.OutboxRow) (string, error) {
 	if note != "" || err != nil {
 		return note, err
 	}
-	if card.RenderedState == v.State && row.Data["reason"] != "converge" {
+	if reason := row.Data["reason"]; card.RenderedState == v.State && reason != "converge" && reason != store.OutboxReasonVote {
 		return "the card already shows this state", nil
 	}
 	text, blocks := renderCard(v)

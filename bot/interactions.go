@@ -26,6 +26,8 @@ type click struct {
 	ActionID string
 	Decision decisionValue // for approve and reject
 	Resolve  resolveValue  // for the needs-review actions
+	// TriggerID lets the click open a modal (the reject reason form).
+	TriggerID string
 }
 
 // ackBudget bounds the work before Slack gets its answer: Slack gives up
@@ -51,6 +53,7 @@ type interactionPayload struct {
 		ActionID string `json:"action_id"`
 		Value    string `json:"value"`
 	} `json:"actions"`
+	TriggerID string `json:"trigger_id"`
 }
 
 // parseClick reads a block_actions payload (the JSON in the form field
@@ -63,7 +66,7 @@ func parseClick(payload []byte) (click, error) {
 	if p.Type != string(slack.InteractionTypeBlockActions) || len(p.Actions) == 0 {
 		return click{}, errIgnored
 	}
-	c := click{User: p.User.ID, Channel: p.Channel.ID, ActionID: p.Actions[0].ActionID}
+	c := click{User: p.User.ID, Channel: p.Channel.ID, ActionID: p.Actions[0].ActionID, TriggerID: p.TriggerID}
 	if c.Channel == "" {
 		c.Channel = p.Container.ChannelID
 	}
@@ -106,13 +109,27 @@ func (b *Bot) Interactions() http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), ackBudget)
 		defer cancel()
-		b.interact(ctx, []byte(form.Get("payload")))
+		if response := b.interact(ctx, []byte(form.Get("payload"))); response != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(response)
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 	})
 }
 
-// interact handles one interaction payload from either transport.
-func (b *Bot) interact(ctx context.Context, payload []byte) {
+// interact handles one interaction payload from either transport and
+// returns the body of Slack's acknowledgement, nil for an empty one.
+func (b *Bot) interact(ctx context.Context, payload []byte) (response []byte) {
+	var kind struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(payload, &kind) == nil && kind.Type == string(slack.InteractionTypeViewSubmission) {
+		outcome, response := b.submitReject(ctx, payload)
+		b.metrics.Interactions.WithLabelValues(outcome).Inc()
+		return response
+	}
 	c, err := parseClick(payload)
 	if err != nil {
 		outcome := "malformed"
@@ -120,11 +137,13 @@ func (b *Bot) interact(ctx context.Context, payload []byte) {
 			outcome = "ignored"
 		}
 		b.metrics.Interactions.WithLabelValues(outcome).Inc()
-		return
+		return nil
 	}
 	var outcome, answer string
-	switch c.ActionID {
-	case ActionApprove, ActionReject:
+	switch {
+	case c.ActionID == ActionReject && b.asksReason(ctx, c):
+		outcome, answer = b.openRejectModal(ctx, c)
+	case c.ActionID == ActionApprove, c.ActionID == ActionReject:
 		outcome, answer = b.decide(ctx, c)
 	default:
 		outcome, answer = b.resolve(ctx, c)
@@ -133,6 +152,7 @@ func (b *Bot) interact(ctx context.Context, payload []byte) {
 	if answer != "" {
 		b.answer(c.Channel, c.User, answer)
 	}
+	return nil
 }
 
 // decide records a verdict and says what happened, in words for the clicker.

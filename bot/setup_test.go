@@ -104,7 +104,13 @@ func setup(t testing.TB, opts *options) *bundle {
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
 		"fast.expiring":  {Name: "fast.expiring", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Millisecond},
-	}})
+		// Two of its approvers, three above 1000.00, and a reject may say why.
+		"billing.quorum": {Name: "billing.quorum", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "UCAT", "UDAN", "UOWN"},
+			Approvals: 2, RejectReason: approvals.ReasonOptional, MaxAttempts: 5, Tiers: []approvals.Tier{
+				{When: approvals.Condition{Field: "amount_cents", Op: approvals.OpGT, Value: json.Number("100000")}, Approvals: 3},
+			}},
+		"billing.strict": {Name: "billing.strict", Channel: billingChan, Approvers: []string{"UANA", "UBEN"}, RejectReason: approvals.ReasonRequired},
+	}, Owners: map[string][]string{"billing-agent": {"UOWN"}}})
 	b := bot.New(bot.Config{
 		Slack: client, Review: review, Cards: approvals.NewCards(ledger), Lookup: lookup.Service{DB: ledger}, Groups: groups, SigningSecret: secret, Resolver: opts.resolver,
 		Logger: logger, PostInterval: -1, Lease: opts.lease, LookupAllowed: opts.lookupAllowed,

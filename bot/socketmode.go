@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 
@@ -52,9 +53,13 @@ func (b *Bot) socketEvent(ctx context.Context, client acker, evt socketmode.Even
 			return
 		}
 		actx, cancel := context.WithTimeout(ctx, ackBudget)
-		b.interact(actx, evt.Request.Payload)
+		response := b.interact(actx, evt.Request.Payload)
 		cancel()
-		if err := client.Ack(*evt.Request); err != nil {
+		var payload []any
+		if response != nil {
+			payload = append(payload, json.RawMessage(response))
+		}
+		if err := client.Ack(*evt.Request, payload...); err != nil {
 			b.logger.Warn("socket mode ack", slog.String("error", err.Error()))
 		}
 	case socketmode.EventTypeSlashCommand:

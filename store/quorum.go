@@ -54,7 +54,11 @@ func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err er
 			return fmt.Errorf("auditing vote: %w", err)
 		}
 		if p.Verdict == VerdictApprove && approvals < req.Policy.Needed() {
-			return write(ctx, ex, nil, []NewOutbox{updateCard(req.ID, req.Round, res.Vote.VotedAt)})
+			// The round stays pending, so the card's state does not change:
+			// the row says why it must be drawn again anyway.
+			update := updateCard(req.ID, req.Round, res.Vote.VotedAt)
+			update.Data = map[string]any{"reason": OutboxReasonVote}
+			return write(ctx, ex, nil, []NewOutbox{update})
 		}
 		d := p
 		d.Now = &res.Vote.VotedAt
@@ -69,6 +73,10 @@ func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err er
 	}
 	return res, nil
 }
+
+// OutboxReasonVote marks a card update queued by a vote that left the round
+// open: the card shows the same state with one more vote.
+const OutboxReasonVote = "vote"
 
 // VotesFor returns the votes of a request round, oldest first: who voted,
 // how and why. Reminders read it to mention only who has not voted yet.

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -29,7 +30,9 @@ import (
 type Call struct {
 	Method string
 	Form   url.Values
-	At     time.Time
+	// Body is a JSON call's body (views.open); Form is empty then.
+	Body json.RawMessage
+	At   time.Time
 }
 
 // Message is a message the fake holds.
@@ -65,6 +68,7 @@ type Slack struct {
 	limited   map[string]time.Time // method → 429 until
 	lastTS    int64
 	afterPost func(Message)
+	triggers  map[string]bool // trigger ids views.open used
 
 	socketOut  chan []byte      // envelopes to push over Socket Mode
 	socketAcks []map[string]any // what the client sent back
@@ -225,9 +229,26 @@ func (s *Slack) nextTS() string {
 
 func (s *Slack) serve(w http.ResponseWriter, r *http.Request) {
 	method := strings.TrimPrefix(r.URL.Path, "/")
+	var body json.RawMessage
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		body, _ = io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	}
 	_ = r.ParseForm()
+	if body != nil {
+		// A JSON call's fields answer like a form's, for do.
+		var fields map[string]any
+		_ = json.Unmarshal(body, &fields)
+		for k, v := range fields {
+			if str, ok := v.(string); ok {
+				r.PostForm.Set(k, str)
+			} else {
+				b, _ := json.Marshal(v)
+				r.PostForm.Set(k, string(b))
+			}
+		}
+	}
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: method, Form: r.PostForm, At: time.Now()})
+	s.calls = append(s.calls, Call{Method: method, Form: r.PostForm, Body: body, At: time.Now()})
 	var failure *Failure
 	if until, ok := s.limited[method]; ok && time.Now().Before(until) {
 		failure = &Failure{Status: http.StatusTooManyRequests, RetryAfter: "1"}
@@ -301,6 +322,17 @@ func (s *Slack) do(method string, form url.Values) (map[string]any, func(Message
 			}
 		}
 		return notOK("message_not_found"), nil, nil
+	case "views.open":
+		// A trigger id is good for one view; Slack refuses a second.
+		trigger := form.Get("trigger_id")
+		if trigger == "" || s.triggers[trigger] {
+			return notOK("invalid_trigger_id"), nil, nil
+		}
+		if s.triggers == nil {
+			s.triggers = make(map[string]bool)
+		}
+		s.triggers[trigger] = true
+		return ok(map[string]any{"view": map[string]any{"id": "V" + s.nextTS()}}), nil, nil
 	case "chat.postEphemeral":
 		return ok(map[string]any{"message_ts": s.nextTS()}), nil, nil
 	case "conversations.history":
@@ -445,6 +477,43 @@ func ClickPayload(user, channel, actionID, value string) []byte {
 		}},
 		"response_url": "https://hooks.slack.invalid/actions/T1/1/x",
 		"trigger_id":   "1.2.3",
+	})
+	return p
+}
+
+// ClickPayloadWithTrigger is ClickPayload with its own trigger id, which
+// a modal opened from the click spends.
+func ClickPayloadWithTrigger(user, channel, actionID, value, trigger string) []byte {
+	var p map[string]any
+	_ = json.Unmarshal(ClickPayload(user, channel, actionID, value), &p)
+	p["trigger_id"] = trigger
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// OpenedViews returns the views opened with views.open, oldest first.
+func (s *Slack) OpenedViews() []json.RawMessage {
+	var views []json.RawMessage
+	for _, c := range s.Calls("views.open") {
+		views = append(views, raw(c.Form.Get("view")))
+	}
+	return views
+}
+
+// SubmissionPayload returns the view_submission payload Slack sends when
+// user submits view (as opened) with text typed in the input whose block and
+// action ids are given.
+func SubmissionPayload(user string, view json.RawMessage, blockID, actionID, text string) []byte {
+	var v map[string]any
+	_ = json.Unmarshal(view, &v)
+	v["id"] = "V1"
+	v["state"] = map[string]any{"values": map[string]any{blockID: map[string]any{
+		actionID: map[string]any{"type": "plain_text_input", "value": text},
+	}}}
+	p, _ := json.Marshal(map[string]any{
+		"type": "view_submission",
+		"user": map[string]any{"id": user, "username": strings.ToLower(user)},
+		"view": v,
 	})
 	return p
 }
