@@ -49,8 +49,8 @@ type app struct {
 	// hookMetrics counts intake and votes.
 	hookMetrics *approvals.Metrics
 	http        *httpServer
-	inboxURL string
-	where    string // the store, for people
+	inboxURL    string
+	where       string // the store, for people
 
 	lifecycle
 }
