@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+// envServeProcess makes the test binary run `countersign serve` as a
+// process of its own (TestHelperServeProcess), so a test can run replicas
+// side by side, stop one and start it again with another configuration.
+const envServeProcess = "COUNTERSIGN_TEST_SERVE_PROCESS"
+
+// TestHelperServeProcess is serve in a child process; it does nothing in
+// a normal test run.
+func TestHelperServeProcess(t *testing.T) {
+	if os.Getenv(envServeProcess) == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, []string{"serve"}, os.Getenv, nil, os.Stdout, os.Stderr))
+}
+
+// serveProcess is a running serve child process.
+type serveProcess struct {
+	base string
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{}
+}
+
+// startServeProcess runs serve in a child process with env (added to this
+// process's environment) and returns once it listens.
+func startServeProcess(t *testing.T, env map[string]string) *serveProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServeProcess$")
+	cmd.Env = append(os.Environ(), envServeProcess+"=1", "COUNTERSIGN_LISTEN=127.0.0.1:0")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	p := &serveProcess{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.logs, p.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.stop(t) })
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		for _, line := range strings.Split(p.logs.String(), "\n") {
+			if addr, ok := listeningAddr([]byte(line)); ok {
+				p.base = "http://" + addr
+				return p
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("serve exited before listening:\n%s", p.logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve never listened:\n%s", p.logs.String())
+	return nil
+}
+
+// stop ends the process with SIGTERM and waits for it.
+func (p *serveProcess) stop(t *testing.T) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("serve did not stop on SIGTERM:\n%s", p.logs.String())
+	}
+}
+
+// quorumEnv is serve's environment for a quorum test: PostgreSQL at dbURL,
+// the fake Slack, and a configuration file holding tools.
+func quorumEnv(t *testing.T, dbURL string, fake *bottest.Slack, tools string) map[string]string {
+	sum := sha256.Sum256([]byte(smokeToken))
+	cfg := writeConfig(t, fmt.Sprintf(`
+slack: {channel: C0BILLING}
+executor:
+  dispatch_schedule: "@every 1s"
+  reconcile_schedule: "@every 1s"
+agents: [{name: smoke-agent, token_sha256: %s}]
+tools:
+%s`, hex.EncodeToString(sum[:]), tools))
+	return map[string]string{
+		"COUNTERSIGN_DATABASE_URL": dbURL, "COUNTERSIGN_CONFIG": cfg, "COUNTERSIGN_DISPATCH_SECRET": smokeSecret,
+		"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": quorumSlackSecret,
+		"COUNTERSIGN_SLACK_API_URL": fake.URL() + "/", "COUNTERSIGN_INBOX": "off",
+	}
+}
+
+const quorumSlackSecret = "quorum-signing-secret"
+
+// clickAt presses a card button as user on the serve at base.
+func clickAt(t *testing.T, base, user, action string, req postedRequest) int {
+	value, _ := json.Marshal(map[string]any{"r": req.ID, "n": 1, "h": req.PayloadHash})
+	body := bottest.ClickForm(bottest.ClickPayload(user, "C0BILLING", action, string(value)))
+	hr, _ := http.NewRequest(http.MethodPost, base+"/slack/interactions", strings.NewReader(string(body)))
+	hr.Header = bottest.Sign(quorumSlackSecret, time.Now(), body)
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func postIntent(t *testing.T, base, intent string) postedRequest {
+	t.Helper()
+	code, body := caller(t, http.DefaultClient, base)(http.MethodPost, "/v1/requests", intent,
+		map[string]string{"Authorization": "Bearer " + smokeToken})
+	if code != http.StatusCreated {
+		t.Fatalf("POST = %d %s", code, body)
+	}
+	var created postedRequest
+	if err := json.Unmarshal(body, &created); err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// quorumView is the part of the representation the quorum tests read.
+type quorumView struct {
+	Status string `json:"status"`
+	Policy struct {
+		Approvals int      `json:"approvals"`
+		Approvers []string `json:"approvers"`
+		Tier      *int     `json:"tier"`
+	} `json:"policy"`
+	Votes []struct {
+		By, Verdict string
+	} `json:"votes"`
+	Execution *struct{ State string } `json:"execution"`
+}
+
+func getView(t *testing.T, base, ref string) quorumView {
+	t.Helper()
+	code, body := caller(t, http.DefaultClient, base)(http.MethodGet, "/v1/requests/"+ref, "",
+		map[string]string{"Authorization": "Bearer " + smokeToken})
+	var v quorumView
+	if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
+		t.Fatalf("GET = %d %s", code, body)
+	}
+	return v
+}
+
+// Eight reviewers approve a 3-of-N request at once, their clicks spread over
+// two serve processes on one PostgreSQL: exactly one decision, three votes,
+// one execution, and one write at the provider.
+func TestQuorumAcrossTwoServeProcesses(t *testing.T) {
+	t.Parallel()
+	provider := providertest.New()
+	provider.Secret = []byte(smokeSecret)
+	providerSrv := providertest.Start(t, provider)
+	fake := bottest.New(t)
+	dbURL := storetest.NewURL(t)
+	env := quorumEnv(t, dbURL, fake, fmt.Sprintf(`  billing.credit:
+    approvers: [U1, U2, U3, U4, U5, U6, U7, U8]
+    approvals: 3
+    dispatch: {url: "%s/credits"}
+    key_aware: true
+`, providerSrv.URL))
+	replicas := []*serveProcess{startServeProcess(t, env), startServeProcess(t, env)}
+	req := postIntent(t, replicas[0].base,
+		`{"run_id":"r-q","step":1,"tool":"billing.credit","effect":{"invoice":"inv_q","amount_cents":700,"currency":"EUR"},"summary":"Credit 7.00 EUR"}`)
+
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if code := clickAt(t, replicas[i%2].base, fmt.Sprintf("U%d", i+1), "approve", req); code != http.StatusOK {
+				t.Errorf("click %d answered %d", i, code)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		v := getView(t, replicas[1].base, req.Key)
+		if v.Execution != nil && v.Execution.State == "succeeded" {
+			if v.Status != "approved" || len(v.Votes) != 3 || v.Policy.Approvals != 3 {
+				t.Fatalf("view = %+v", v)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the write never succeeded: %+v", v)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	db, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	for query, want := range map[string]int{
+		`SELECT count(*) FROM decisions`:                     1,
+		`SELECT count(*) FROM votes`:                         3,
+		`SELECT count(*) FROM executions`:                    1,
+		`SELECT count(*) FROM events WHERE kind = 'voted'`:   3,
+		`SELECT count(*) FROM events WHERE kind = 'decided'`: 1,
+		`SELECT count(*) FROM events WHERE kind = 'claimed'`: 1,
+	} {
+		var n int
+		if err := db.QueryRow(context.Background(), query).Scan(&n); err != nil || n != want {
+			t.Errorf("%s = %d (%v), want %d", query, n, err, want)
+		}
+	}
+	if got := provider.Received(); got != 1 {
+		t.Errorf("the provider received %d writes, want 1", got)
+	}
+}
+
+// A request keeps the policy it was given at intake: after serve restarts
+// with a configuration that drops the tier and needs one approval, the
+// pending request still needs its tier's two.
+func TestPolicyIsFrozenAcrossARestartWithANewConfig(t *testing.T) {
+	t.Parallel()
+	fake := bottest.New(t)
+	dbURL := storetest.NewURL(t)
+	tool := func(approvals, tiers string) string {
+		return fmt.Sprintf(`  billing.credit:
+    approvers: [U1, U2, U3]
+    approvals: %s
+%s    dispatch: {url: "http://127.0.0.1:9/credits"}
+`, approvals, tiers)
+	}
+	before := startServeProcess(t, quorumEnv(t, dbURL, fake, tool("1", `    tiers:
+      - when: {field: amount_cents, gt: 100000}
+        approvals: 2
+`)))
+	over := postIntent(t, before.base, `{"run_id":"r-f","step":1,"tool":"billing.credit","effect":{"amount_cents":100001},"summary":"big"}`)
+	at := postIntent(t, before.base, `{"run_id":"r-f","step":2,"tool":"billing.credit","effect":{"amount_cents":100000},"summary":"boundary"}`)
+	if v := getView(t, before.base, over.Key); v.Policy.Approvals != 2 || v.Policy.Tier == nil || *v.Policy.Tier != 0 {
+		t.Fatalf("policy past the boundary = %+v", v.Policy)
+	}
+	if v := getView(t, before.base, at.Key); v.Policy.Approvals != 1 || v.Policy.Tier != nil {
+		t.Fatalf("policy at the boundary = %+v", v.Policy)
+	}
+	before.stop(t)
+
+	after := startServeProcess(t, quorumEnv(t, dbURL, fake, tool("1", "")))
+	clickAt(t, after.base, "U1", "approve", over)
+	if v := getView(t, after.base, over.Key); v.Status != "pending" || len(v.Votes) != 1 || v.Policy.Approvals != 2 {
+		t.Fatalf("after one approval under the new config: %+v", v)
+	}
+	clickAt(t, after.base, "U2", "approve", over)
+	if v := getView(t, after.base, over.Key); v.Status != "approved" {
+		t.Fatalf("after the second approval: %+v", v)
+	}
+}
