@@ -30,34 +30,41 @@ func benchPoolURL(b *testing.B) string {
 // click); clickers=distinct is 4 different approvers clicking at once, which
 // nothing in-process can share.
 //
+// clickers=two_of_n is 4 different approvers clicking at once on a tool
+// that needs 2 approvals: each request gets exactly 2 votes and 1 decision.
+//
 // With -short (the smoke run in make test) it storms 20 requests, not 1,000.
 func BenchmarkClickStorm(b *testing.B) {
 	requests := 1000
 	if testing.Short() {
 		requests = 20
 	}
-	for _, clickers := range []string{"same", "distinct"} {
+	for _, clickers := range []string{"same", "distinct", "two_of_n"} {
 		for _, parallel := range []int{1, 8} {
 			b.Run(fmt.Sprintf("clickers=%s/requests_in_flight=%d", clickers, parallel), func(b *testing.B) {
 				for range b.N {
-					clickStorm(b, requests, parallel, clickers == "distinct")
+					clickStorm(b, requests, parallel, clickers)
 				}
 			})
 		}
 	}
 }
 
-func clickStorm(b *testing.B, n, parallel int, distinct bool) {
+func clickStorm(b *testing.B, n, parallel int, clickers string) {
 	b.StopTimer()
 	bb := setup(b, &options{dbURL: benchPoolURL(b)})
 	bb.fake.SetGroup("S0FINANCE", "UCAT", "UDAN")
 	users := []string{"UANA", "UANA", "UANA", "UANA"}
-	if distinct {
+	tool := "billing.credit"
+	switch clickers {
+	case "distinct":
 		users = []string{"UANA", "UBEN", "UCAT", "UDAN"}
+	case "two_of_n":
+		users, tool = []string{"UANA", "UBEN", "UCAT", "UDAN"}, "billing.quorum"
 	}
 	reqs := make([]store.Request, n)
 	for i := range n {
-		reqs[i] = bb.submit(intent{n: i})
+		reqs[i] = bb.submit(intent{n: i, tool: tool})
 	}
 	type click struct {
 		body   []byte
@@ -117,6 +124,11 @@ func clickStorm(b *testing.B, n, parallel int, distinct bool) {
 	bb.bot.Wait()
 	if got := bb.count(`SELECT count(*) FROM decisions`); got != n {
 		b.Fatalf("%d decisions, want %d", got, n)
+	}
+	if clickers == "two_of_n" {
+		if got := bb.count(`SELECT count(*) FROM votes`); got != 2*n {
+			b.Fatalf("%d votes, want %d (2 per request)", got, 2*n)
+		}
 	}
 	slices.Sort(latencies)
 	b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), "clicks/s")
