@@ -18,7 +18,7 @@ import (
 func scanRequest(row pgx.Row, r *store.Request, extra ...any) error {
 	return row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &r.Step, &r.Tool, &r.Snapshot, &r.PayloadHash,
 		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &r.ExpiresAt,
-		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt}, extra...)...)
+		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt, &r.Version}, extra...)...)
 }
 
 func collect[T any](what string, rows pgx.Rows, err error) ([]T, error) {
