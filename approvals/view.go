@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -30,8 +29,15 @@ type View struct {
 	ExpiresAt   time.Time           `json:"expires_at"`
 	Decision    *DecisionView       `json:"decision"`
 	Execution   *ExecutionView      `json:"execution"`
-	Policy      PolicyView          `json:"policy"`
-	Votes       []VoteView          `json:"votes"`
+	// Settled is true once the outcome can no longer change (store.Settled).
+	Settled bool `json:"settled"`
+	// Version grows with every change of the fields above (store.Request.Version);
+	// GET ?since=N answers once it is past N.
+	Version int64 `json:"version"`
+	// Policy is how the request's rounds are decided, frozen at intake;
+	// Votes are the current round's votes, oldest first.
+	Policy PolicyView `json:"policy"`
+	Votes  []VoteView `json:"votes"`
 }
 
 // PolicyView is how the request's rounds are decided, frozen at intake.
@@ -83,6 +89,7 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 		RunID: req.RunID, Step: req.Step, Tool: req.Tool, Effect: req.Snapshot,
 		Summary: req.Summary, Reason: req.Reason, RequestedBy: req.RequestedBy, RequestFor: req.RequestedFor,
 		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
+		Version: req.Version,
 		Policy: PolicyView{Approvals: req.Policy.Needed(), Approvers: s.Approvers(req), Tier: req.Policy.Tier},
 		Votes:  []VoteView{},
 	}
@@ -101,6 +108,9 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 	if req.Status == store.RequestPending && req.Round == 1 {
 		return v, nil // nothing decided or executed yet
 	}
+	// The request was read first, so Version never counts a change the
+	// reads below do not show; a newer execution read below only makes a
+	// long-poll wake once more.
 	d, err := s.DB.LatestDecision(ctx, req.ID)
 	switch {
 	case err == nil:
@@ -115,6 +125,7 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 	case !errors.Is(err, store.ErrNotFound):
 		return View{}, err
 	}
+	v.Settled = v.settled()
 	return v, nil
 }
 
@@ -144,11 +155,10 @@ func executionView(e store.Execution) *ExecutionView {
 	return ev
 }
 
-// fingerprint is what a long-poll watches: any change in it ends the wait.
-func (v View) fingerprint() string {
-	fp := string(v.Status) + "/" + strconv.Itoa(v.Round)
+func (v View) settled() bool {
+	var exec store.ExecState
 	if v.Execution != nil {
-		fp += "/" + string(v.Execution.State) + "/" + strconv.Itoa(v.Execution.Attempts)
+		exec = v.Execution.State
 	}
-	return fp
+	return store.Settled(v.Status, exec)
 }

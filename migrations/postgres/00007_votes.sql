@@ -26,7 +26,24 @@ CREATE TABLE votes (
     UNIQUE (request_id, round, voter)
 );
 
+-- A vote is a change an agent can see (the representation lists the
+-- round's votes): it bumps the request's version and wakes its waiters.
+-- +goose StatementBegin
+CREATE FUNCTION countersign_vote_cast() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE requests SET version = version + 1 WHERE id = NEW.request_id;
+    PERFORM pg_notify('countersign_change', NEW.request_id::text);
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER votes_cast AFTER INSERT ON votes
+    FOR EACH ROW EXECUTE FUNCTION countersign_vote_cast();
+
 -- +goose Down
+DROP TRIGGER votes_cast ON votes;
+DROP FUNCTION countersign_vote_cast;
 DROP TABLE votes;
 ALTER TABLE decisions DROP COLUMN reason;
 ALTER TABLE requests DROP COLUMN policy;

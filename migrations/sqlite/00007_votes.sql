@@ -23,7 +23,16 @@ CREATE TABLE votes (
     UNIQUE (request_id, round, voter)
 );
 
+-- A vote is a change an agent can see: it bumps the request's version.
+-- +goose StatementBegin
+CREATE TRIGGER votes_cast AFTER INSERT ON votes
+BEGIN
+    UPDATE requests SET version = version + 1 WHERE id = NEW.request_id;
+END;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP TRIGGER votes_cast;
 DROP TABLE votes;
 ALTER TABLE decisions DROP COLUMN reason;
 ALTER TABLE requests DROP COLUMN policy;

@@ -87,6 +87,7 @@ var contract = []struct {
 	{"QuorumOneRejectDecidesWithItsReason", testQuorumOneRejectDecidesWithItsReason},
 	{"QuorumUnderConcurrency", testQuorumUnderConcurrency},
 	{"VoteRefusesStaleRoundOrHash", testVoteRefusesStaleRoundOrHash},
+	{"VersionGrowsOnEveryVisibleChange", testVersionGrowsOnEveryVisibleChange},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

@@ -65,6 +65,10 @@ func testQuorumDecidesOnTheNthDistinctApproval(t *testing.T, b *Backend) {
 	if !first.Open || !first.Cast || first.Decided || len(first.Votes) != 1 || first.Request.Status != store.RequestPending {
 		t.Fatalf("first approval = %+v", first)
 	}
+	// A vote is a visible change: the request's version grows.
+	if after := must(b.RequestByID(ctx, req.ID)); after.Version <= req.Version {
+		t.Errorf("version after a vote = %d, before %d", after.Version, req.Version)
+	}
 	again := vote(t, b, req, store.VerdictApprove, "U1", "")
 	if !again.Open || again.Cast || again.Decided || again.Vote.ID != first.Vote.ID || len(again.Votes) != 1 {
 		t.Fatalf("repeated approval = %+v", again)

@@ -25,6 +25,7 @@ var appRolePrivileges = map[string][]string{
 	"table executions":       {"SELECT", "INSERT", "UPDATE"},
 	"table outbox":           {"SELECT", "INSERT", "UPDATE"},
 	"table cards":            {"SELECT", "INSERT", "UPDATE"},
+	"table callbacks":        {"SELECT", "INSERT", "UPDATE"},
 	"table events":           {"SELECT", "INSERT"},
 	"table goose_db_version": {"SELECT"},
 	"table votes":            {"SELECT", "INSERT"},
@@ -34,6 +35,7 @@ var appRolePrivileges = map[string][]string{
 	"sequence outbox_id_seq":           {"USAGE"},
 	"sequence events_id_seq":           {"USAGE"},
 	"sequence votes_id_seq":            {"USAGE"},
+	"sequence callbacks_id_seq":        {"USAGE"},
 	"sequence goose_db_version_id_seq": nil,
 
 	"function countersign_card_state":     {"EXECUTE"},
@@ -41,6 +43,8 @@ var appRolePrivileges = map[string][]string{
 	"function events_append_only":         nil,
 	"function notify_request_change":      nil,
 	"function notify_execution_change":    nil,
+	"function bump_request_version":       nil,
+	"function countersign_vote_cast":      nil,
 
 	"schema public": {"USAGE"},
 }
