@@ -42,6 +42,26 @@ func FuzzParseClick(f *testing.F) {
 	})
 }
 
+// parseSubmission never panics, and what it accepts names a user and a
+// complete card.
+func FuzzParseSubmission(f *testing.F) {
+	view := []byte(`{"type":"modal","callback_id":"countersign_reject","private_metadata":"{\"r\":\"0b8f7c1e-3d1a-4c62-9d1e-5b0b6f3b7a10\",\"n\":1,\"h\":\"sha256:00\",\"c\":\"C1\"}"}`)
+	f.Add(bottest.SubmissionPayload("UANA", view, ReasonBlockID, ReasonActionID, "wrong amount"))
+	f.Add(bottest.SubmissionPayload("", view, ReasonBlockID, ReasonActionID, ""))
+	f.Add([]byte(`{"type":"view_submission","user":{"id":"U1"},"view":{"callback_id":"countersign_reject","private_metadata":"{}"}}`))
+	f.Add([]byte(`{"type":"view_submission","view":{"callback_id":"other"}}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		sub, err := parseSubmission(payload)
+		if err != nil {
+			return
+		}
+		if sub.User == "" || sub.Meta.RequestID == "" || sub.Meta.Round < 1 || sub.Meta.PayloadHash == "" {
+			t.Fatalf("accepted an incomplete submission %+v", sub)
+		}
+	})
+}
+
 // verify accepts exactly the signature Slack would send, in its window.
 func FuzzVerify(f *testing.F) {
 	const secret = "fuzz-secret"

@@ -101,21 +101,17 @@ type submissionPayload struct {
 // error. A modal submitted after the round was decided changes nothing and
 // is answered like a late click.
 func (b *Bot) submitReject(ctx context.Context, payload []byte) (outcome string, response []byte) {
-	var p submissionPayload
-	if err := json.Unmarshal(payload, &p); err != nil || p.User.ID == "" {
-		return "malformed", nil
-	}
-	if p.View.CallbackID != CallbackReject {
+	sub, err := parseSubmission(payload)
+	switch {
+	case errors.Is(err, errIgnored):
 		return "ignored", nil
-	}
-	var meta rejectMeta
-	if err := json.Unmarshal([]byte(p.View.PrivateMetadata), &meta); err != nil || meta.RequestID == "" || meta.Round < 1 || meta.PayloadHash == "" {
+	case err != nil:
 		return "malformed", nil
 	}
-	reason := p.View.State.Values[ReasonBlockID][ReasonActionID].Value
+	meta, reason := sub.Meta, sub.Reason
 	out, err := b.review.Decide(ctx, approvals.Decision{
 		RequestID: meta.RequestID, Round: meta.Round, PayloadHash: meta.PayloadHash,
-		Verdict: store.VerdictReject, DecidedBy: p.User.ID, Via: "slack", Reason: reason,
+		Verdict: store.VerdictReject, DecidedBy: sub.User, Via: "slack", Reason: reason,
 	})
 	var input *approvals.InputError
 	if errors.As(err, &input) {
@@ -134,6 +130,33 @@ func (b *Bot) submitReject(ctx context.Context, payload []byte) (outcome string,
 		}
 		outcome, answer = b.refused("recording a decision", err, slog.String("request_id", meta.RequestID))
 	}
-	b.answer(meta.Channel, p.User.ID, answer)
+	b.answer(meta.Channel, sub.User, answer)
 	return outcome, nil
+}
+
+// submission is a submitted reject form: who, on which card, and why.
+type submission struct {
+	User   string
+	Meta   rejectMeta
+	Reason string
+}
+
+// parseSubmission reads a view_submission payload of the reject form;
+// another view's is errIgnored.
+func parseSubmission(payload []byte) (submission, error) {
+	var p submissionPayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return submission{}, fmt.Errorf("malformed view submission: %w", err)
+	}
+	if p.Type != string(slack.InteractionTypeViewSubmission) || p.View.CallbackID != CallbackReject {
+		return submission{}, errIgnored
+	}
+	if p.User.ID == "" {
+		return submission{}, errors.New("view submission without a user")
+	}
+	var meta rejectMeta
+	if err := json.Unmarshal([]byte(p.View.PrivateMetadata), &meta); err != nil || meta.RequestID == "" || meta.Round < 1 || meta.PayloadHash == "" {
+		return submission{}, errors.New("malformed reject form metadata")
+	}
+	return submission{User: p.User.ID, Meta: meta, Reason: p.View.State.Values[ReasonBlockID][ReasonActionID].Value}, nil
 }
