@@ -33,7 +33,7 @@ func TestDispatchSendsTheApprovedBytesOnce(t *testing.T) {
 		if e.Attempts != 1 || e.ProviderRef == nil || *e.ProviderRef != obj.ID || e.ResponseStatus == nil || *e.ResponseStatus != 201 {
 			t.Fatalf("execution recorded attempts=%d ref=%v status=%v", e.Attempts, e.ProviderRef, e.ResponseStatus)
 		}
-		if got := eventKinds(t, b.db, req.ID); !slices.Equal(got, []string{"requested", "decided", "claimed", "succeeded"}) {
+		if got := eventKinds(t, b.db, req.ID); !slices.Equal(got, []string{"requested", "voted", "decided", "claimed", "succeeded"}) {
 			t.Fatalf("events %v", got)
 		}
 		if got := outboxRows(t, b.db, req.ID); !slices.Equal(got, []string{"post_card/1", "update_card/1", "update_card/1", "update_card/1"}) {

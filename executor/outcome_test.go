@@ -152,7 +152,7 @@ func TestRetryThenSucceedUnderTheSameKey(t *testing.T) {
 			t.Fatalf("attempts %d", e.Attempts)
 		}
 		wantObjects(t, b.provider, req.Key, 1)
-		if got := eventKinds(t, b.db, req.ID); !slices.Equal(got, []string{"requested", "decided", "claimed", "attempt", "claimed", "attempt", "claimed", "succeeded"}) {
+		if got := eventKinds(t, b.db, req.ID); !slices.Equal(got, []string{"requested", "voted", "decided", "claimed", "attempt", "claimed", "attempt", "claimed", "succeeded"}) {
 			t.Fatalf("events %v", got)
 		}
 	})

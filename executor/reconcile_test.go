@@ -75,7 +75,7 @@ func TestCrashBeforeDispatchIsVerifiedThenSentOnce(t *testing.T) {
 		if e.Attempts != 2 {
 			t.Fatalf("attempts %d, want 2 (the dead claim counts)", e.Attempts)
 		}
-		if got := eventKinds(t, b.db, req.ID); !slices.Equal(got, []string{"requested", "decided", "claimed", "unknown", "verified", "claimed", "succeeded"}) {
+		if got := eventKinds(t, b.db, req.ID); !slices.Equal(got, []string{"requested", "voted", "decided", "claimed", "unknown", "verified", "claimed", "succeeded"}) {
 			t.Fatalf("events %v", got)
 		}
 	})
