@@ -77,3 +77,49 @@ func TestSocketModeServesTheSameHandlers(t *testing.T) {
 		t.Fatalf("slash command ack = %#v", acker.acks[1])
 	}
 }
+
+// A reject form submitted over Socket Mode is answered in the envelope's
+// acknowledgement: a required reason left empty keeps the form open with the
+// field's error; with a reason, the reject is recorded.
+func TestSocketModeAnswersTheRejectForm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.NewDB(t)
+	fake := bottest.New(t)
+	client := slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
+	review, err := approvals.New(approvals.Config{DB: store.NewLedger(db), Logger: discard(), Tools: map[string]approvals.Tool{
+		"billing.credit": {Name: "billing.credit", Channel: "C1", Approvers: []string{"UANA"}, RejectReason: approvals.ReasonRequired},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(Config{Slack: client, Review: review, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, Logger: discard(), PostInterval: -1})
+	req, _, err := review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
+		Effect: json.RawMessage(`{"invoice":"inv_1"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value, _ := json.Marshal(decisionValue{RequestID: req.ID, Round: 1, PayloadHash: req.PayloadHash})
+	acker := &recordingAcker{}
+	interactive := func(id string, payload []byte) {
+		b.socketEvent(ctx, acker, socketmode.Event{Type: socketmode.EventTypeInteractive, Request: &socketmode.Request{Type: "interactive", EnvelopeID: id, Payload: payload}})
+	}
+	interactive("e1", bottest.ClickPayload("UANA", "C1", ActionReject, string(value)))
+	views := fake.OpenedViews()
+	if len(views) != 1 {
+		t.Fatalf("views opened = %d, want 1", len(views))
+	}
+	interactive("e2", bottest.SubmissionPayload("UANA", views[0], ReasonBlockID, ReasonActionID, ""))
+	interactive("e3", bottest.SubmissionPayload("UANA", views[0], ReasonBlockID, ReasonActionID, "not ours"))
+	b.Wait()
+	if len(acker.acks) != 3 || acker.acks[0] != nil || acker.acks[2] != nil {
+		t.Fatalf("acks = %#v", acker.acks)
+	}
+	if errs, ok := acker.acks[1].(json.RawMessage); !ok || !strings.Contains(string(errs), `"response_action":"errors"`) {
+		t.Fatalf("empty reason's ack = %#v", acker.acks[1])
+	}
+	var reason string
+	if err := db.Pool.QueryRow(ctx, `SELECT reason FROM decisions`).Scan(&reason); err != nil || reason != "not ours" {
+		t.Fatalf("decision reason = %q (%v)", reason, err)
+	}
+}
