@@ -149,15 +149,19 @@ func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest
 			return nil, err
 		}
 		missing = slices.DeleteFunc(slices.Clone(missing), func(p store.NewRequest) bool { _, ok := byKey[p.Key]; return ok })
-		// Existing keys are rare here (the service reads before it inserts),
-		// so each is one lookup on the unique index.
-		for _, p := range missing {
-			req, err := e.RequestByKey(ctx, p.Key)
-			switch {
-			case err == nil:
-				byKey[p.Key] = store.InsertResult{Request: req}
-			case !errors.Is(err, store.ErrNotFound):
+		// Replays reach the insert (the service inserts first on a remote
+		// store), so the keys that conflicted are read back in one statement.
+		if len(missing) > 0 {
+			keys := make([]string, len(missing))
+			for i, p := range missing {
+				keys[i] = p.Key
+			}
+			found, err := e.ReplayRequests(ctx, keys)
+			if err != nil {
 				return nil, wrap("inserting requests", err)
+			}
+			for key, r := range found {
+				byKey[key] = store.InsertResult{Request: r.Request}
 			}
 		}
 		missing = slices.DeleteFunc(missing, func(p store.NewRequest) bool { _, ok := byKey[p.Key]; return ok })
