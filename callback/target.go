@@ -24,10 +24,10 @@ func (t Target) Validate() error {
 		errs = append(errs, errors.New("callback.url is required"))
 	case err != nil:
 		errs = append(errs, fmt.Errorf("callback.url does not parse: %w", err))
+	case u.Scheme == "" || u.Host == "":
+		errs = append(errs, errors.New("callback.url must be absolute, with http or https and a host"))
 	case u.Scheme != "http" && u.Scheme != "https":
 		errs = append(errs, fmt.Errorf("callback.url must be http or https, not %q", u.Scheme))
-	case u.Host == "":
-		errs = append(errs, errors.New("callback.url must be absolute, with a host"))
 	case u.User != nil:
 		errs = append(errs, errors.New("callback.url must not hold credentials; the signature authenticates the call"))
 	}
