@@ -172,6 +172,25 @@ func (e *agentEndpoint) waitFor(t *testing.T, what string, cond func(e *agentEnd
 // sends it once more.
 func TestCallbackSurvivesKillBetweenCommitAndDelivery(t *testing.T) {
 	t.Parallel()
+	for _, store := range []struct {
+		name string
+		env  func(t *testing.T) map[string]string
+	}{
+		{"postgres", func(t *testing.T) map[string]string {
+			return map[string]string{"COUNTERSIGN_DATABASE_URL": storetest.NewURL(t)}
+		}},
+		{"embedded", func(t *testing.T) map[string]string {
+			return map[string]string{"COUNTERSIGN_DATABASE_URL": "", "COUNTERSIGN_DATA_DIR": t.TempDir()}
+		}},
+	} {
+		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
+			testCallbackSurvivesKill(t, store.env(t))
+		})
+	}
+}
+
+func testCallbackSurvivesKill(t *testing.T, storeEnv map[string]string) {
 	const (
 		token  = "kit-agent-token-do-not-log"
 		secret = "kit-callback-secret-do-not-log"
@@ -191,12 +210,14 @@ tools:
 callbacks: {timeout: 1s, poll: 50ms, retry_base: 50ms}
 `, hex.EncodeToString(sum[:]), endpoint.URL+"/hooks/countersign"))
 	env := map[string]string{
-		"COUNTERSIGN_DATABASE_URL":    storetest.NewURL(t),
 		"COUNTERSIGN_CONFIG":          cfgPath,
 		"COUNTERSIGN_DISPATCH_SECRET": "kit-dispatch-secret",
 		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
 		"KIT_CALLBACK_SECRET":         secret,
 		"SLACK_BOT_TOKEN":             "",
+	}
+	for k, v := range storeEnv {
+		env[k] = v
 	}
 	first := startServeProcess(t, env)
 	call := func(base, method, path string, body string) (int, map[string]any) {
