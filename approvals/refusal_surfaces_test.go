@@ -158,13 +158,17 @@ func TestSurfacesAgreeOnEveryRefusal(t *testing.T) {
 		}},
 		// Redrives are asked for only on the hook.
 		approvals.CodeNoCallback: {hook: func(t *testing.T, s *surfaces) answer {
-			if resp := s.hookSend(t, http.MethodPost, "/v1/requests", plainToken, intentBody("no-callback-1", 1)); resp.StatusCode != http.StatusCreated {
+			resp := s.hookSend(t, http.MethodPost, "/v1/requests", plainToken, intentBody("no-callback-1", 1))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
 				t.Fatalf("the intent answered %d", resp.StatusCode)
 			}
 			return s.hookCall(t, http.MethodPost, "/v1/requests/no-callback-1/redrive", plainToken, nil)
 		}},
 		approvals.CodeNoDelivery: {hook: func(t *testing.T, s *surfaces) answer {
-			if resp := s.hookSend(t, http.MethodPost, "/v1/requests", surfaceToken, intentBody("no-delivery-1", 1)); resp.StatusCode != http.StatusCreated {
+			resp := s.hookSend(t, http.MethodPost, "/v1/requests", surfaceToken, intentBody("no-delivery-1", 1))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
 				t.Fatalf("the intent answered %d", resp.StatusCode)
 			}
 			return s.hookCall(t, http.MethodPost, "/v1/requests/no-delivery-1/redrive", surfaceToken, nil)
