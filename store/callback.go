@@ -85,30 +85,28 @@ func (l *Ledger) callbackAgentsOf() *callbackAgents {
 	return &callbackAgents{}
 }
 
-// any reports whether some agent has a callback.
-func (c *callbackAgents) any() bool { return len(c.names) > 0 }
-
-// callbackFor returns the delivery a request of agent owes for event, if
-// the agent has a callback.
-func (c *callbackAgents) callbackFor(requestID, agent string, event CallbackEvent, at time.Time) []NewCallback {
-	if !c.names[agent] {
+// queueCallback queues, in ex's transaction, the delivery for event that
+// the request's agent is owed if it has a callback. An empty agent is read
+// from the request, and only when some agent has a callback.
+func (l *Ledger) queueCallback(ctx context.Context, ex Executor, requestID, agent string, event CallbackEvent, at time.Time) error {
+	set := l.callbackAgentsOf()
+	if len(set.names) == 0 {
 		return nil
 	}
-	return []NewCallback{{RequestID: requestID, Agent: agent, Event: event, At: at}}
-}
-
-// callbackForID is callbackFor when only the request id is at hand: it
-// reads the request's agent in the transaction, and only when some agent
-// has a callback.
-func (c *callbackAgents) callbackForID(ctx context.Context, ex Executor, requestID string, event CallbackEvent, at time.Time) ([]NewCallback, error) {
-	if !c.any() {
-		return nil, nil
+	if agent == "" {
+		req, err := ex.RequestByID(ctx, requestID)
+		if err != nil {
+			return fmt.Errorf("reading the request of a callback: %w", err)
+		}
+		agent = req.RequestedBy
 	}
-	req, err := ex.RequestByID(ctx, requestID)
-	if err != nil {
-		return nil, fmt.Errorf("reading the request of a callback: %w", err)
+	if !set.names[agent] {
+		return nil
 	}
-	return c.callbackFor(requestID, req.RequestedBy, event, at), nil
+	if err := ex.InsertCallbacks(ctx, []NewCallback{{RequestID: requestID, Agent: agent, Event: event, At: at}}); err != nil {
+		return fmt.Errorf("queueing callbacks: %w", err)
+	}
+	return nil
 }
 
 // callbackEventFor returns the callback an execution entering to owes, if any.
@@ -120,17 +118,6 @@ func callbackEventFor(to ExecState) (CallbackEvent, bool) {
 		return CallbackNeedsReview, true
 	}
 	return "", false
-}
-
-// insertCallbacks queues deliveries in the caller's transaction.
-func insertCallbacks(ctx context.Context, ex Executor, cbs []NewCallback) error {
-	if len(cbs) == 0 {
-		return nil
-	}
-	if err := ex.InsertCallbacks(ctx, cbs); err != nil {
-		return fmt.Errorf("queueing callbacks: %w", err)
-	}
-	return nil
 }
 
 // ClaimCallbacks leases up to limit due deliveries, oldest first, as

@@ -199,7 +199,7 @@ func (l *Ledger) CancelRequest(ctx context.Context, id, actor string, now *time.
 			req, err = ex.RequestByID(ctx, id)
 			return err
 		}
-		if err := insertCallbacks(ctx, ex, l.callbackAgentsOf().callbackFor(req.ID, req.RequestedBy, CallbackSettled, req.UpdatedAt)); err != nil {
+		if err := l.queueCallback(ctx, ex, req.ID, req.RequestedBy, CallbackSettled, req.UpdatedAt); err != nil {
 			return err
 		}
 		return write(ctx, ex,
@@ -220,14 +220,12 @@ func (l *Ledger) ExpireDue(ctx context.Context, now *time.Time, limit int) (reqs
 			return fmt.Errorf("expiring requests: %w", err)
 		}
 		events, outbox := make([]Event, len(reqs)), make([]NewOutbox, len(reqs))
-		var callbacks []NewCallback
 		for i, r := range reqs {
 			events[i] = Event{RequestID: r.ID, At: r.UpdatedAt, Actor: "system", Kind: "expired", Data: map[string]any{"round": r.Round}}
 			outbox[i] = updateCard(r.ID, r.Round, r.UpdatedAt)
-			callbacks = append(callbacks, l.callbackAgentsOf().callbackFor(r.ID, r.RequestedBy, CallbackSettled, r.UpdatedAt)...)
-		}
-		if err := insertCallbacks(ctx, ex, callbacks); err != nil {
-			return err
+			if err := l.queueCallback(ctx, ex, r.ID, r.RequestedBy, CallbackSettled, r.UpdatedAt); err != nil {
+				return err
+			}
 		}
 		return write(ctx, ex, events, outbox)
 	})
@@ -270,7 +268,7 @@ func (l *Ledger) Decide(ctx context.Context, p DecideParams) (req Request, d Dec
 				MaxAttempts: p.MaxAttempts, At: d.DecidedAt}); err != nil {
 				return fmt.Errorf("creating execution: %w", err)
 			}
-		} else if err := insertCallbacks(ctx, ex, l.callbackAgentsOf().callbackFor(req.ID, req.RequestedBy, CallbackSettled, d.DecidedAt)); err != nil {
+		} else if err := l.queueCallback(ctx, ex, req.ID, req.RequestedBy, CallbackSettled, d.DecidedAt); err != nil {
 			return err
 		}
 		return write(ctx, ex,
@@ -373,8 +371,7 @@ func (l *Ledger) TransitionExecutions(ctx context.Context, p TransitionParams, t
 	if len(ts) == 0 {
 		return nil, nil
 	}
-	callbacks := l.callbackAgentsOf()
-	p.CallbackAgents = callbacks.list
+	p.CallbackAgents = l.callbackAgentsOf().list
 	if b, ok := l.ex().(BatchExecutor); ok && !p.AsyncCommit {
 		return b.TransitionExecutionsBatch(ctx, p, ts)
 	}
@@ -398,11 +395,7 @@ func (l *Ledger) TransitionExecutions(ctx context.Context, p TransitionParams, t
 			}
 			applied = append(applied, a)
 			if event, ok := callbackEventFor(t.To); ok {
-				cbs, err := callbacks.callbackForID(ctx, ex, a.RequestID, event, at)
-				if err != nil {
-					return err
-				}
-				if err := insertCallbacks(ctx, ex, cbs); err != nil {
+				if err := l.queueCallback(ctx, ex, a.RequestID, "", event, at); err != nil {
 					return err
 				}
 			}
@@ -437,11 +430,7 @@ func (l *Ledger) Supersede(ctx context.Context, p SupersedeParams) (newRound int
 		if err != nil || !superseded {
 			return err
 		}
-		cbs, err := l.callbackAgentsOf().callbackForID(ctx, ex, s.RequestID, CallbackNeedsReview, s.At)
-		if err == nil {
-			err = insertCallbacks(ctx, ex, cbs)
-		}
-		if err != nil {
+		if err := l.queueCallback(ctx, ex, s.RequestID, "", CallbackNeedsReview, s.At); err != nil {
 			return err
 		}
 		return write(ctx, ex,
@@ -482,12 +471,8 @@ func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, e
 			return nil
 		}
 		resolved = true
-		if p.To == ExecSucceeded || p.To == ExecFailed {
-			cbs, err := l.callbackAgentsOf().callbackForID(ctx, ex, p.RequestID, CallbackSettled, r.At)
-			if err == nil {
-				err = insertCallbacks(ctx, ex, cbs)
-			}
-			if err != nil {
+		if event, ok := callbackEventFor(p.To); ok {
+			if err := l.queueCallback(ctx, ex, p.RequestID, "", event, r.At); err != nil {
 				return err
 			}
 		}
