@@ -34,10 +34,20 @@ type View struct {
 	// Version grows with every change of the fields above (store.Request.Version);
 	// GET ?since=N answers once it is past N.
 	Version int64 `json:"version"`
+	// Callback is the request's newest callback delivery, if it has one.
+	// Its progress does not move Version.
+	Callback *CallbackView `json:"callback"`
 	// Policy is how the request's rounds are decided, frozen at intake;
 	// Votes are the current round's votes, oldest first.
 	Policy PolicyView `json:"policy"`
 	Votes  []VoteView `json:"votes"`
+}
+
+// CallbackView is where the newest callback delivery stands.
+type CallbackView struct {
+	State      store.CallbackState `json:"state"`
+	Attempts   int                 `json:"attempts"`
+	LastStatus *int                `json:"last_status"`
 }
 
 // PolicyView is how the request's rounds are decided, frozen at intake.
@@ -90,8 +100,8 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 		Summary: req.Summary, Reason: req.Reason, RequestedBy: req.RequestedBy, RequestFor: req.RequestedFor,
 		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
 		Version: req.Version,
-		Policy: PolicyView{Approvals: req.Policy.Needed(), Approvers: s.Approvers(req), Tier: req.Policy.Tier},
-		Votes:  []VoteView{},
+		Policy:  PolicyView{Approvals: req.Policy.Needed(), Approvers: s.Approvers(req), Tier: req.Policy.Tier},
+		Votes:   []VoteView{},
 	}
 	if v.Policy.Approvers == nil {
 		v.Policy.Approvers = []string{}
@@ -126,6 +136,13 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 		return View{}, err
 	}
 	v.Settled = v.settled()
+	cb, err := s.DB.LatestCallback(ctx, req.ID)
+	switch {
+	case err == nil:
+		v.Callback = &CallbackView{State: cb.State, Attempts: cb.Attempts, LastStatus: cb.LastStatus}
+	case !errors.Is(err, store.ErrNotFound):
+		return View{}, err
+	}
 	return v, nil
 }
 

@@ -62,7 +62,7 @@ func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err er
 		}
 		d := p
 		d.Now = &res.Vote.VotedAt
-		res.Request, res.Decision, res.Decided, err = decideTx(ctx, ex, d)
+		res.Request, res.Decision, res.Decided, err = l.decideTx(ctx, ex, d)
 		if err == nil && !res.Decided {
 			err = fmt.Errorf("deciding request %s: the locked row did not move", req.ID)
 		}

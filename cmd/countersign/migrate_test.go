@@ -206,9 +206,9 @@ tools:
 // postgresMigrations counts the PostgreSQL migrations a fresh database gets.
 func postgresMigrations(t *testing.T) int {
 	t.Helper()
-	names, err := fs.Glob(migrations.Postgres, "*.sql")
+	files, err := fs.Glob(migrations.Postgres, "*.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(names)
+	return len(files)
 }

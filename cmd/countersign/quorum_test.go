@@ -7,9 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,76 +20,18 @@ import (
 	"github.com/countersign/countersign/store/storetest"
 )
 
-// envServeProcess makes the test binary run `countersign serve` as a
-// process of its own (TestHelperServeProcess), so a test can run replicas
-// side by side, stop one and start it again with another configuration.
-const envServeProcess = "COUNTERSIGN_TEST_SERVE_PROCESS"
-
-// TestHelperServeProcess is serve in a child process; it does nothing in
-// a normal test run.
-func TestHelperServeProcess(t *testing.T) {
-	if os.Getenv(envServeProcess) == "" {
-		return
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, []string{"serve"}, os.Getenv, nil, os.Stdout, os.Stderr))
-}
-
-// serveProcess is a running serve child process.
-type serveProcess struct {
-	base string
-	cmd  *exec.Cmd
-	logs *syncBuffer
-	done chan struct{}
-}
-
-// startServeProcess runs serve in a child process with env (added to this
-// process's environment) and returns once it listens.
-func startServeProcess(t *testing.T, env map[string]string) *serveProcess {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServeProcess$")
-	cmd.Env = append(os.Environ(), envServeProcess+"=1", "COUNTERSIGN_LISTEN=127.0.0.1:0")
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	p := &serveProcess{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() { p.stop(t) })
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
-		for _, line := range strings.Split(p.logs.String(), "\n") {
-			if addr, ok := listeningAddr([]byte(line)); ok {
-				p.base = "http://" + addr
-				return p
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("serve exited before listening:\n%s", p.logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	t.Fatalf("serve never listened:\n%s", p.logs.String())
-	return nil
-}
-
-// stop ends the process with SIGTERM and waits for it.
+// stop ends the process with SIGTERM, as an operator's restart does, and
+// waits for it.
 func (p *serveProcess) stop(t *testing.T) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
+	t.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
 	select {
-	case <-p.done:
+	case <-done:
 	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		<-done
 		t.Errorf("serve did not stop on SIGTERM:\n%s", p.logs.String())
 	}
 }
@@ -112,7 +51,7 @@ tools:
 	return map[string]string{
 		"COUNTERSIGN_DATABASE_URL": dbURL, "COUNTERSIGN_CONFIG": cfg, "COUNTERSIGN_DISPATCH_SECRET": smokeSecret,
 		"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": quorumSlackSecret,
-		"COUNTERSIGN_SLACK_API_URL": fake.URL() + "/", "COUNTERSIGN_INBOX": "off",
+		"COUNTERSIGN_SLACK_API_URL": fake.URL() + "/", "COUNTERSIGN_INBOX": "off", "COUNTERSIGN_LISTEN": "127.0.0.1:0",
 	}
 }
 
