@@ -7,7 +7,10 @@ const refusedKind = "refused"
 
 // Metrics counts the Slack surface's traffic.
 type Metrics struct {
-	Interactions *prometheus.CounterVec   // by outcome
+	// Interactions counts clicks and form submissions by outcome: created
+	// (decided), counted (a vote short of the policy), repeat, modal_opened
+	// (a reject form), a refusal's code, malformed or ignored.
+	Interactions *prometheus.CounterVec
 	Commands     *prometheus.CounterVec   // by kind of query, or refusedKind
 	Deliveries   *prometheus.CounterVec   // by outbox kind and outcome
 	Converged    prometheus.Counter       // deliveries queued by the sweep
@@ -24,7 +27,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func newMetrics() *Metrics {
 	return &Metrics{
 		Interactions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "countersign_slack_interactions_total", Help: "Slack button clicks, by outcome.",
+			Name: "countersign_slack_interactions_total", Help: "Slack button clicks and form submissions, by outcome.",
 		}, []string{"outcome"}),
 		Commands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "countersign_slack_commands_total", Help: "Slash commands, by kind of query (refused: not in slack.lookup_allowed).",
