@@ -32,6 +32,8 @@ func NewHandler(svc *Service, agents Agents, listener store.Notifier, logger *sl
 	h.mux.Handle("POST /v1/requests", h.route("create", h.create))
 	h.mux.Handle("GET /v1/requests/{ref}", h.route("get", h.get))
 	h.mux.Handle("POST /v1/requests/{ref}/cancel", h.route("cancel", h.cancel))
+	h.mux.Handle("GET /v1/tools", h.route("tools", h.tools))
+	h.mux.HandleFunc("GET /v1/openapi.json", h.serveOpenAPI)
 	return h
 }
 

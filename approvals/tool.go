@@ -14,6 +14,11 @@ type Tool struct {
 	RequestTTL  time.Duration // how long a request waits for a decision
 	MaxAttempts int           // the cap copied onto each execution
 	Reversible  bool
+	// Description tells an agent what the tool does (GET /v1/tools).
+	Description string
+	// EffectSchema, when set, is what every effect must satisfy; an effect
+	// that fails it is refused before anything else is done with it.
+	EffectSchema *EffectSchema
 }
 
 // Default review settings for a tool that leaves them out.
