@@ -45,6 +45,9 @@ type Config struct {
 	dataDirErr error
 	// missingVars lists ${VAR} references with no value in the environment.
 	missingVars []string
+	// effectSchemas are the tools' compiled effect schemas, by tool; Validate
+	// compiles them.
+	effectSchemas map[string]*approvals.EffectSchema
 	// fileErrs are the configuration file's own problems (YAMLError, or
 	// its syntax), reported by Validate with the others.
 	fileErrs []error
@@ -95,6 +98,11 @@ type ToolConfig struct {
 	ApprovalTTL  time.Duration   `yaml:"approval_ttl"`
 	RequestTTL   time.Duration   `yaml:"request_ttl"`
 	Reversible   bool            `yaml:"reversible"`
+	// Description tells agents what the tool does (GET /v1/tools).
+	Description string `yaml:"description"`
+	// EffectSchema is the JSON Schema every effect must satisfy: inline, or
+	// the path of a JSON file (relative to the configuration file).
+	EffectSchema *EffectSchemaConfig `yaml:"effect_schema"`
 }
 
 // DispatchConfig is where and how the executor sends an approved write.
@@ -312,6 +320,7 @@ func (c *Config) Validate() error {
 	for name, t := range c.File.Tools {
 		errs = append(errs, t.Validate(name, c.SlackBotToken != ""))
 	}
+	errs = append(errs, c.compileEffectSchemas())
 	return errors.Join(errs...)
 }
 
@@ -442,6 +451,7 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 		tools[name] = approvals.Tool{
 			Name: name, Channel: t.Channel, Approvers: t.Approvers,
 			RequestTTL: t.RequestTTL, MaxAttempts: t.MaxAttempts, Reversible: t.Reversible,
+			Description: t.Description, EffectSchema: c.effectSchemas[name],
 		}
 	}
 	return tools

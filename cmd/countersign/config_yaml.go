@@ -26,7 +26,10 @@ func (e *YAMLError) Error() string {
 	return fmt.Sprintf("line %d, column %d: %s: %s", e.Line, e.Column, e.Path, e.Problem)
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType     = reflect.TypeFor[time.Duration]()
+	effectSchemaType = reflect.TypeFor[EffectSchemaConfig]()
+)
 
 // checkYAML compares the parsed document against the type it will be
 // decoded into and returns every problem: unknown fields (with the closest
@@ -52,6 +55,8 @@ func checkYAML(n *yaml.Node, t reflect.Type, path string) []error {
 		return []error{&YAMLError{Line: n.Line, Column: n.Column, Path: path, Problem: fmt.Sprintf(format, args...)}}
 	}
 	switch {
+	case t == effectSchemaType:
+		return checkEffectSchemaYAML(n, path)
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode {
 			return problem("must be a duration such as 30s or 2h")
