@@ -93,25 +93,20 @@ func (c *Client) Get(ctx context.Context, ref string) (*Request, error) {
 // from the version it last saw so no change is missed. It waits until ctx
 // ends; a request that needs a human's review of its outcome is not settled.
 func (c *Client) Wait(ctx context.Context, ref string) (*Request, error) {
-	since := int64(-1)
-	for {
-		query := url.Values{"wait": {pollWait.String()}}
-		if since >= 0 {
-			query.Set("since", strconv.FormatInt(since, 10))
+	// A plain read first: a request settled already needs no poll, and its
+	// version is where the first poll starts.
+	req, err := c.Get(ctx, ref)
+	for err == nil && !req.Settled {
+		query := url.Values{"wait": {pollWait.String()}, "since": {strconv.FormatInt(req.Version, 10)}}
+		var a answer
+		if a, err = c.call(ctx, http.MethodGet, requestPath(ref, "")+"?"+query.Encode(), nil, true); err == nil {
+			req, err = decodeRequest(a)
 		}
-		a, err := c.call(ctx, http.MethodGet, requestPath(ref, "")+"?"+query.Encode(), nil, true)
-		if err != nil {
-			return nil, err
-		}
-		req, err := decodeRequest(a)
-		if err != nil {
-			return nil, err
-		}
-		if req.Settled {
-			return req, nil
-		}
-		since = req.Version
 	}
+	if err != nil {
+		return nil, err
+	}
+	return req, nil
 }
 
 // Do asks for the intent's write and waits until it is settled: Request then
@@ -239,6 +234,10 @@ func decodeRequest(a answer) (*Request, error) {
 	var req Request
 	if err := json.Unmarshal(a.body, &req); err != nil {
 		return nil, fmt.Errorf("client: decoding the request: %w", err)
+	}
+	if !bytes.Contains(a.body, []byte(`"settled":`)) {
+		// A server older than the settled field: the same rule, here.
+		req.Settled = req.settled()
 	}
 	return &req, nil
 }

@@ -91,20 +91,31 @@ func (r *Request) Succeeded() bool {
 	return r.Execution != nil && r.Execution.State == ExecSucceeded
 }
 
+// settled is the rule the server's settled field follows.
+func (r *Request) settled() bool {
+	switch r.Status {
+	case StatusRejected, StatusExpired, StatusCancelled:
+		return true
+	}
+	return r.Execution != nil && (r.Execution.State == ExecSucceeded || r.Execution.State == ExecFailed)
+}
+
 // Tool is a tool an agent may request.
 type Tool struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Reversible  bool   `json:"reversible"`
-	// Approval is who decides and how many must approve.
-	Approval Approval `json:"approval"`
+	// Policy is who decides and how many must approve.
+	Policy Policy `json:"policy"`
 	// EffectSchema is the JSON Schema (2020-12) an effect must satisfy, if
 	// the tool has one.
 	EffectSchema json.RawMessage `json:"effect_schema,omitempty"`
 }
 
-// Approval is a tool's approval policy.
-type Approval struct {
-	Approvals int      `json:"approvals"`
+// Policy is a tool's approval policy.
+type Policy struct {
+	// Approvals is how many distinct approvers a round needs.
+	Approvals int `json:"approvals"`
+	// Approvers are the Slack user and user-group ids who may approve.
 	Approvers []string `json:"approvers"`
 }
