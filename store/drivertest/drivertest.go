@@ -82,6 +82,7 @@ var contract = []struct {
 	{"ApproveCreatesReadyExecutionFromTheRequest", testApproveCreatesReadyExecutionFromTheRequest},
 	{"RejectCreatesNoExecution", testRejectCreatesNoExecution},
 	{"DecideRefusesStaleRoundOrHash", testDecideRefusesStaleRoundOrHash},
+	{"VersionGrowsOnEveryVisibleChange", testVersionGrowsOnEveryVisibleChange},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a
