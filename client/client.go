@@ -235,10 +235,6 @@ func decodeRequest(a answer) (*Request, error) {
 	if err := json.Unmarshal(a.body, &req); err != nil {
 		return nil, fmt.Errorf("client: decoding the request: %w", err)
 	}
-	if !bytes.Contains(a.body, []byte(`"settled":`)) {
-		// A server older than the settled field: the same rule, here.
-		req.Settled = req.settled()
-	}
 	return &req, nil
 }
 

@@ -91,15 +91,6 @@ func (r *Request) Succeeded() bool {
 	return r.Execution != nil && r.Execution.State == ExecSucceeded
 }
 
-// settled is the rule the server's settled field follows.
-func (r *Request) settled() bool {
-	switch r.Status {
-	case StatusRejected, StatusExpired, StatusCancelled:
-		return true
-	}
-	return r.Execution != nil && (r.Execution.State == ExecSucceeded || r.Execution.State == ExecFailed)
-}
-
 // Tool is a tool an agent may request.
 type Tool struct {
 	Name        string `json:"name"`
