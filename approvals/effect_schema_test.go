@@ -135,3 +135,24 @@ func post(t *testing.T, b *bundle, body string) (*http.Response, errorBody) {
 	}
 	return resp, got
 }
+
+// FuzzEffectSchemaCheck checks that any effect bytes either pass or are
+// refused as invalid_request or invalid_effect naming a path in the effect,
+// never a panic or another error.
+func FuzzEffectSchemaCheck(f *testing.F) {
+	f.Add([]byte(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`))
+	f.Add([]byte(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD","lines":[{"qty":1}]}`))
+	f.Add([]byte(`{"a~b/c":1}`))
+	f.Add([]byte(`[1,2`))
+	schema := mustSchema(f, creditSchema)
+	f.Fuzz(func(t *testing.T, effect []byte) {
+		err := schema.Check(effect)
+		if err == nil {
+			return
+		}
+		var input *InputError
+		if !errors.As(err, &input) || (input.Code != CodeInvalidEffect && input.Code != CodeInvalidRequest) || !strings.HasPrefix(input.Field, "/effect") && input.Field != "effect" {
+			t.Fatalf("Check(%q) = %v", effect, err)
+		}
+	})
+}
