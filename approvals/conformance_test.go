@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/countersign/countersign/approvals/apitest"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/embedded"
 )
 
@@ -126,7 +128,27 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 	}
 
+	// Redrive needs an agent with a callback (billing-agent, testToken) and
+	// one without (other-agent, otherToken).
+	cb := setupCallbacks(t, &drivertest.Postgres)
+	pending := cb.post(t, vectorBody).view(t)
+	for _, call := range []struct{ path, token string }{
+		{"/v1/requests/" + pending.Key + "/redrive", testToken},
+		{"/v1/requests/" + pending.Key + "/cancel", testToken},
+		{"/v1/requests/" + pending.Key + "/redrive", testToken},
+		{"/v1/requests/" + pending.Key + "/redrive", "wrong"},
+		{"/v1/requests/wa_nothing/redrive", testToken},
+	} {
+		cb.do(t, http.MethodPost, call.path, call.token, nil, nil)
+	}
+	other := cb.do(t, http.MethodPost, "/v1/requests", otherToken, strings.NewReader(vectorBodyOther), nil).view(t)
+	cb.do(t, http.MethodPost, "/v1/requests/"+other.Key+"/redrive", otherToken, nil, nil)
+	if got := down.do(t, http.MethodPost, "/v1/requests/"+key+"/redrive", testToken, nil, nil); got.status != http.StatusServiceUnavailable {
+		t.Errorf("redrive on a closed store = %d %s", got.status, got.body)
+	}
+
 	seen := b.answers.Seen()
+	maps.Copy(seen, cb.answers.Seen())
 	for _, promised := range document(t).Promised() {
 		// No input provokes an internal error on the hook; its body is the
 		// same Error as every other refusal.
@@ -207,6 +229,7 @@ func closedStoreHook(t *testing.T, answers *apitest.Recorder) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	agent.Callback = true
 	notifier, _, _ := s.Notifier(logger)
 	server := httptest.NewServer(apitest.Conform(t, document(t), answers, NewHandler(svc, Agents{agent}, notifier, logger, NewMetrics(prometheus.NewRegistry()))))
 	t.Cleanup(server.Close)

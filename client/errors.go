@@ -37,6 +37,11 @@ var (
 	ErrNotApprover     = errors.New("countersign: not_approver")
 	ErrSelfApproval    = errors.New("countersign: self_approval")
 	ErrAlreadyResolved = errors.New("countersign: already_resolved")
+	// ErrCallbackNotConfigured: Redrive, for an agent without a callback.
+	ErrCallbackNotConfigured = errors.New("countersign: callback_not_configured")
+	// ErrNothingToRedrive: Redrive before any callback was sent for the
+	// request (it has not settled or needed review).
+	ErrNothingToRedrive = errors.New("countersign: nothing_to_redrive")
 	// ErrUnavailable: countersign cannot reach its database; Do, Request,
 	// Get and Wait retry it after APIError.RetryAfter.
 	ErrUnavailable = errors.New("countersign: unavailable")
@@ -46,21 +51,23 @@ var (
 
 // codes maps each error code to its sentinel.
 var codes = map[string]error{
-	"malformed_json":   ErrMalformedJSON,
-	"invalid_request":  ErrInvalidRequest,
-	"invalid_effect":   ErrInvalidEffect,
-	"unknown_tool":     ErrUnknownTool,
-	"key_reused":       ErrKeyReused,
-	"unauthorized":     ErrUnauthorized,
-	"too_large":        ErrTooLarge,
-	"not_found":        ErrNotFound,
-	"already_decided":  ErrAlreadyDecided,
-	"stale_card":       ErrStaleCard,
-	"not_approver":     ErrNotApprover,
-	"self_approval":    ErrSelfApproval,
-	"already_resolved": ErrAlreadyResolved,
-	"unavailable":      ErrUnavailable,
-	"internal":         ErrInternal,
+	"malformed_json":          ErrMalformedJSON,
+	"invalid_request":         ErrInvalidRequest,
+	"invalid_effect":          ErrInvalidEffect,
+	"unknown_tool":            ErrUnknownTool,
+	"key_reused":              ErrKeyReused,
+	"unauthorized":            ErrUnauthorized,
+	"too_large":               ErrTooLarge,
+	"not_found":               ErrNotFound,
+	"already_decided":         ErrAlreadyDecided,
+	"stale_card":              ErrStaleCard,
+	"not_approver":            ErrNotApprover,
+	"self_approval":           ErrSelfApproval,
+	"already_resolved":        ErrAlreadyResolved,
+	"callback_not_configured": ErrCallbackNotConfigured,
+	"nothing_to_redrive":      ErrNothingToRedrive,
+	"unavailable":             ErrUnavailable,
+	"internal":                ErrInternal,
 }
 
 // APIError is a refusal from the hook: the stable code, the HTTP status, the

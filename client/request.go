@@ -56,6 +56,8 @@ type Request struct {
 	Settled bool `json:"settled"`
 	// Version grows with every change; Wait passes it as since.
 	Version int64 `json:"version"`
+	// Callback is the newest callback delivery to the agent, if one was sent.
+	Callback *Callback `json:"callback"`
 
 	// Replayed is true when Request found the key already stored (200 with
 	// Idempotent-Replayed) rather than creating it (201).
@@ -84,6 +86,14 @@ type Execution struct {
 type Response struct {
 	Status int             `json:"status"`
 	Body   json.RawMessage `json:"body"`
+}
+
+// Callback is where a request's newest callback delivery stands.
+type Callback struct {
+	State    string `json:"state"` // pending, delivered or failed
+	Attempts int    `json:"attempts"`
+	// LastStatus is the status the agent's endpoint last answered, if any.
+	LastStatus *int `json:"last_status"`
 }
 
 // Succeeded reports whether the write happened.

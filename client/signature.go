@@ -23,7 +23,7 @@ const DefaultTolerance = 5 * time.Minute
 
 // ErrBadSignature is what VerifySignature returns for a signature that does
 // not prove the body came from countersign within the tolerance.
-var ErrBadSignature = signature.ErrBadSignature
+var ErrBadSignature = signature.ErrBad
 
 // VerifySignature checks the Countersign-Signature header of a dispatch
 // (secret: COUNTERSIGN_DISPATCH_SECRET) or a callback (secret: the agent's

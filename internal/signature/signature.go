@@ -1,8 +1,8 @@
-// Package signature is the gate's signature scheme, used on dispatches (with
-// COUNTERSIGN_DISPATCH_SECRET) and on agent callbacks (with the callback's
-// secret): "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>". The
-// executor signs here and the Go client verifies here, so the two cannot
-// drift apart. It imports the standard library only.
+// Package signature is the Countersign-Signature scheme, one for every
+// request countersign signs: a dispatch to a provider (the dispatch secret)
+// and a callback to an agent (the agent's callback secret).
+//
+//	Countersign-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
 package signature
 
 import (
@@ -15,11 +15,10 @@ import (
 	"time"
 )
 
-// Header carries the gate's signature of a body it sends.
+// Header is the header that carries a signature.
 const Header = "Countersign-Signature"
 
-// Sign returns the Countersign-Signature value for body sent at t:
-// "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>" (docs/ARCHITECTURE.md).
+// Sign returns the header value for body sent at t.
 func Sign(secret []byte, t time.Time, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
@@ -33,20 +32,19 @@ func mac(secret []byte, ts string, body []byte) []byte {
 	return m.Sum(nil)
 }
 
-// ErrBadSignature is returned by Verify for any signature that does
-// not prove the body came through the gate within the tolerance.
-var ErrBadSignature = errors.New("bad countersign signature")
+// ErrBad is returned by Verify for any signature that does not prove the
+// body was signed with the secret within the tolerance.
+var ErrBad = errors.New("bad countersign signature")
 
-// Verify checks a Countersign-Signature header value, as a provider or an
-// agent would: the HMAC must match in constant time and t must be within tolerance
-// of now.
+// Verify checks a header value as a receiver would: one v1 must match in
+// constant time and t must be within tolerance of now.
 func Verify(secret []byte, header string, body []byte, now time.Time, tolerance time.Duration) error {
 	var ts string
 	var sigs [][]byte
 	for _, part := range strings.Split(header, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
-			return ErrBadSignature
+			return ErrBad
 		}
 		switch k {
 		case "t":
@@ -54,17 +52,17 @@ func Verify(secret []byte, header string, body []byte, now time.Time, tolerance 
 		case "v1":
 			b, err := hex.DecodeString(v)
 			if err != nil {
-				return ErrBadSignature
+				return ErrBad
 			}
 			sigs = append(sigs, b)
 		}
 	}
 	unix, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil || len(sigs) == 0 {
-		return ErrBadSignature
+		return ErrBad
 	}
 	if d := now.Sub(time.Unix(unix, 0)); d > tolerance || d < -tolerance {
-		return ErrBadSignature
+		return ErrBad
 	}
 	want := mac(secret, ts, body)
 	for _, s := range sigs {
@@ -72,5 +70,5 @@ func Verify(secret []byte, header string, body []byte, now time.Time, tolerance 
 			return nil
 		}
 	}
-	return ErrBadSignature
+	return ErrBad
 }

@@ -83,6 +83,9 @@ var contract = []struct {
 	{"RejectCreatesNoExecution", testRejectCreatesNoExecution},
 	{"DecideRefusesStaleRoundOrHash", testDecideRefusesStaleRoundOrHash},
 	{"VersionGrowsOnEveryVisibleChange", testVersionGrowsOnEveryVisibleChange},
+	{"CallbacksQueueWithTheirTransition", testCallbacksQueueWithTheirTransition},
+	{"CallbackClaimRetryDeliverRedrive", testCallbackClaimRetryDeliverRedrive},
+	{"CallbackClaimsAreExclusiveUnderConcurrency", testCallbackClaimsAreExclusiveUnderConcurrency},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a
