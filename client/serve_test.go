@@ -53,9 +53,11 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	agentToken   = "client-test-agent-token"
-	dispatchKey  = "client-test-dispatch-secret"
-	creditSchema = `{"type": "object", "required": ["invoice", "amount_cents", "currency"], "additionalProperties": false,
+	agentToken  = "client-test-agent-token"
+	dispatchKey = "client-test-dispatch-secret"
+	// callbackSecret signs the callbacks to the test's agent.
+	callbackSecret = "client-test-callback-secret"
+	creditSchema   = `{"type": "object", "required": ["invoice", "amount_cents", "currency"], "additionalProperties": false,
       "properties": {"invoice": {"type": "string"}, "amount_cents": {"type": "integer", "minimum": 1}, "currency": {"enum": ["USD", "EUR"]}}}`
 )
 
@@ -78,6 +80,17 @@ type gate struct {
 // startGate starts serve and its provider.
 func startGate(t *testing.T) *gate {
 	t.Helper()
+	return startGateWith(t, "")
+}
+
+// startGateWith starts serve with the agent's callback at callbackURL, if
+// set, signed with callbackSecret.
+func startGateWith(t *testing.T, callbackURL string) *gate {
+	t.Helper()
+	callback := ""
+	if callbackURL != "" {
+		callback = "\n    callback: {url: \"" + callbackURL + "\", secret: " + callbackSecret + "}\ncallbacks: {retry_base: 100ms, poll: 100ms}"
+	}
 	provider := providertest.New()
 	provider.Secret = []byte(dispatchKey)
 	providerSrv := providertest.Start(t, provider)
@@ -86,7 +99,7 @@ func startGate(t *testing.T) *gate {
 	if err := os.WriteFile(config, []byte(`
 agents:
   - name: client-agent
-    token_sha256: `+hex.EncodeToString(sum[:])+`
+    token_sha256: `+hex.EncodeToString(sum[:])+callback+`
 tools:
   billing.credit:
     description: Credit an invoice, in cents.
