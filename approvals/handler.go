@@ -82,7 +82,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent Agent) in
 	if err != nil {
 		outcome := "invalid"
 		switch code := RefusalFor(err).Code; code {
-		case CodeKeyReused, CodeUnavailable, CodeUnknownTool:
+		case CodeKeyReused, CodeUnavailable, CodeUnknownTool, CodeInvalidEffect:
 			outcome = code
 		}
 		h.metrics.Intake.WithLabelValues(outcome).Inc()
