@@ -1,29 +1,11 @@
 package approvals
 
 import (
-	_ "embed"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
 )
-
-// openAPIDocument is the OpenAPI 3.1 description of the hook, served at
-// GET /v1/openapi.json. The handlers are tested against it.
-//
-//go:embed openapi.json
-var openAPIDocument []byte
-
-// OpenAPIDocument returns the OpenAPI 3.1 description of the hook.
-func OpenAPIDocument() []byte { return slices.Clone(openAPIDocument) }
-
-// serveOpenAPI answers the document, to anyone: it describes the routes,
-// and nothing of any agent or request.
-func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "public, max-age=300")
-	_, _ = w.Write(openAPIDocument)
-}
 
 // ToolView is a tool as GET /v1/tools shows it to an agent.
 type ToolView struct {
@@ -40,13 +22,15 @@ type PolicyView struct {
 	Approvers []string `json:"approvers"`
 }
 
-// tools lists the tools the agent may request, by name. Every agent may
+// tools answers GET /v1/tools: the tools the agent may request, by name. Every agent may
 // request every configured tool today.
 func (h *Handler) tools(w http.ResponseWriter, r *http.Request, _ Agent) int {
 	views := make([]ToolView, 0, len(h.svc.Tools))
 	for name, t := range h.svc.Tools {
 		v := ToolView{
 			Name: name, Description: t.Description, Reversible: t.Reversible,
+			// One approval decides a round today; a quorum (approvals) and
+			// review tiers take their place here when tools have them.
 			Policy: PolicyView{Approvals: 1, Approvers: append([]string{}, t.Approvers...)},
 		}
 		if t.EffectSchema != nil {
