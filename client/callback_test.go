@@ -55,12 +55,12 @@ func TestCallbacksVerifyAndRedrive(t *testing.T) {
 	if _, err := c.Cancel(ctx, req.Key); err != nil {
 		t.Fatal(err)
 	}
-	await(t, arrived)
+	await(t, g, arrived)
 	again, err := c.Redrive(ctx, req.Key)
 	if err != nil || again.Callback == nil {
 		t.Fatalf("Redrive: %+v, %v", again, err)
 	}
-	await(t, arrived)
+	await(t, g, arrived)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -78,11 +78,11 @@ func TestCallbacksVerifyAndRedrive(t *testing.T) {
 	}
 }
 
-func await(t *testing.T, arrived <-chan struct{}) {
+func await(t *testing.T, g *gate, arrived <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-arrived:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no callback arrived")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no callback arrived; serve logged:\n%s", g.logText())
 	}
 }
