@@ -56,6 +56,21 @@ func TestCallbacksVerifyAndRedrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, g, arrived)
+	// Redrive once the first delivery is recorded: a redrive while the first
+	// attempt is still in flight is not what this test is about.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		got, err := c.Get(ctx, req.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Callback != nil && got.Callback.State == "delivered" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first delivery was never recorded: %+v", got.Callback)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the recorded state
+	}
 	again, err := c.Redrive(ctx, req.Key)
 	if err != nil || again.Callback == nil {
 		t.Fatalf("Redrive: %+v, %v", again, err)
