@@ -71,7 +71,7 @@ func TestHookRedrive(t *testing.T) {
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("ClaimCallbacks = %d, %v", len(claimed), err)
 		}
-		if err := b.store.MarkCallbackDelivered(b.ctx, claimed[0].ID, 204); err != nil {
+		if err := b.store.MarkCallbackDelivered(b.ctx, claimed[0], 204); err != nil {
 			t.Fatal(err)
 		}
 		r = b.do(t, http.MethodGet, "/v1/requests/"+v.Key, testToken, nil, nil)
