@@ -70,9 +70,10 @@ bench-slack:
 
 fuzz:
 	go test ./approvals/ -run '^$$' -fuzz FuzzDecodeIntent -fuzztime 60s
-	go test ./approvals/ -run '^$$' -fuzz FuzzCanonicalBasis -fuzztime 30s
+	go test ./internal/intentkey/ -run '^$$' -fuzz FuzzCanonicalBasis -fuzztime 30s
+	go test ./approvals/ -run '^$$' -fuzz FuzzEffectSchemaCheck -fuzztime 30s
 	go test ./bot/ -run '^$$' -fuzz FuzzParseClick -fuzztime 30s
 	go test ./lookup/ -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	go test ./bot/ -run '^$$' -fuzz FuzzVerify -fuzztime 30s
 	go test ./executor/ -run '^$$' -fuzz FuzzClassify -fuzztime 30s
-	go test ./executor/ -run '^$$' -fuzz FuzzVerifySignature -fuzztime 30s
+	go test ./internal/signature/ -run '^$$' -fuzz FuzzVerify -fuzztime 30s

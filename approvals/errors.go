@@ -13,6 +13,7 @@ import (
 const (
 	CodeMalformedJSON   = "malformed_json"
 	CodeInvalidRequest  = "invalid_request"
+	CodeInvalidEffect   = "invalid_effect"
 	CodeUnknownTool     = "unknown_tool"
 	CodeKeyReused       = "key_reused"
 	CodeUnauthorized    = "unauthorized"
@@ -72,7 +73,8 @@ var (
 )
 
 // InputError is a problem with an agent's request body; Code is
-// CodeMalformedJSON or CodeInvalidRequest and Field names the field, if any.
+// CodeMalformedJSON, CodeInvalidRequest or CodeInvalidEffect, and Field
+// names the field (for an effect, the JSON pointer of the failing value).
 type InputError struct {
 	Code    string
 	Field   string

@@ -33,6 +33,8 @@ func NewHandler(svc *Service, agents Agents, listener store.Notifier, logger *sl
 	h.mux.Handle("GET /v1/requests/{ref}", h.route("get", h.get))
 	h.mux.Handle("POST /v1/requests/{ref}/cancel", h.route("cancel", h.cancel))
 	h.mux.Handle("POST /v1/requests/{ref}/redrive", h.route("redrive", h.redrive))
+	h.mux.Handle("GET /v1/tools", h.route("tools", h.tools))
+	h.mux.HandleFunc("GET /v1/openapi.json", h.serveOpenAPI)
 	return h
 }
 
@@ -80,7 +82,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent Agent) in
 	if err != nil {
 		outcome := "invalid"
 		switch code := RefusalFor(err).Code; code {
-		case CodeKeyReused, CodeUnavailable, CodeUnknownTool:
+		case CodeKeyReused, CodeUnavailable, CodeUnknownTool, CodeInvalidEffect:
 			outcome = code
 		}
 		h.metrics.Intake.WithLabelValues(outcome).Inc()

@@ -102,7 +102,7 @@ func forEachHookStore(t *testing.T, test func(t *testing.T, b *isolationBundle))
 				agent.Admin = a.admin
 				agents = append(agents, agent)
 			}
-			server := httptest.NewServer(NewHandler(svc, agents, s.notifier, logger, NewMetrics(prometheus.NewRegistry())))
+			server := httptest.NewServer(conforming(t, NewHandler(svc, agents, s.notifier, logger, NewMetrics(prometheus.NewRegistry()))))
 			t.Cleanup(server.Close)
 			test(t, &isolationBundle{bundle: &bundle{svc: svc, server: server, ctx: ctx}, store: s})
 		})

@@ -190,7 +190,7 @@ func TestHookClosedEmbeddedStoreAnswersUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	notifier, _, _ := s.Notifier(logger)
-	server := httptest.NewServer(NewHandler(svc, Agents{agent}, notifier, logger, NewMetrics(prometheus.NewRegistry())))
+	server := httptest.NewServer(conforming(t, NewHandler(svc, Agents{agent}, notifier, logger, NewMetrics(prometheus.NewRegistry()))))
 	defer server.Close()
 	b := &bundle{server: server, ctx: ctx}
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/countersign/countersign/approvals/apitest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 )
@@ -42,9 +43,10 @@ func setupCallbacks(t *testing.T, drv *drivertest.Driver) *bundle {
 		agent.Callback = a.callback
 		agents = append(agents, agent)
 	}
-	server := httptest.NewServer(NewHandler(svc, agents, bk.Notifier(t), logger, NewMetrics(prometheus.NewRegistry())))
+	answers := apitest.NewRecorder()
+	server := httptest.NewServer(apitest.Conform(t, document(t), answers, NewHandler(svc, agents, bk.Notifier(t), logger, NewMetrics(prometheus.NewRegistry()))))
 	t.Cleanup(server.Close)
-	return &bundle{store: bk.Store, svc: svc, server: server, ctx: context.Background(), exec: bk.Exec, queryInt: bk.QueryInt}
+	return &bundle{store: bk.Store, svc: svc, server: server, ctx: context.Background(), exec: bk.Exec, queryInt: bk.QueryInt, answers: answers}
 }
 
 func TestHookRedrive(t *testing.T) {
@@ -69,7 +71,7 @@ func TestHookRedrive(t *testing.T) {
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("ClaimCallbacks = %d, %v", len(claimed), err)
 		}
-		if err := b.store.MarkCallbackDelivered(b.ctx, claimed[0].ID, 204); err != nil {
+		if err := b.store.MarkCallbackDelivered(b.ctx, claimed[0], 204); err != nil {
 			t.Fatal(err)
 		}
 		r = b.do(t, http.MethodGet, "/v1/requests/"+v.Key, testToken, nil, nil)

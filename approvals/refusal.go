@@ -18,7 +18,8 @@ type Refusal struct {
 	Code    string
 	Status  int
 	Message string
-	// Field names the request field at fault, for invalid_request.
+	// Field names the request field at fault: for invalid_request its name,
+	// for invalid_effect the JSON pointer of the failing value (/effect/…).
 	Field string
 	// By is the user id Message names, if any, so that a surface which
 	// renders people (Slack) can show it as one.
@@ -29,7 +30,7 @@ type Refusal struct {
 // list them.
 func RefusalCodes() []string {
 	return []string{
-		CodeMalformedJSON, CodeInvalidRequest, CodeUnknownTool, CodeKeyReused, CodeUnauthorized, CodeTooLarge,
+		CodeMalformedJSON, CodeInvalidRequest, CodeInvalidEffect, CodeUnknownTool, CodeKeyReused, CodeUnauthorized, CodeTooLarge,
 		CodeNotFound, CodeAlreadyDecided, CodeStaleCard, CodeNotApprover, CodeSelfApproval, CodeAlreadyResolved,
 		CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal,
 	}

@@ -76,6 +76,9 @@ func TestSurfacesAgreeOnEveryRefusal(t *testing.T) {
 		approvals.CodeInvalidRequest: {hook: func(t *testing.T, s *surfaces) answer {
 			return s.hookCall(t, http.MethodPost, "/v1/requests", surfaceToken, []byte(`{"run_id":"r-1","step":1,"tool":"billing.credit","effect":[]}`))
 		}},
+		approvals.CodeInvalidEffect: {hook: func(t *testing.T, s *surfaces) answer {
+			return s.hookCall(t, http.MethodPost, "/v1/requests", surfaceToken, []byte(`{"run_id":"r-1","step":1,"tool":"crm.note","effect":{"text":""}}`))
+		}},
 		approvals.CodeUnknownTool: {hook: func(t *testing.T, s *surfaces) answer {
 			return s.hookCall(t, http.MethodPost, "/v1/requests", surfaceToken, []byte(`{"run_id":"r-1","step":1,"tool":"db.drop","effect":{}}`))
 		}},
@@ -319,6 +322,7 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 	s := &surfaces{db: db, groups: &switchGroups{}, fake: bottest.New(t), metrics: prometheus.NewRegistry(), inboxes: map[string]*inboxSite{}, cleanup: t.Cleanup}
 	if s.svc, err = approvals.New(approvals.Config{DB: store.NewLedger(db), Logger: logger, Groups: s.groups, Tools: map[string]approvals.Tool{
 		surfaceTool: {Name: surfaceTool, Channel: surfaceChannel, Approvers: []string{deciderA, forWhom, financeGroup}, RequestTTL: time.Hour, MaxAttempts: 3},
+		"crm.note":  {Name: "crm.note", Channel: surfaceChannel, Approvers: []string{deciderA}, EffectSchema: noteSchema(t)},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +338,7 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.hook = httptest.NewServer(approvals.NewHandler(s.svc, approvals.Agents{agent, plain}, nil, logger, approvals.NewMetrics(prometheus.NewRegistry())))
+	s.hook = httptest.NewServer(approvals.Conforming(t, approvals.NewHandler(s.svc, approvals.Agents{agent, plain}, nil, logger, approvals.NewMetrics(prometheus.NewRegistry()))))
 	t.Cleanup(s.hook.Close)
 
 	client := slack.New("xoxb-test", slack.OptionAPIURL(s.fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
@@ -347,6 +351,16 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 	t.Cleanup(s.slack.Close)
 	t.Cleanup(s.bot.Wait)
 	return s
+}
+
+// noteSchema requires a non-empty text.
+func noteSchema(t *testing.T) *approvals.EffectSchema {
+	t.Helper()
+	schema, err := approvals.CompileEffectSchema("crm.note", []byte(`{"type":"object","required":["text"],"properties":{"text":{"type":"string","minLength":1}}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schema
 }
 
 // unreachableURL is a migrated database's URL with a port nothing listens on.

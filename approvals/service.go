@@ -112,6 +112,17 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	if !ok {
 		return store.Request{}, false, &UnknownToolError{Tool: in.Tool}
 	}
+	if tool.EffectSchema != nil {
+		// Before the key or the store: a refused effect leaves no trace, and
+		// the schema never touches what the key is derived from.
+		effect := in.Snapshot
+		if effect == nil {
+			effect = in.Effect
+		}
+		if err := tool.EffectSchema.Check(effect); err != nil {
+			return store.Request{}, false, err
+		}
+	}
 	derivedKey, basisHash, err := Derive(in.Basis())
 	if err != nil {
 		return store.Request{}, false, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)

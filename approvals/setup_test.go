@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/countersign/countersign/approvals/apitest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/postgres"
@@ -45,6 +46,9 @@ type bundle struct {
 	svc      *Service
 	server   *httptest.Server
 	ctx      context.Context
+	// answers records what the hook answered, checked against its OpenAPI
+	// document as it went.
+	answers *apitest.Recorder
 }
 
 // setup returns a service on a fresh database, serving the hook.
@@ -121,7 +125,8 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 		t.Fatal(err)
 	}
 	h := NewHandler(svc, Agents{agent}, listener, logger, NewMetrics(prometheus.NewRegistry()))
-	server := httptest.NewServer(h)
+	b.answers = apitest.NewRecorder()
+	server := httptest.NewServer(apitest.Conform(t, document(t), b.answers, h))
 	t.Cleanup(server.Close)
 	b.store, b.listener, b.svc, b.server, b.ctx = s, listener, svc, server, ctx
 }

@@ -21,6 +21,11 @@ type Tool struct {
 	Tiers []Tier
 	// RejectReason is whether a reject asks for a reason.
 	RejectReason ReasonRule
+	// Description tells an agent what the tool does (GET /v1/tools).
+	Description string
+	// EffectSchema, when set, is what every effect must satisfy; an effect
+	// that fails it is refused before anything else is done with it.
+	EffectSchema *EffectSchema
 }
 
 // ReasonRule is whether a reject asks the reviewer why.

@@ -39,7 +39,7 @@ type View struct {
 	Callback *CallbackView `json:"callback"`
 	// Policy is how the request's rounds are decided, frozen at intake;
 	// Votes are the current round's votes, oldest first.
-	Policy PolicyView `json:"policy"`
+	Policy RequestPolicyView `json:"policy"`
 	Votes  []VoteView `json:"votes"`
 }
 
@@ -50,8 +50,8 @@ type CallbackView struct {
 	LastStatus *int                `json:"last_status"`
 }
 
-// PolicyView is how the request's rounds are decided, frozen at intake.
-type PolicyView struct {
+// RequestPolicyView is how the request's rounds are decided, frozen at intake.
+type RequestPolicyView struct {
 	Approvals int      `json:"approvals"`
 	Approvers []string `json:"approvers"`
 	// Tier is the index of the tool's tier that matched the effect, or null
@@ -100,7 +100,7 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 		Summary: req.Summary, Reason: req.Reason, RequestedBy: req.RequestedBy, RequestFor: req.RequestedFor,
 		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
 		Version: req.Version,
-		Policy:  PolicyView{Approvals: req.Policy.Needed(), Approvers: s.Approvers(req), Tier: req.Policy.Tier},
+		Policy:  RequestPolicyView{Approvals: req.Policy.Needed(), Approvers: s.Approvers(req), Tier: req.Policy.Tier},
 		Votes:   []VoteView{},
 	}
 	if v.Policy.Approvers == nil {

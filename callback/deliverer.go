@@ -211,13 +211,16 @@ func (d *Deliverer) deliver(ctx context.Context, row store.Callback) {
 	defer cancel()
 	outcome := "delivered"
 	if status >= 200 && status < 300 {
-		if err := d.cfg.DB.MarkCallbackDelivered(record, row.ID, status); err != nil {
+		if err := d.cfg.DB.MarkCallbackDelivered(record, row, status); err != nil {
 			logger.Warn("recording a callback delivery failed; it will be sent again", slog.String("error", err.Error()))
 		}
 		logger.Debug("callback delivered", slog.Int("status", status))
 	} else {
-		state, err := d.cfg.DB.RetryCallback(record, row.ID, d.backoff(row.Attempts), status, reason)
+		state, err := d.cfg.DB.RetryCallback(record, row, d.backoff(row.Attempts), status, reason)
 		switch {
+		case errors.Is(err, store.ErrNotFound):
+			logger.Info("callback attempt superseded: a redrive or a later claim sends it again")
+			outcome = "retry"
 		case err != nil:
 			logger.Warn("recording a callback attempt failed; its lease brings it back", slog.String("error", err.Error()))
 			outcome = "retry"

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 )
@@ -30,27 +29,6 @@ func FuzzClassify(f *testing.F) {
 		}
 		if _, known := codeOutcomes[parseBody(body).code]; status >= 200 && status <= 299 && !known && c.Outcome != OutcomeSucceeded {
 			t.Fatalf("2xx without a known code classified %s", c.Outcome)
-		}
-	})
-}
-
-// FuzzVerifySignature checks that no header but the one Sign made verifies.
-func FuzzVerifySignature(f *testing.F) {
-	now := time.Unix(1_760_000_000, 0)
-	body := []byte(`{"amount_cents":4200}`)
-	f.Add(Sign([]byte("k"), now, body))
-	f.Add("t=1760000000,v1=00")
-	f.Add("v1=,t=")
-	f.Add("t=1760000000,v1=zz,v1=" + Sign([]byte("k"), now, body)[len("t=1760000000,v1="):])
-	f.Fuzz(func(t *testing.T, header string) {
-		err := VerifySignature([]byte("k"), header, body, now, 5*time.Minute)
-		if err == nil && header != Sign([]byte("k"), now, body) {
-			// Another header may still carry the right v1 (several v1 values are
-			// allowed, for secret rotation); it must then contain it.
-			want := Sign([]byte("k"), now, body)[len("t=1760000000,"):]
-			if !strings.Contains(strings.ToLower(header), want[len("v1="):]) {
-				t.Fatalf("header %q verified", header)
-			}
 		}
 	})
 }

@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/client"
 )
 
 // Behavior is how the provider answers a write.
@@ -244,7 +244,7 @@ func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
 	}
 	p.received.Add(1)
 	if p.Secret != nil {
-		if executor.VerifySignature(p.Secret, r.Header.Get(executor.SignatureHeader), body, time.Now(), 5*time.Minute) != nil {
+		if client.VerifySignature(p.Secret, r.Header.Get(client.SignatureHeader), body, 5*time.Minute) != nil {
 			p.badSignatures.Add(1)
 		}
 	}

@@ -133,16 +133,21 @@ func (l *Ledger) ClaimCallbacks(ctx context.Context, limit int, lease time.Durat
 	return claimed, nil
 }
 
-// MarkCallbackDelivered records a delivery the agent acknowledged with status.
-func (l *Ledger) MarkCallbackDelivered(ctx context.Context, id int64, status int) error {
-	return l.ex().MarkCallbackDelivered(ctx, id, status)
+// MarkCallbackDelivered records a delivery the agent acknowledged with
+// status. claimed is the row as ClaimCallbacks returned it: its lease
+// (NextAttemptAt) identifies the attempt, so an attempt that ends after a
+// redrive (which moves the row's next attempt to now) records nothing, and
+// the redriven delivery is still sent.
+func (l *Ledger) MarkCallbackDelivered(ctx context.Context, claimed Callback, status int) error {
+	return l.ex().MarkCallbackDelivered(ctx, claimed, status)
 }
 
 // RetryCallback records a failed attempt (status 0: no answer) and puts the
 // delivery back after delay, or fails it for good once its retry window has
-// passed. It returns the state the row is left in.
-func (l *Ledger) RetryCallback(ctx context.Context, id int64, delay time.Duration, status int, reason string) (CallbackState, error) {
-	return l.ex().RetryCallback(ctx, id, delay, status, reason)
+// passed. It returns the state the row is left in, or ErrNotFound when the
+// attempt is no longer the row's (a redrive or a later claim took it over).
+func (l *Ledger) RetryCallback(ctx context.Context, claimed Callback, delay time.Duration, status int, reason string) (CallbackState, error) {
+	return l.ex().RetryCallback(ctx, claimed, delay, status, reason)
 }
 
 // LatestCallback returns the request's newest delivery, or ErrNotFound.

@@ -127,8 +127,8 @@ type Executor interface {
 	// Each row's retry window is CallbackRetryWindow from its At.
 	InsertCallbacks(ctx context.Context, rows []NewCallback) error
 	ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error)
-	MarkCallbackDelivered(ctx context.Context, id int64, status int) error
-	RetryCallback(ctx context.Context, id int64, delay time.Duration, status int, reason string) (CallbackState, error)
+	MarkCallbackDelivered(ctx context.Context, claimed Callback, status int) error
+	RetryCallback(ctx context.Context, claimed Callback, delay time.Duration, status int, reason string) (CallbackState, error)
 	LatestCallback(ctx context.Context, requestID string) (Callback, error)
 	RedriveCallback(ctx context.Context, requestID string, window time.Duration) (Callback, bool, error)
 	CountCallbackBacklog(ctx context.Context) (int, error)

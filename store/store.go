@@ -66,8 +66,8 @@ type Store interface {
 
 	// Agent callbacks and their delivery.
 	ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error)
-	MarkCallbackDelivered(ctx context.Context, id int64, status int) error
-	RetryCallback(ctx context.Context, id int64, delay time.Duration, status int, reason string) (CallbackState, error)
+	MarkCallbackDelivered(ctx context.Context, claimed Callback, status int) error
+	RetryCallback(ctx context.Context, claimed Callback, delay time.Duration, status int, reason string) (CallbackState, error)
 	LatestCallback(ctx context.Context, requestID string) (Callback, error)
 	RedriveCallback(ctx context.Context, requestID string) (Callback, bool, error)
 	CountCallbackBacklog(ctx context.Context) (int, error)

@@ -46,6 +46,9 @@ type Config struct {
 	dataDirErr error
 	// missingVars lists ${VAR} references with no value in the environment.
 	missingVars []string
+	// effectSchemas are the tools' compiled effect schemas, by tool; Validate
+	// compiles them.
+	effectSchemas map[string]*approvals.EffectSchema
 	// fileErrs are the configuration file's own problems (YAMLError, or
 	// its syntax), reported by Validate with the others.
 	fileErrs []error
@@ -125,6 +128,11 @@ type ToolConfig struct {
 	Tiers []TierConfig `yaml:"tiers"`
 	// RejectReason: off (default), optional or required.
 	RejectReason string `yaml:"reject_reason"`
+	// Description tells agents what the tool does (GET /v1/tools).
+	Description string `yaml:"description"`
+	// EffectSchema is the JSON Schema every effect must satisfy: inline, or
+	// the path of a JSON file (relative to the configuration file).
+	EffectSchema *EffectSchemaConfig `yaml:"effect_schema"`
 }
 
 // DispatchConfig is where and how the executor sends an approved write.
@@ -342,6 +350,7 @@ func (c *Config) Validate() error {
 	for name, t := range c.File.Tools {
 		errs = append(errs, t.Validate(name, c.SlackBotToken != ""))
 	}
+	errs = append(errs, c.compileEffectSchemas())
 	return errors.Join(errs...)
 }
 
@@ -501,6 +510,7 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 			Name: name, Channel: t.Channel, Approvers: t.Approvers,
 			RequestTTL: t.RequestTTL, MaxAttempts: t.MaxAttempts, Reversible: t.Reversible,
 			Approvals: t.Approvals, Tiers: t.reviewTiers(), RejectReason: approvals.ReasonRule(t.RejectReason),
+			Description: t.Description, EffectSchema: c.effectSchemas[name],
 		}
 	}
 	return tools

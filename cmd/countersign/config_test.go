@@ -216,3 +216,86 @@ func TestWithDefaultsLeavesItsInputAlone(t *testing.T) {
 		t.Errorf("demo tool dispatches to %q", got)
 	}
 }
+
+// A tool's effect_schema, inline or a file beside the configuration, is
+// compiled by Validate and reaches the review service with the description.
+func TestEffectSchemaInlineOrFromAFile(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+agents:
+  - {name: billing-agent, token_sha256: "`+strings.Repeat("ab", 32)+`"}
+tools:
+  inline.tool:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/x"}
+    description: Credits an invoice.
+    effect_schema:
+      type: object
+      required: [invoice]
+      properties: {invoice: {type: string, minLength: 3}}
+  file.tool:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/x"}
+    effect_schema: schemas/file.json
+`)
+	if err := os.MkdirAll(filepath.Join(filepath.Dir(path), "schemas"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "schemas", "file.json"), []byte(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tools := cfg.ReviewTools()
+	inline, file := tools["inline.tool"], tools["file.tool"]
+	if inline.Description != "Credits an invoice." || inline.EffectSchema == nil || file.EffectSchema == nil {
+		t.Fatalf("tools = %+v", tools)
+	}
+	if err := inline.EffectSchema.Check([]byte(`{"invoice":"ab"}`)); err == nil || !strings.Contains(err.Error(), "/effect/invoice") {
+		t.Errorf("inline schema: %v", err)
+	}
+	if err := file.EffectSchema.Check([]byte(`{"n":"1"}`)); err == nil || !strings.Contains(err.Error(), "/effect/n") {
+		t.Errorf("file schema: %v", err)
+	}
+	if err := file.EffectSchema.Check([]byte(`{"n":1}`)); err != nil {
+		t.Errorf("file schema refused a valid effect: %v", err)
+	}
+}
+
+// A schema that does not compile, a missing file or a list stops serve with
+// every problem named by its tool.
+func TestEffectSchemaProblemsAreReported(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+agents:
+  - {name: billing-agent, token_sha256: "`+strings.Repeat("ab", 32)+`"}
+tools:
+  bad.type:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/x"}
+    effect_schema: {type: integr}
+  no.file:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/x"}
+    effect_schema: missing.json
+  a.list:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/x"}
+    effect_schema: [type, object]
+`)
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	for _, want := range []string{"tools.bad.type.effect_schema", "tools.no.file.effect_schema: reading the schema", "tools.a.list.effect_schema: must be a JSON Schema"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, want)
+		}
+	}
+}

@@ -27,7 +27,8 @@ func (e *YAMLError) Error() string {
 }
 
 var (
-	durationType = reflect.TypeFor[time.Duration]()
+	durationType     = reflect.TypeFor[time.Duration]()
+	effectSchemaType = reflect.TypeFor[EffectSchemaConfig]()
 	// A yaml.Node field takes any value; its owner checks it (see WhenConfig).
 	yamlNodeType = reflect.TypeFor[yaml.Node]()
 )
@@ -58,6 +59,8 @@ func checkYAML(n *yaml.Node, t reflect.Type, path string) []error {
 	switch {
 	case t == yamlNodeType:
 		return nil
+	case t == effectSchemaType:
+		return checkEffectSchemaYAML(n, path)
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode {
 			return problem("must be a duration such as 30s or 2h")

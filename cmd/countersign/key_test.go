@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -29,5 +31,32 @@ func TestKeyCommandRefusesAmbiguousInput(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "duplicate member name") || out.Len() != 0 {
 		t.Errorf("stdout %q stderr %q", out.String(), errOut.String())
+	}
+}
+
+// `countersign key` prints the key of every shared vector, as the Go client's
+// offline Key does (internal/intentkey/testdata/vectors.json).
+func TestKeyCommandMatchesTheSharedVectors(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../internal/intentkey/testdata/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors []struct {
+		Name   string          `json:"name"`
+		Intent json.RawMessage `json:"intent"`
+		Key    string          `json:"key"`
+	}
+	if err := json.Unmarshal(raw, &vectors); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vectors {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"key"}, envFrom(nil), bytes.NewReader(v.Intent), &out, &errOut); code != 0 {
+			t.Fatalf("%s: exit %d: %s", v.Name, code, errOut.String())
+		}
+		if got := strings.TrimSpace(out.String()); got != v.Key {
+			t.Errorf("%s: key = %s, want %s", v.Name, got, v.Key)
+		}
 	}
 }

@@ -98,6 +98,7 @@ func (c *Config) withLocal(base, token string) *Config {
 		// Short enough that a local reviewer sees expiry happen.
 		RequestTTL:  time.Hour,
 		ApprovalTTL: time.Hour,
+		Description: "Refund an order, in cents, through the built-in sandbox provider: nothing real is paid out.",
 	}}
 	if d.DispatchSecret == "" {
 		d.DispatchSecret = randomString(32)

@@ -145,7 +145,7 @@ func testCallbackClaimRetryDeliverRedrive(t *testing.T, b *Backend) {
 	if again, err := b.ClaimCallbacks(ctx, 10, time.Hour); err != nil || len(again) != 0 {
 		t.Errorf("a leased delivery was claimed again: %d, %v", len(again), err)
 	}
-	if state, err := b.RetryCallback(ctx, first.ID, 0, 500, "answered 500"); err != nil || state != store.CallbackPending {
+	if state, err := b.RetryCallback(ctx, first, 0, 500, "answered 500"); err != nil || state != store.CallbackPending {
 		t.Fatalf("RetryCallback = %s, %v", state, err)
 	}
 	cb, err := b.LatestCallback(ctx, req.ID)
@@ -156,7 +156,15 @@ func testCallbackClaimRetryDeliverRedrive(t *testing.T, b *Backend) {
 	if err != nil || len(claimed) != 1 || claimed[0].Attempts != 2 || claimed[0].DeliveryID != first.DeliveryID {
 		t.Fatalf("second claim = %+v, %v", claimed, err)
 	}
-	if err := b.MarkCallbackDelivered(ctx, first.ID, 204); err != nil {
+	second := claimed[0]
+	// The first attempt's outcome, arriving late, is no longer the row's.
+	if err := b.MarkCallbackDelivered(ctx, first, 204); err != nil {
+		t.Fatal(err)
+	}
+	if cb, err = b.LatestCallback(ctx, req.ID); err != nil || cb.State != store.CallbackPending {
+		t.Fatalf("a superseded attempt marked the delivery: %+v, %v", cb, err)
+	}
+	if err := b.MarkCallbackDelivered(ctx, second, 204); err != nil {
 		t.Fatal(err)
 	}
 	if cb, err = b.LatestCallback(ctx, req.ID); err != nil || cb.State != store.CallbackDelivered || *cb.LastStatus != 204 || cb.LastError != "" {
@@ -175,15 +183,33 @@ func testCallbackClaimRetryDeliverRedrive(t *testing.T, b *Backend) {
 	if err != nil || len(claimed) != 1 || claimed[0].DeliveryID != first.DeliveryID {
 		t.Fatalf("claim after redrive = %+v, %v", claimed, err)
 	}
+	third := claimed[0]
+
+	// A redrive while an attempt is in flight is not lost when the attempt
+	// then succeeds: the delivery stays due and is claimed again.
+	if _, ok, err := b.RedriveCallback(ctx, req.ID); err != nil || !ok {
+		t.Fatalf("RedriveCallback during an attempt = %v, %v", ok, err)
+	}
+	if err := b.MarkCallbackDelivered(ctx, third, 204); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.RetryCallback(ctx, third, time.Hour, 500, "late"); err != store.ErrNotFound {
+		t.Errorf("RetryCallback of a redriven attempt = %v, want ErrNotFound", err)
+	}
+	claimed, err = b.ClaimCallbacks(ctx, 10, time.Hour)
+	if err != nil || len(claimed) != 1 || claimed[0].DeliveryID != first.DeliveryID {
+		t.Fatalf("claim after a redrive during an attempt = %+v, %v", claimed, err)
+	}
+	fourth := claimed[0]
 
 	// Past its retry window a failed attempt fails the delivery.
 	if err := b.Exec("UPDATE callbacks SET give_up_at = created_at WHERE id = $1", first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if state, err := b.RetryCallback(ctx, first.ID, time.Minute, 0, "connection refused"); err != nil || state != store.CallbackFailed {
+	if state, err := b.RetryCallback(ctx, fourth, time.Minute, 0, "connection refused"); err != nil || state != store.CallbackFailed {
 		t.Errorf("RetryCallback past the window = %s, %v; want failed", state, err)
 	}
-	if _, err := b.RetryCallback(ctx, first.ID, time.Minute, 0, "again"); err != store.ErrNotFound {
+	if _, err := b.RetryCallback(ctx, fourth, time.Minute, 0, "again"); err != store.ErrNotFound {
 		t.Errorf("RetryCallback of a failed delivery = %v, want ErrNotFound", err)
 	}
 }

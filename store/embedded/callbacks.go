@@ -34,13 +34,15 @@ func (e executor) ClaimCallbacks(ctx context.Context, limit int, lease time.Dura
 	return claimed, err
 }
 
-func (e executor) MarkCallbackDelivered(ctx context.Context, id int64, status int) error {
-	return e.exec(ctx, "marking callback delivered", q.Get("mark_callback_delivered"), id, status, micros(clock(nil)))
+func (e executor) MarkCallbackDelivered(ctx context.Context, claimed store.Callback, status int) error {
+	return e.exec(ctx, "marking callback delivered", q.Get("mark_callback_delivered"), claimed.ID, status, micros(clock(nil)),
+		micros(claimed.NextAttemptAt))
 }
 
-func (e executor) RetryCallback(ctx context.Context, id int64, delay time.Duration, status int, reason string) (state store.CallbackState, err error) {
+func (e executor) RetryCallback(ctx context.Context, claimed store.Callback, delay time.Duration, status int, reason string) (state store.CallbackState, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
-		err := tx.QueryRowContext(ctx, q.Get("retry_callback"), id, delay.Microseconds(), status, reason, micros(tx.clock(nil))).Scan(&state)
+		err := tx.QueryRowContext(ctx, q.Get("retry_callback"), claimed.ID, delay.Microseconds(), status, reason, micros(tx.clock(nil)),
+			micros(claimed.NextAttemptAt)).Scan(&state)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}

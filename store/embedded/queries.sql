@@ -321,14 +321,15 @@ WHERE id IN (SELECT id FROM callbacks WHERE state = 'pending' AND next_attempt_a
 RETURNING {{callback_columns}};
 
 -- name: mark_callback_delivered
+-- ?4, the claim's lease, identifies the attempt (see Ledger.MarkCallbackDelivered).
 UPDATE callbacks SET state = 'delivered', delivered_at = ?3, last_status = ?2, last_error = NULL
-WHERE id = ?1 AND state = 'pending';
+WHERE id = ?1 AND state = 'pending' AND next_attempt_at = ?4;
 
 -- name: retry_callback
 UPDATE callbacks SET last_status = nullif(?3, 0), last_error = nullif(?4, ''),
 	state = CASE WHEN ?5 >= give_up_at THEN 'failed' ELSE 'pending' END,
 	next_attempt_at = ?5 + ?2
-WHERE id = ?1 AND state = 'pending'
+WHERE id = ?1 AND state = 'pending' AND next_attempt_at = ?6
 RETURNING state;
 
 -- name: latest_callback

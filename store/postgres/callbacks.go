@@ -25,14 +25,14 @@ func (e executor) ClaimCallbacks(ctx context.Context, limit int, lease time.Dura
 	return collect[store.Callback]("claiming callbacks", rows, err)
 }
 
-func (e executor) MarkCallbackDelivered(ctx context.Context, id int64, status int) error {
-	_, err := e.db.Exec(ctx, q.Get("mark_callback_delivered"), id, status)
+func (e executor) MarkCallbackDelivered(ctx context.Context, claimed store.Callback, status int) error {
+	_, err := e.db.Exec(ctx, q.Get("mark_callback_delivered"), claimed.ID, status, claimed.NextAttemptAt)
 	return wrap("marking callback delivered", err)
 }
 
-func (e executor) RetryCallback(ctx context.Context, id int64, delay time.Duration, status int, reason string) (store.CallbackState, error) {
+func (e executor) RetryCallback(ctx context.Context, claimed store.Callback, delay time.Duration, status int, reason string) (store.CallbackState, error) {
 	var state store.CallbackState
-	err := e.db.QueryRow(ctx, q.Get("retry_callback"), id, delay.Microseconds(), status, reason).Scan(&state)
+	err := e.db.QueryRow(ctx, q.Get("retry_callback"), claimed.ID, delay.Microseconds(), status, reason, claimed.NextAttemptAt).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", store.ErrNotFound
 	}

@@ -453,8 +453,9 @@ WHERE callbacks.id = ANY(ARRAY(SELECT id FROM due))
 RETURNING {{callback_columns}};
 
 -- name: mark_callback_delivered
+-- $3, the claim's lease, identifies the attempt (see Ledger.MarkCallbackDelivered).
 UPDATE callbacks SET state = 'delivered', delivered_at = now(), last_status = $2, last_error = NULL
-WHERE id = $1 AND state = 'pending';
+WHERE id = $1 AND state = 'pending' AND next_attempt_at = $3;
 
 -- name: retry_callback
 -- A failed attempt past the retry window fails the row; otherwise it waits
@@ -462,7 +463,7 @@ WHERE id = $1 AND state = 'pending';
 UPDATE callbacks SET last_status = nullif($3::int, 0), last_error = nullif($4, ''),
 	state = CASE WHEN now() >= give_up_at THEN 'failed' ELSE 'pending' END,
 	next_attempt_at = now() + $2::bigint * interval '1 microsecond'
-WHERE id = $1 AND state = 'pending'
+WHERE id = $1 AND state = 'pending' AND next_attempt_at = $5
 RETURNING state;
 
 -- name: latest_callback

@@ -1,0 +1,238 @@
+package approvals
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/countersign/countersign/approvals/apitest"
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/store/embedded"
+)
+
+var (
+	apiDocOnce sync.Once
+	apiDoc     *apitest.Document
+)
+
+// conforming wraps the hook so that every answer it gives in this package's
+// tests is checked against the OpenAPI document.
+func conforming(t testing.TB, h http.Handler) http.Handler {
+	t.Helper()
+	return apitest.Conform(t, document(t), nil, h)
+}
+
+// document is the hook's OpenAPI document, parsed once.
+func document(t testing.TB) *apitest.Document {
+	t.Helper()
+	apiDocOnce.Do(func() { apiDoc = apitest.Load(t, openAPIDocument) })
+	if apiDoc == nil {
+		t.Fatal("the OpenAPI document did not load")
+	}
+	return apiDoc
+}
+
+// The document describes exactly the routes the hook serves, and exactly the
+// error codes of the one vocabulary (RefusalCodes): a new route or code fails
+// here until the document has it.
+func TestOpenAPIDocumentCoversEveryRouteAndCode(t *testing.T) {
+	t.Parallel()
+	doc := document(t)
+	source, err := os.ReadFile("handler.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served []string
+	for _, m := range regexp.MustCompile(`h\.mux\.Handle(?:Func)?\("([A-Z]+) (/[^"]*)"`).FindAllStringSubmatch(string(source), -1) {
+		served = append(served, m[1]+" "+m[2])
+	}
+	slices.Sort(served)
+	if len(served) < 5 || !slices.Equal(served, doc.Operations()) {
+		t.Errorf("the hook serves %v, the document describes %v", served, doc.Operations())
+	}
+	codes := slices.Sorted(slices.Values(RefusalCodes()))
+	if documented := slices.Sorted(slices.Values(doc.ErrorCodes())); !slices.Equal(codes, documented) {
+		t.Errorf("RefusalCodes are %v, the document's ErrorCode is %v", codes, documented)
+	}
+}
+
+// The hook answers what the document promises, each promised answer at
+// least once: every operation, every status, every error code of each. A
+// response or an accepted request that does not match the document fails
+// the test as it happens (apitest.Conform), here and in every hook test of
+// this package.
+func TestOpenAPIConformance(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.withSchema(t)
+	down := closedStoreHook(t, b.answers)
+
+	created := b.post(t, vectorBody)
+	replay := b.post(t, vectorBody)
+	if created.status != http.StatusCreated || replay.status != http.StatusOK {
+		t.Fatalf("create %d, replay %d", created.status, replay.status)
+	}
+	key := created.view(t).Key
+	for _, call := range []struct {
+		method, path, token, body string
+		header                    map[string]string
+	}{
+		{"POST", "/v1/requests", testToken, `{"run_id":`, nil},
+		{"POST", "/v1/requests", "wrong", vectorBody, nil},
+		{"POST", "/v1/requests", testToken, vectorBody, map[string]string{"Idempotency-Key": key[:20]}},
+		{"POST", "/v1/requests", testToken, strings.Replace(vectorBody, "4200", "4300", 1), map[string]string{"Idempotency-Key": key}},
+		{"POST", "/v1/requests", testToken, `{"run_id":"r","step":1,"tool":"billing.credit","effect":[]}`, nil},
+		{"POST", "/v1/requests", testToken, `{"run_id":"r","step":1,"tool":"billing.credit","effect":{"invoice":"x"}}`, nil},
+		{"POST", "/v1/requests", testToken, `{"run_id":"r","step":1,"tool":"db.drop","effect":{}}`, nil},
+		{"POST", "/v1/requests", testToken, strings.Repeat(" ", MaxBodyBytes+1), nil},
+		{"GET", "/v1/requests/" + key, testToken, "", nil},
+		{"GET", "/v1/requests/" + key + "?wait=1ms", testToken, "", nil},
+		{"GET", "/v1/requests/" + key + "?wait=forever", testToken, "", nil},
+		{"GET", "/v1/requests/" + key, "wrong", "", nil},
+		{"GET", "/v1/requests/wa_nothing", testToken, "", nil},
+		{"POST", "/v1/requests/" + key + "/cancel", "wrong", "", nil},
+		{"POST", "/v1/requests/wa_nothing/cancel", testToken, "", nil},
+		{"POST", "/v1/requests/" + key + "/cancel", testToken, "", nil},
+		{"POST", "/v1/requests/" + key + "/cancel", testToken, "", nil},
+		{"GET", "/v1/tools", testToken, "", nil},
+		{"GET", "/v1/tools", "", "", nil},
+		{"GET", "/v1/openapi.json", "", "", nil},
+	} {
+		b.do(t, call.method, call.path, call.token, strings.NewReader(call.body), call.header)
+	}
+	for _, path := range []string{"/v1/requests", "/v1/requests/" + key, "/v1/requests/" + key + "/cancel"} {
+		method := http.MethodPost
+		if path == "/v1/requests/"+key {
+			method = http.MethodGet
+		}
+		if got := down.do(t, method, path, testToken, strings.NewReader(vectorBody), nil); got.status != http.StatusServiceUnavailable {
+			t.Errorf("%s %s on a closed store = %d", method, path, got.status)
+		}
+	}
+
+	// Redrive needs an agent with a callback (billing-agent, testToken) and
+	// one without (other-agent, otherToken).
+	cb := setupCallbacks(t, &drivertest.Postgres)
+	pending := cb.post(t, vectorBody).view(t)
+	for _, call := range []struct{ path, token string }{
+		{"/v1/requests/" + pending.Key + "/redrive", testToken},
+		{"/v1/requests/" + pending.Key + "/cancel", testToken},
+		{"/v1/requests/" + pending.Key + "/redrive", testToken},
+		{"/v1/requests/" + pending.Key + "/redrive", "wrong"},
+		{"/v1/requests/wa_nothing/redrive", testToken},
+	} {
+		cb.do(t, http.MethodPost, call.path, call.token, nil, nil)
+	}
+	other := cb.do(t, http.MethodPost, "/v1/requests", otherToken, strings.NewReader(vectorBodyOther), nil).view(t)
+	cb.do(t, http.MethodPost, "/v1/requests/"+other.Key+"/redrive", otherToken, nil, nil)
+	if got := down.do(t, http.MethodPost, "/v1/requests/"+key+"/redrive", testToken, nil, nil); got.status != http.StatusServiceUnavailable {
+		t.Errorf("redrive on a closed store = %d %s", got.status, got.body)
+	}
+
+	seen := b.answers.Seen()
+	maps.Copy(seen, cb.answers.Seen())
+	for _, promised := range document(t).Promised() {
+		// No input provokes an internal error on the hook; its body is the
+		// same Error as every other refusal.
+		if promised.Code == CodeInternal {
+			continue
+		}
+		if !seen[promised] {
+			t.Errorf("the document promises %s, and nothing answered it", promised)
+		}
+	}
+}
+
+// The document served is the one in the repository, to anyone.
+func TestOpenAPIDocumentIsServedWithoutAuth(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	got := b.do(t, http.MethodGet, "/v1/openapi.json", "", nil, nil)
+	onDisk, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.status != http.StatusOK || !bytes.Equal(got.body, onDisk) || got.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /v1/openapi.json = %d %s, %d bytes", got.status, got.header.Get("Content-Type"), len(got.body))
+	}
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+	}
+	if err := json.Unmarshal(got.body, &doc); err != nil || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q, %v", doc.OpenAPI, err)
+	}
+}
+
+// The conformance check catches a response the document does not describe,
+// such as a field it does not know: that is how a new field surfaces.
+func TestConformanceCatchesAnUndocumentedField(t *testing.T) {
+	t.Parallel()
+	doc := document(t)
+	bad := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"tools": []any{map[string]any{
+			"name": "t", "reversible": false, "policy": map[string]any{"approvals": 1, "approvers": []string{"U1"}}, "surprise": true}}})
+	})
+	spy := &failures{TB: t}
+	server := httptest.NewServer(apitest.Conform(spy, doc, nil, bad))
+	defer server.Close()
+	resp, err := http.Get(server.URL + "/v1/tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if spy.count.Load() == 0 {
+		t.Fatal("a tool with an undocumented field passed the conformance check")
+	}
+}
+
+// failures counts the errors reported through it instead of failing.
+type failures struct {
+	testing.TB
+	count atomic.Int64
+}
+
+func (f *failures) Errorf(string, ...any) { f.count.Add(1) }
+
+// closedStoreHook is a hook whose embedded store has been closed, as at
+// shutdown: every call that needs the ledger answers 503.
+func closedStoreHook(t *testing.T, answers *apitest.Recorder) *bundle {
+	t.Helper()
+	s, err := embedded.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Migrate(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	svc := mustService(t, Config{DB: store.NewLedger(s), Tools: map[string]Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger})
+	sum := sha256.Sum256([]byte(testToken))
+	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent.Callback = true
+	notifier, _, _ := s.Notifier(logger)
+	server := httptest.NewServer(apitest.Conform(t, document(t), answers, NewHandler(svc, Agents{agent}, notifier, logger, NewMetrics(prometheus.NewRegistry()))))
+	t.Cleanup(server.Close)
+	s.Close()
+	return &bundle{server: server}
+}

@@ -1,0 +1,112 @@
+package approvals
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// EffectSchema is a tool's JSON Schema (2020-12 unless the schema says
+// otherwise) for its effects, compiled once at start. An effect that fails
+// it is refused before its key is derived or anything is stored; the schema
+// never enters the key.
+type EffectSchema struct {
+	raw    json.RawMessage
+	schema *jsonschema.Schema
+}
+
+// CompileEffectSchema compiles the schema document raw (JSON) of the tool
+// called tool. A $ref may name a file beside it (dir, "" for the working
+// directory); nothing is fetched over the network.
+func CompileEffectSchema(tool string, raw []byte, dir string) (*EffectSchema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("effect_schema of %s is not JSON: %w", tool, err)
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return nil, fmt.Errorf("effect_schema of %s must be a JSON Schema object", tool)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(jsonschema.SchemeURLLoader{"file": jsonschema.FileLoader{}})
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
+	}
+	loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, "effect_schema."+tool+".json"))}).String()
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
+	}
+	schema, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
+	}
+	compact := new(bytes.Buffer)
+	if err := json.Compact(compact, raw); err != nil {
+		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
+	}
+	return &EffectSchema{raw: compact.Bytes(), schema: schema}, nil
+}
+
+// JSON returns the schema document as configured, for GET /v1/tools.
+func (s *EffectSchema) JSON() json.RawMessage { return s.raw }
+
+// Check validates an effect (JSON bytes) against the schema. A failure is an
+// InputError with CodeInvalidEffect whose Field is the JSON pointer of the
+// failing value in the request body (/effect/…) and whose Message says why.
+func (s *EffectSchema) Check(effect []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(effect))
+	if err != nil {
+		return invalid("effect", "the effect is not JSON: %v", err)
+	}
+	err = s.schema.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return fmt.Errorf("validating the effect: %w", err)
+	}
+	leaf := firstLeaf(verr)
+	location := leaf.InstanceLocation
+	if req, ok := leaf.ErrorKind.(*kind.Required); ok && len(req.Missing) > 0 {
+		// Name the missing member itself, not the object that lacks it.
+		location = append(append([]string(nil), location...), req.Missing[0])
+	}
+	path := "/effect" + jsonPointer(location)
+	return &InputError{
+		Code:    CodeInvalidEffect,
+		Field:   path,
+		Message: fmt.Sprintf("The effect does not match the tool's effect_schema at %s: %s.", path, leaf.ErrorKind.LocalizedString(englishPrinter)),
+	}
+}
+
+var englishPrinter = message.NewPrinter(language.English)
+
+// firstLeaf follows the first cause down to the failure that has no cause
+// beneath it: the most specific reason.
+func firstLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
+	for len(e.Causes) > 0 {
+		e = e.Causes[0]
+	}
+	return e
+}
+
+// jsonPointer writes tokens as an RFC 6901 pointer ("" for the whole value).
+func jsonPointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+	}
+	return b.String()
+}

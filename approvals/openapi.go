@@ -1,0 +1,24 @@
+package approvals
+
+import (
+	_ "embed"
+	"net/http"
+	"slices"
+)
+
+// openAPIDocument is the OpenAPI 3.1 description of the hook, served at
+// GET /v1/openapi.json. The handlers are tested against it.
+//
+//go:embed openapi.json
+var openAPIDocument []byte
+
+// OpenAPIDocument returns the OpenAPI 3.1 description of the hook.
+func OpenAPIDocument() []byte { return slices.Clone(openAPIDocument) }
+
+// serveOpenAPI answers the document, to anyone: it describes the routes,
+// and nothing of any agent or request.
+func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(openAPIDocument)
+}

@@ -1,0 +1,264 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client calls one countersign server as one agent. It is safe for
+// concurrent use.
+type Client struct {
+	baseURL    string
+	token      string
+	http       *http.Client
+	minBackoff time.Duration
+	maxBackoff time.Duration
+}
+
+// Option adjusts a Client built by New.
+type Option func(*Client)
+
+// WithHTTPClient makes the Client send through hc. Its Timeout, if set, must
+// be longer than a long-poll (60 s) or Wait cuts its own polls short.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithBackoff sets the first and the longest pause between retries of a
+// network error or a 503 (default 200 ms doubling to 5 s; a Retry-After the
+// server sends is honoured when longer).
+func WithBackoff(first, longest time.Duration) Option {
+	return func(c *Client) { c.minBackoff, c.maxBackoff = first, longest }
+}
+
+// New returns a client of the countersign server at baseURL
+// ("https://countersign.internal") that authenticates with the agent's
+// bearer token.
+func New(baseURL, token string, opts ...Option) *Client {
+	c := &Client{
+		baseURL:    strings.TrimRight(baseURL, "/"),
+		token:      token,
+		http:       &http.Client{Timeout: pollWait + 30*time.Second},
+		minBackoff: 200 * time.Millisecond,
+		maxBackoff: 5 * time.Second,
+	}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
+}
+
+// pollWait is how long one long-poll of Wait asks the server to hold.
+const pollWait = 60 * time.Second
+
+// Request asks for the intent's write and returns the request: created
+// (201), or the one its key already names (200, Replayed set), whatever its
+// state. A network error or a 503 is retried with the same bytes, so it
+// cannot create a second request, until ctx ends.
+func (c *Client) Request(ctx context.Context, in Intent) (*Request, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding intent: %w", err)
+	}
+	a, err := c.call(ctx, http.MethodPost, "/v1/requests", body, true)
+	if err != nil {
+		return nil, err
+	}
+	req, err := decodeRequest(a)
+	if err != nil {
+		return nil, err
+	}
+	req.Replayed = a.status == http.StatusOK && a.header.Get("Idempotent-Replayed") == "true"
+	return req, nil
+}
+
+// Get returns the request named by ref, its id or its full key.
+func (c *Client) Get(ctx context.Context, ref string) (*Request, error) {
+	a, err := c.call(ctx, http.MethodGet, requestPath(ref, ""), nil, true)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRequest(a)
+}
+
+// Wait returns the request named by ref once it is settled (rejected,
+// expired, cancelled, or its execution succeeded or failed), long-polling
+// from the version it last saw so no change is missed. It waits until ctx
+// ends; a request that needs a human's review of its outcome is not settled.
+func (c *Client) Wait(ctx context.Context, ref string) (*Request, error) {
+	// A plain read first: a request settled already needs no poll, and its
+	// version is where the first poll starts.
+	req, err := c.Get(ctx, ref)
+	for err == nil && !req.Settled {
+		query := url.Values{"wait": {pollWait.String()}, "since": {strconv.FormatInt(req.Version, 10)}}
+		var a answer
+		if a, err = c.call(ctx, http.MethodGet, requestPath(ref, "")+"?"+query.Encode(), nil, true); err == nil {
+			req, err = decodeRequest(a)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// Do asks for the intent's write and waits until it is settled: Request then
+// Wait, retrying network errors and 503s with the same intent, so the key
+// never changes. Bound it with ctx.
+func (c *Client) Do(ctx context.Context, in Intent) (*Request, error) {
+	req, err := c.Request(ctx, in)
+	if err != nil || req.Settled {
+		return req, err
+	}
+	return c.Wait(ctx, req.ID)
+}
+
+// Cancel withdraws a pending request. One no longer pending is
+// ErrAlreadyDecided. It is not retried: the first attempt may have landed.
+func (c *Client) Cancel(ctx context.Context, ref string) (*Request, error) {
+	a, err := c.call(ctx, http.MethodPost, requestPath(ref, "/cancel"), nil, false)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRequest(a)
+}
+
+// Redrive sends the request's latest callback again.
+func (c *Client) Redrive(ctx context.Context, ref string) (*Request, error) {
+	a, err := c.call(ctx, http.MethodPost, requestPath(ref, "/redrive"), nil, false)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRequest(a)
+}
+
+// Tools lists the tools this agent may request.
+func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
+	a, err := c.call(ctx, http.MethodGet, "/v1/tools", nil, true)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Tools []Tool `json:"tools"`
+	}
+	if err := json.Unmarshal(a.body, &list); err != nil {
+		return nil, fmt.Errorf("client: decoding tools: %w", err)
+	}
+	return list.Tools, nil
+}
+
+func requestPath(ref, action string) string {
+	return "/v1/requests/" + url.PathEscape(ref) + action
+}
+
+// answer is one HTTP answer, read whole.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// maxAnswerBytes caps what the client reads of an answer.
+const maxAnswerBytes = 8 << 20
+
+// call sends one request and, when retry is set, sends the same bytes again
+// after a network error or a 503 until ctx ends. An answer of 400 or more is
+// an *APIError.
+func (c *Client) call(ctx context.Context, method, path string, body []byte, retry bool) (answer, error) {
+	backoff := c.minBackoff
+	for {
+		a, err := c.once(ctx, method, path, body)
+		var pause time.Duration
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return answer{}, ctx.Err()
+		case err != nil:
+			if !retry {
+				return answer{}, err
+			}
+			pause = backoff
+		case a.status < 400:
+			return a, nil
+		default:
+			apiErr := decodeError(a)
+			if !retry || a.status != http.StatusServiceUnavailable {
+				return answer{}, apiErr
+			}
+			pause = max(backoff, apiErr.RetryAfter)
+		}
+		// Jitter spreads the retries of many agents after one outage.
+		pause = pause/2 + rand.N(pause/2+1)
+		select {
+		case <-ctx.Done():
+			return answer{}, ctx.Err()
+		case <-time.After(pause):
+		}
+		backoff = min(2*backoff, c.maxBackoff)
+	}
+}
+
+func (c *Client) once(ctx context.Context, method, path string, body []byte) (answer, error) {
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	r, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, reader)
+	if err != nil {
+		return answer{}, fmt.Errorf("client: %w", err)
+	}
+	r.Header.Set("Authorization", "Bearer "+c.token)
+	r.Header.Set("Accept", "application/json")
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(r)
+	if err != nil {
+		return answer{}, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return answer{}, fmt.Errorf("client: reading the answer to %s %s: %w", method, path, err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: raw}, nil
+}
+
+func decodeRequest(a answer) (*Request, error) {
+	var req Request
+	if err := json.Unmarshal(a.body, &req); err != nil {
+		return nil, fmt.Errorf("client: decoding the request: %w", err)
+	}
+	return &req, nil
+}
+
+// decodeError reads the hook's error body; an answer without one (a proxy's
+// page) still becomes an *APIError with its status.
+func decodeError(a answer) *APIError {
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Field   string `json:"field"`
+		} `json:"error"`
+	}
+	e := &APIError{Status: a.status}
+	if json.Unmarshal(a.body, &body) == nil && body.Error.Code != "" {
+		e.Code, e.Message, e.Field = body.Error.Code, body.Error.Message, body.Error.Field
+	} else {
+		e.Message = http.StatusText(a.status)
+		if a.status == http.StatusServiceUnavailable {
+			e.Code = "unavailable"
+		}
+	}
+	if secs, err := strconv.Atoi(a.header.Get("Retry-After")); err == nil && secs > 0 {
+		e.RetryAfter = time.Duration(secs) * time.Second
+	}
+	return e
+}

@@ -1,0 +1,289 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/client"
+)
+
+var runs atomic.Int64
+
+// credit is a billing.credit intent of a run of its own.
+func credit(amount int) client.Intent {
+	return client.Intent{
+		RunID: fmt.Sprintf("run-%d-%d", time.Now().UnixNano(), runs.Add(1)), Step: 6, Tool: "billing.credit",
+		Effect:  map[string]any{"invoice": "inv_8841", "amount_cents": amount, "currency": "USD"},
+		Summary: "Credit invoice inv_8841",
+	}
+}
+
+// The offline key is the one the hook stores, for every shared vector.
+func TestKeyMatchesTheSharedVectors(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../internal/intentkey/testdata/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors []struct {
+		Name   string          `json:"name"`
+		Intent json.RawMessage `json:"intent"`
+		Key    string          `json:"key"`
+	}
+	decodeJSON(t, raw, &vectors)
+	for _, v := range vectors {
+		var fields struct {
+			RunID          string          `json:"run_id"`
+			Step           json.RawMessage `json:"step"`
+			Tool           string          `json:"tool"`
+			Effect         json.RawMessage `json:"effect"`
+			IdempotencyKey string          `json:"idempotency_key"`
+		}
+		decodeJSON(t, v.Intent, &fields)
+		got, err := client.Key(client.Intent{RunID: fields.RunID, Step: fields.Step, Tool: fields.Tool, Effect: fields.Effect, IdempotencyKey: fields.IdempotencyKey})
+		if err != nil || got != v.Key {
+			t.Errorf("%s: Key = %s, %v; want %s", v.Name, got, err, v.Key)
+		}
+	}
+	// Go values, as an agent writes them, give the published vector too.
+	got, err := client.Key(client.Intent{RunID: "r-7f3a", Step: 6, Tool: "billing.credit",
+		Effect: struct {
+			Invoice     string `json:"invoice"`
+			AmountCents int    `json:"amount_cents"`
+			Currency    string `json:"currency"`
+		}{"inv_8841", 4200, "USD"}, Summary: "free text never enters the key"})
+	if err != nil || got != "wa_d0290121a1bc5140c2f0e0dcb82f8a07d785742f014cc81ac67938ef379d634c" {
+		t.Errorf("Key of Go values = %s, %v", got, err)
+	}
+	for name, bad := range map[string]client.Intent{
+		"a float step":       {RunID: "r", Step: 1.5, Tool: "t", Effect: map[string]any{}},
+		"an effect list":     {RunID: "r", Step: 1, Tool: "t", Effect: []int{1}},
+		"a short client key": {RunID: "r", Step: 1, Tool: "t", Effect: map[string]any{}, IdempotencyKey: "short"},
+	} {
+		if _, err := client.Key(bad); err == nil {
+			t.Errorf("%s: Key accepted it", name)
+		}
+	}
+}
+
+// Do asks, waits through the human decision, and returns the settled
+// request; the provider got exactly one write, under the offline key.
+func TestDoRequestsAndWaitsUntilSettled(t *testing.T) {
+	t.Parallel()
+	g := startGate(t)
+	c := client.New(g.URL, agentToken)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	intent := credit(4200)
+	key, err := client.Key(intent)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan *client.Request, 1)
+	go func() {
+		req, err := c.Do(ctx, intent)
+		if err != nil {
+			t.Errorf("Do: %v", err)
+		}
+		done <- req
+	}()
+	pending := waitForRequest(t, c, key)
+	if pending.Status != client.StatusPending || pending.Settled {
+		t.Fatalf("before the decision: %+v", pending)
+	}
+	g.approve(pending.ID, pending.PayloadHash)
+	req := <-done
+	if req == nil || !req.Succeeded() || !req.Settled || req.Key != key || req.Decision == nil || req.Decision.Verdict != "approve" {
+		t.Fatalf("Do returned %+v", req)
+	}
+	if n := g.provider.Writes(key); n != 1 {
+		t.Errorf("the provider received %d writes, want 1", n)
+	}
+	if bad := g.provider.BadSignatures(); bad != 0 {
+		t.Errorf("%d dispatches failed client.VerifySignature", bad)
+	}
+	// The same intent again is the same request, settled: Do answers at once.
+	again, err := c.Do(ctx, intent)
+	if err != nil || !again.Replayed || again.ID != req.ID || !again.Succeeded() {
+		t.Fatalf("the same intent again: %+v, %v", again, err)
+	}
+}
+
+// waitForRequest reads the request under key until it exists.
+func waitForRequest(t *testing.T, c *client.Client, key string) *client.Request {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		req, err := c.Get(context.Background(), key)
+		if err == nil {
+			return req
+		}
+		if !errors.Is(err, client.ErrNotFound) || time.Now().After(deadline) {
+			t.Fatalf("Get(%s): %v", key, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling until Do's request lands
+	}
+}
+
+// A serve process killed under an agent, and a Do that starts while it is
+// down: the client retries the same intent until serve is back, lands on the
+// same key, and the write happens once.
+func TestDoRetriesThroughACrashUnderTheSameKey(t *testing.T) {
+	t.Parallel()
+	g := startGate(t)
+	// Straight to serve: there is no proxy to answer while it is down.
+	c := client.New("http://"+g.addr, agentToken, client.WithBackoff(20*time.Millisecond, 200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	intent := credit(1500)
+	first, err := c.Request(ctx, intent)
+	if err != nil || first.Replayed {
+		t.Fatalf("Request: %+v, %v", first, err)
+	}
+
+	g.kill()
+	done := make(chan *client.Request, 1)
+	go func() {
+		req, err := c.Do(ctx, intent)
+		if err != nil {
+			t.Errorf("Do: %v", err)
+		}
+		done <- req
+	}()
+	// Let Do meet the closed port and retry at least once.
+	time.Sleep(300 * time.Millisecond) // the outage itself, not a wait for an event
+	g.start()
+	g.approve(first.ID, first.PayloadHash)
+	req := <-done
+	if req == nil || req.ID != first.ID || req.Key != first.Key || !req.Succeeded() {
+		t.Fatalf("Do after the crash returned %+v, want the first request, succeeded", req)
+	}
+	if n := g.provider.Writes(first.Key); n != 1 {
+		t.Errorf("the provider received %d writes, want 1", n)
+	}
+}
+
+// Every refusal is an *APIError that matches its sentinel, with the status,
+// the words and the field.
+func TestTypedErrors(t *testing.T) {
+	t.Parallel()
+	g := startGate(t)
+	c := client.New(g.URL, agentToken)
+	ctx := context.Background()
+
+	_, err := c.Request(ctx, credit(0))
+	var apiErr *client.APIError
+	if !errors.Is(err, client.ErrInvalidEffect) || !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnprocessableEntity || apiErr.Field != "/effect/amount_cents" || !strings.Contains(apiErr.Message, "minimum") {
+		t.Errorf("an effect below the schema's minimum: %v (%+v)", err, apiErr)
+	}
+	owned := credit(100)
+	owned.IdempotencyKey = fmt.Sprintf("agent-own-key-%d", runs.Add(1))
+	if _, err := c.Request(ctx, owned); err != nil {
+		t.Fatal(err)
+	}
+	owned.Effect = map[string]any{"invoice": "inv_8841", "amount_cents": 200, "currency": "USD"}
+	if _, err := c.Request(ctx, owned); !errors.Is(err, client.ErrKeyReused) || !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Errorf("the same key for another write: %v", err)
+	}
+	unknown := credit(100)
+	unknown.Tool = "db.drop"
+	if _, err := c.Request(ctx, unknown); !errors.Is(err, client.ErrUnknownTool) {
+		t.Errorf("an unknown tool: %v", err)
+	}
+	if _, err := client.New(g.URL, "not-a-token").Tools(ctx); !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("a bad token: %v", err)
+	}
+	if _, err := c.Get(ctx, "wa_nothing"); !errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrKeyReused) {
+		t.Errorf("a missing request: %v", err)
+	}
+	pending, err := c.Request(ctx, credit(300))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := c.Cancel(ctx, pending.Key)
+	if err != nil || cancelled.Status != client.StatusCancelled || !cancelled.Settled {
+		t.Fatalf("Cancel: %+v, %v", cancelled, err)
+	}
+	if _, err := c.Cancel(ctx, pending.Key); !errors.Is(err, client.ErrAlreadyDecided) {
+		t.Errorf("a second cancel: %v", err)
+	}
+	// Wait on a settled request answers at once.
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if got, err := c.Wait(waitCtx, pending.ID); err != nil || got.Status != client.StatusCancelled {
+		t.Errorf("Wait on a cancelled request: %+v, %v", got, err)
+	}
+}
+
+// Every error code the OpenAPI document names has a sentinel in the client.
+func TestEveryDocumentedCodeHasASentinel(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../approvals/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				ErrorCode struct {
+					Enum []string `json:"enum"`
+				} `json:"ErrorCode"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	decodeJSON(t, raw, &doc)
+	if len(doc.Components.Schemas.ErrorCode.Enum) < 10 {
+		t.Fatalf("the document names %d codes", len(doc.Components.Schemas.ErrorCode.Enum))
+	}
+	matched := map[error]string{}
+	for _, code := range doc.Components.Schemas.ErrorCode.Enum {
+		e := &client.APIError{Code: code}
+		found := 0
+		for _, sentinel := range client.Sentinels() {
+			if errors.Is(e, sentinel) {
+				found++
+				if other, dup := matched[sentinel]; dup {
+					t.Errorf("%s and %s match the same sentinel", other, code)
+				}
+				matched[sentinel] = code
+			}
+		}
+		if found != 1 {
+			t.Errorf("code %s matches %d sentinels, want 1", code, found)
+		}
+	}
+}
+
+// Tools lists what the agent may request: description, reversibility,
+// policy and the effect schema.
+func TestToolsListsWhatTheAgentMayRequest(t *testing.T) {
+	t.Parallel()
+	g := startGate(t)
+	tools, err := client.New(g.URL, agentToken).Tools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 2 || tools[0].Name != "billing.credit" || tools[1].Name != "crm.note" {
+		t.Fatalf("tools = %+v", tools)
+	}
+	credit, note := tools[0], tools[1]
+	var schema struct {
+		Required []string `json:"required"`
+	}
+	decodeJSON(t, credit.EffectSchema, &schema)
+	if credit.Description != "Credit an invoice, in cents." || credit.Reversible || credit.Policy.Approvals != 1 ||
+		len(credit.Policy.Approvers) != 1 || strings.Join(schema.Required, ",") != "invoice,amount_cents,currency" {
+		t.Errorf("billing.credit = %+v", credit)
+	}
+	if !note.Reversible || note.EffectSchema != nil || note.Description != "" {
+		t.Errorf("crm.note = %+v", note)
+	}
+}

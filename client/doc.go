@@ -1,0 +1,21 @@
+// Package client is the Go client of countersign's agent hook: an agent asks
+// for a write, waits for the human decision and the outcome, and never
+// hand-writes the HTTP calls, the key or a poll loop.
+//
+// The three calls an agent makes:
+//
+//	c := client.New("https://countersign.internal", os.Getenv("COUNTERSIGN_TOKEN"))
+//	req, err := c.Do(ctx, client.Intent{RunID: run, Step: 6, Tool: "billing.credit", Effect: effect})
+//	switch {
+//	case errors.Is(err, client.ErrInvalidEffect): // fix the effect, do not retry as is
+//	case err != nil: // the context ended, or countersign refused
+//	case req.Succeeded(): // the write happened, once
+//	}
+//
+// Every retry resends the same intent, so it lands on the same key: a
+// network error or a 503 never turns one write into two. Key computes that
+// key offline, exactly as the hook and `countersign key` do.
+//
+// Providers and agents check that a dispatch or a callback came through the
+// gate with VerifySignature.
+package client

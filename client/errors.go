@@ -1,0 +1,96 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinels for every error code of the hook (the ErrorCode schema of
+// GET /v1/openapi.json). An *APIError matches the one for its code:
+// errors.Is(err, client.ErrKeyReused).
+var (
+	// ErrMalformedJSON: the body was not JSON (a bug in the caller).
+	ErrMalformedJSON = errors.New("countersign: malformed_json")
+	// ErrInvalidRequest: a field is missing or wrong; APIError.Field names it.
+	ErrInvalidRequest = errors.New("countersign: invalid_request")
+	// ErrInvalidEffect: the effect fails the tool's effect_schema;
+	// APIError.Field is the failing path. Nothing was stored.
+	ErrInvalidEffect = errors.New("countersign: invalid_effect")
+	// ErrUnknownTool: the configuration has no such tool.
+	ErrUnknownTool = errors.New("countersign: unknown_tool")
+	// ErrKeyReused: the key already names a different write (or another
+	// agent's). Resending will not help; the intent must change.
+	ErrKeyReused = errors.New("countersign: key_reused")
+	// ErrUnauthorized: no token, or one no agent holds.
+	ErrUnauthorized = errors.New("countersign: unauthorized")
+	// ErrTooLarge: the body is over 1 MiB.
+	ErrTooLarge = errors.New("countersign: too_large")
+	// ErrNotFound: no request has that id or key, or it is another agent's.
+	ErrNotFound = errors.New("countersign: not_found")
+	// ErrAlreadyDecided: the request is no longer pending.
+	ErrAlreadyDecided = errors.New("countersign: already_decided")
+	// ErrStaleCard, ErrNotApprover, ErrSelfApproval and ErrAlreadyResolved
+	// are reviewers' refusals; the hook does not answer them to agents, but
+	// they are part of the one vocabulary.
+	ErrStaleCard       = errors.New("countersign: stale_card")
+	ErrNotApprover     = errors.New("countersign: not_approver")
+	ErrSelfApproval    = errors.New("countersign: self_approval")
+	ErrAlreadyResolved = errors.New("countersign: already_resolved")
+	// ErrCallbackNotConfigured: Redrive, for an agent without a callback.
+	ErrCallbackNotConfigured = errors.New("countersign: callback_not_configured")
+	// ErrNothingToRedrive: Redrive before any callback was sent for the
+	// request (it has not settled or needed review).
+	ErrNothingToRedrive = errors.New("countersign: nothing_to_redrive")
+	// ErrUnavailable: countersign cannot reach its database; Do, Request,
+	// Get and Wait retry it after APIError.RetryAfter.
+	ErrUnavailable = errors.New("countersign: unavailable")
+	// ErrInternal: an unexpected failure; nothing was recorded by it.
+	ErrInternal = errors.New("countersign: internal")
+)
+
+// codes maps each error code to its sentinel.
+var codes = map[string]error{
+	"malformed_json":          ErrMalformedJSON,
+	"invalid_request":         ErrInvalidRequest,
+	"invalid_effect":          ErrInvalidEffect,
+	"unknown_tool":            ErrUnknownTool,
+	"key_reused":              ErrKeyReused,
+	"unauthorized":            ErrUnauthorized,
+	"too_large":               ErrTooLarge,
+	"not_found":               ErrNotFound,
+	"already_decided":         ErrAlreadyDecided,
+	"stale_card":              ErrStaleCard,
+	"not_approver":            ErrNotApprover,
+	"self_approval":           ErrSelfApproval,
+	"already_resolved":        ErrAlreadyResolved,
+	"callback_not_configured": ErrCallbackNotConfigured,
+	"nothing_to_redrive":      ErrNothingToRedrive,
+	"unavailable":             ErrUnavailable,
+	"internal":                ErrInternal,
+}
+
+// APIError is a refusal from the hook: the stable code, the HTTP status, the
+// sentence for a human and, where one field is at fault, its name (for
+// invalid_effect, the JSON pointer of the failing part of the effect).
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+	Field   string
+	// RetryAfter is the wait the answer asked for (503), or 0.
+	RetryAfter time.Duration
+}
+
+func (e *APIError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("countersign: %s (%d) at %s: %s", e.Code, e.Status, e.Field, e.Message)
+	}
+	return fmt.Sprintf("countersign: %s (%d): %s", e.Code, e.Status, e.Message)
+}
+
+// Is reports whether target is the sentinel of e's code.
+func (e *APIError) Is(target error) bool {
+	sentinel, ok := codes[e.Code]
+	return ok && sentinel == target
+}

@@ -1,0 +1,68 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/countersign/countersign/internal/intentkey"
+)
+
+// Intent is a write an agent asks countersign to make.
+type Intent struct {
+	// RunID and Step name the point in the agent's run that decided to
+	// write. Step is an integer or a string, used exactly as given: 6 and
+	// "6" are different steps.
+	RunID string `json:"run_id"`
+	Step  any    `json:"step"`
+	// Tool is a tool the configuration has (Client.Tools lists them).
+	Tool string `json:"tool"`
+	// Effect is the write's fields, a JSON object: a map, a struct or a
+	// json.RawMessage. It is what the reviewer sees and the provider gets.
+	Effect any `json:"effect"`
+	// Summary, Reason and RequestedFor are for the reviewer; they never
+	// enter the key, so rewording them does not make a new write.
+	Summary      string `json:"summary,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	RequestedFor string `json:"requested_for,omitempty"`
+	// IdempotencyKey, when set (8 to 255 printable ASCII characters), is
+	// the key instead of the derived one: for a write the agent already
+	// tried under its own key before it had to ask.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// Key returns the key countersign stores for the intent, computed offline:
+// its IdempotencyKey if set, else "wa_" + hex(sha256(JCS({"run", "step",
+// "tool", "effect"}))), the same as the hook and `countersign key`.
+func Key(in Intent) (string, error) {
+	if in.IdempotencyKey != "" {
+		if !intentkey.ValidClientKey(in.IdempotencyKey) {
+			return "", fmt.Errorf("client: IdempotencyKey must be 8 to 255 printable ASCII characters")
+		}
+		return in.IdempotencyKey, nil
+	}
+	basis, err := in.basis()
+	if err != nil {
+		return "", err
+	}
+	return intentkey.Key(basis)
+}
+
+// basis returns the fields the key is derived from, as JSON.
+func (in Intent) basis() (intentkey.Basis, error) {
+	step, err := json.Marshal(in.Step)
+	if err != nil {
+		return intentkey.Basis{}, fmt.Errorf("client: encoding step: %w", err)
+	}
+	if _, err := strconv.ParseInt(string(step), 10, 64); err != nil && step[0] != '"' {
+		return intentkey.Basis{}, fmt.Errorf("client: Step must be an integer or a string, not %s", step)
+	}
+	effect, err := json.Marshal(in.Effect)
+	if err != nil {
+		return intentkey.Basis{}, fmt.Errorf("client: encoding effect: %w", err)
+	}
+	if len(effect) == 0 || effect[0] != '{' {
+		return intentkey.Basis{}, fmt.Errorf("client: Effect must encode as a JSON object")
+	}
+	return intentkey.Basis{RunID: in.RunID, Step: step, Tool: in.Tool, Effect: effect}, nil
+}

@@ -1,0 +1,122 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is a request's review status.
+type Status string
+
+// Request statuses.
+const (
+	StatusPending   Status = "pending"
+	StatusApproved  Status = "approved"
+	StatusRejected  Status = "rejected"
+	StatusExpired   Status = "expired"
+	StatusCancelled Status = "cancelled"
+)
+
+// ExecState is the state of a request's execution.
+type ExecState string
+
+// Execution states (docs/STATES.md).
+const (
+	ExecReady       ExecState = "ready"
+	ExecClaimed     ExecState = "claimed"
+	ExecSucceeded   ExecState = "succeeded"
+	ExecFailed      ExecState = "failed"
+	ExecUnknown     ExecState = "unknown"
+	ExecNeedsReview ExecState = "needs_review"
+	ExecSuperseded  ExecState = "superseded"
+)
+
+// Request is a request as countersign represents it.
+type Request struct {
+	ID           string          `json:"id"`
+	Key          string          `json:"key"`
+	KeyShort     string          `json:"key_short"`
+	Status       Status          `json:"status"`
+	Round        int             `json:"round"`
+	RunID        string          `json:"run_id"`
+	Step         json.RawMessage `json:"step"`
+	Tool         string          `json:"tool"`
+	Effect       json.RawMessage `json:"effect"`
+	Summary      string          `json:"summary"`
+	Reason       string          `json:"reason"`
+	RequestedBy  string          `json:"requested_by"`
+	RequestedFor string          `json:"requested_for,omitempty"`
+	PayloadHash  string          `json:"payload_hash"`
+	CreatedAt    time.Time       `json:"created_at"`
+	ExpiresAt    time.Time       `json:"expires_at"`
+	Decision     *Decision       `json:"decision"`
+	Execution    *Execution      `json:"execution"`
+	// Settled is true once the outcome can no longer change: rejected,
+	// expired, cancelled, or an execution that succeeded or failed.
+	Settled bool `json:"settled"`
+	// Version grows with every change; Wait passes it as since.
+	Version int64 `json:"version"`
+	// Callback is the newest callback delivery to the agent, if one was sent.
+	Callback *Callback `json:"callback"`
+
+	// Replayed is true when Request found the key already stored (200 with
+	// Idempotent-Replayed) rather than creating it (201).
+	Replayed bool `json:"-"`
+}
+
+// Decision is the standing decision of the request's latest decided round.
+type Decision struct {
+	Verdict string    `json:"verdict"` // approve or reject
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+	Via     string    `json:"via"`
+	Round   int       `json:"round"`
+}
+
+// Execution is the request's latest execution.
+type Execution struct {
+	State       ExecState `json:"state"`
+	Attempts    int       `json:"attempts"`
+	Code        string    `json:"code,omitempty"`
+	ProviderRef string    `json:"provider_ref,omitempty"`
+	Response    *Response `json:"response,omitempty"`
+}
+
+// Response is the provider's last answer.
+type Response struct {
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// Callback is where a request's newest callback delivery stands.
+type Callback struct {
+	State    string `json:"state"` // pending, delivered or failed
+	Attempts int    `json:"attempts"`
+	// LastStatus is the status the agent's endpoint last answered, if any.
+	LastStatus *int `json:"last_status"`
+}
+
+// Succeeded reports whether the write happened.
+func (r *Request) Succeeded() bool {
+	return r.Execution != nil && r.Execution.State == ExecSucceeded
+}
+
+// Tool is a tool an agent may request.
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Reversible  bool   `json:"reversible"`
+	// Policy is who decides and how many must approve.
+	Policy Policy `json:"policy"`
+	// EffectSchema is the JSON Schema (2020-12) an effect must satisfy, if
+	// the tool has one.
+	EffectSchema json.RawMessage `json:"effect_schema,omitempty"`
+}
+
+// Policy is a tool's approval policy.
+type Policy struct {
+	// Approvals is how many distinct approvers a round needs.
+	Approvals int `json:"approvals"`
+	// Approvers are the Slack user and user-group ids who may approve.
+	Approvers []string `json:"approvers"`
+}

@@ -1,0 +1,158 @@
+package intentkey
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gowebpki/jcs"
+)
+
+// The expected keys in testdata/vectors.json were computed independently with
+// Python's json.dumps(basis, sort_keys=True, separators=(",", ":"),
+// ensure_ascii=False), which equals JCS for these inputs.
+func TestVectors(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("testdata/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors []struct {
+		Name   string          `json:"name"`
+		Intent json.RawMessage `json:"intent"`
+		Key    string          `json:"key"`
+	}
+	if err := json.Unmarshal(raw, &vectors); err != nil {
+		t.Fatal(err)
+	}
+	if len(vectors) < 8 {
+		t.Fatalf("%d vectors", len(vectors))
+	}
+	for _, v := range vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
+			var in struct {
+				RunID          string          `json:"run_id"`
+				Step           json.RawMessage `json:"step"`
+				Tool           string          `json:"tool"`
+				Effect         json.RawMessage `json:"effect"`
+				IdempotencyKey string          `json:"idempotency_key"`
+			}
+			if err := json.Unmarshal(v.Intent, &in); err != nil {
+				t.Fatal(err)
+			}
+			got := in.IdempotencyKey
+			if got == "" {
+				var err error
+				if got, err = Key(Basis{RunID: in.RunID, Step: in.Step, Tool: in.Tool, Effect: in.Effect}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got != v.Key {
+				t.Fatalf("key = %s, want %s", got, v.Key)
+			}
+		})
+	}
+}
+
+func TestShort(t *testing.T) {
+	t.Parallel()
+	if got := Short("wa_d0290121a1bc5140c2f0e0dcb82f8a07d785742f014cc81ac67938ef379d634c"); got != "wa_d0290121a…634c" {
+		t.Fatalf("Short = %s", got)
+	}
+}
+
+func TestKeyIgnoresNothingInTheBasis(t *testing.T) {
+	t.Parallel()
+	base := Basis{RunID: "r", Step: json.RawMessage(`1`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)}
+	k0, _ := Key(base)
+	variants := []Basis{
+		{RunID: "r2", Step: base.Step, Tool: base.Tool, Effect: base.Effect},
+		{RunID: base.RunID, Step: json.RawMessage(`"1"`), Tool: base.Tool, Effect: base.Effect},
+		{RunID: base.RunID, Step: base.Step, Tool: "t2", Effect: base.Effect},
+		{RunID: base.RunID, Step: base.Step, Tool: base.Tool, Effect: json.RawMessage(`{"a":2}`)},
+	}
+	for i, v := range variants {
+		k, err := Key(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == k0 {
+			t.Errorf("variant %d gives the same key as the base", i)
+		}
+	}
+}
+
+func TestValidClientKey(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]bool{
+		"abcdefgh":                true,
+		"abcdefg":                 false,
+		strings.Repeat("k", 255):  true,
+		strings.Repeat("k", 256):  false,
+		"order-1234 retry":        true,
+		"tab\there-123":           false,
+		"ключ-12345":              false,
+		"dispatch:inv_8841:42000": true,
+	} {
+		if got := ValidClientKey(key); got != want {
+			t.Errorf("ValidClientKey(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
+
+// A basis that carries its effect's canonical form gives the same bytes as
+// one canonicalized whole.
+func TestCanonicalWithCanonicalEffectIsTheSame(t *testing.T) {
+	for _, b := range []Basis{
+		{RunID: "r", Step: json.RawMessage(`1`), Tool: "t", Effect: json.RawMessage(`{"b": 2, "a": [1.0, "é\u00e9"]}`)},
+		{RunID: "run \"7\"\n", Step: json.RawMessage(`"step-\u0041"`), Tool: "billing.credit", Effect: json.RawMessage(`{}`)},
+		{RunID: "ü€😀", Step: json.RawMessage(`-42`), Tool: "<t>&", Effect: json.RawMessage(`{"z":{"y":1e21,"x":null}}`)},
+		{RunID: "\x01\x1f\x7f\u2028\b\f\r\t/", Step: json.RawMessage(`"\u2028\u0007\\"`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)},
+		{RunID: "r", Step: json.RawMessage(`-0`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)},
+		{RunID: "r", Step: json.RawMessage(`9007199254740992`), Tool: "t", Effect: json.RawMessage(`{"a":1}`)},
+	} {
+		whole, err := b.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.CanonicalEffect, err = jcs.Transform(b.Effect); err != nil {
+			t.Fatal(err)
+		}
+		spliced, err := b.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(spliced) != string(whole) {
+			t.Errorf("spliced %s, whole %s", spliced, whole)
+		}
+	}
+}
+
+// FuzzCanonicalBasis checks the key basis written directly (run, step and
+// tool spliced after the effect's canonical form) against the RFC 8785
+// library on the whole basis, for any run, tool and step.
+func FuzzCanonicalBasis(f *testing.F) {
+	f.Add("r-7f3a", "6", "billing.credit")
+	f.Add("ü€😀\x00\u2028", `"step \"6\""`, "<t>&")
+	f.Add("r", "-9007199254740992", "t")
+	f.Add("r", "1e3", "t")
+	f.Fuzz(func(t *testing.T, run, step, tool string) {
+		b := Basis{RunID: run, Step: json.RawMessage(step), Tool: tool, Effect: json.RawMessage(`{"b":[1.5,"x"],"a":null}`)}
+		whole, err := b.Canonical()
+		if err != nil {
+			return // not a step DecodeIntent would accept
+		}
+		if b.CanonicalEffect, err = jcs.Transform(b.Effect); err != nil {
+			t.Fatal(err)
+		}
+		spliced, err := b.Canonical()
+		if err != nil {
+			t.Fatalf("the spliced basis fails where the whole succeeds: %v", err)
+		}
+		if string(spliced) != string(whole) {
+			t.Errorf("spliced %q, whole %q", spliced, whole)
+		}
+	})
+}
