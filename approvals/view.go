@@ -40,7 +40,7 @@ type View struct {
 	// Policy is how the request's rounds are decided, frozen at intake;
 	// Votes are the current round's votes, oldest first.
 	Policy RequestPolicyView `json:"policy"`
-	Votes  []VoteView `json:"votes"`
+	Votes  []VoteView        `json:"votes"`
 }
 
 // CallbackView is where the newest callback delivery stands.
