@@ -82,6 +82,11 @@ var contract = []struct {
 	{"ApproveCreatesReadyExecutionFromTheRequest", testApproveCreatesReadyExecutionFromTheRequest},
 	{"RejectCreatesNoExecution", testRejectCreatesNoExecution},
 	{"DecideRefusesStaleRoundOrHash", testDecideRefusesStaleRoundOrHash},
+	{"NudgesQueueOncePerRound", testNudgesQueueOncePerRound},
+	{"NudgesSkipRequestsNoLongerPending", testNudgesSkipRequestsNoLongerPending},
+	{"ReopenedRoundGetsItsOwnNudges", testReopenedRoundGetsItsOwnNudges},
+	{"ConcurrentNudgesQueueOnce", testConcurrentNudgesQueueOnce},
+	{"PendingByTool", testPendingByTool},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a
