@@ -63,7 +63,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		s.refuse(ctx, req, d.DecidedBy, "decision_refused", "tool_not_configured", d.attrs())
 		return Outcome{}, ErrNotAllowed
 	}
-	allowed, err := s.MayDecide(ctx, req.Tool, d.DecidedBy)
+	allowed, err := s.mayDecideRequest(ctx, req, d.DecidedBy)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -127,13 +127,38 @@ func (s *Service) MayDecide(ctx context.Context, toolName, user string) (bool, e
 	if !known || user == "" {
 		return false, nil
 	}
-	if slices.Contains(tool.approverUsers(), user) {
+	return s.listed(ctx, tool.Approvers, user)
+}
+
+// mayDecideRequest is MayDecide for one request's current round: with
+// escalate_adds_approvers, whoever the round was escalated to (directly or
+// through a user group) may decide it too, from the moment the escalation
+// is queued.
+func (s *Service) mayDecideRequest(ctx context.Context, req store.Request, user string) (bool, error) {
+	allowed, err := s.MayDecide(ctx, req.Tool, user)
+	if err != nil || allowed {
+		return allowed, err
+	}
+	tool := s.Tools[req.Tool]
+	if !tool.EscalateAddsApprovers || user == "" {
+		return false, nil
+	}
+	if listed, err := s.listed(ctx, tool.EscalateTo, user); err != nil || !listed {
+		return false, err
+	}
+	return s.DB.NudgeQueued(ctx, req.ID, req.Round, store.NudgeEscalation)
+}
+
+// listed reports whether user is one of ids, directly or through a user
+// group.
+func (s *Service) listed(ctx context.Context, ids []string, user string) (bool, error) {
+	if slices.Contains(users(ids), user) {
 		return true, nil
 	}
 	if s.Groups == nil {
 		return false, nil
 	}
-	for _, group := range tool.approverGroups() {
+	for _, group := range groups(ids) {
 		members, err := s.Groups.GroupMembers(ctx, group)
 		if err != nil {
 			return false, fmt.Errorf("resolving user group %s: %w", group, err)

@@ -14,6 +14,15 @@ type Tool struct {
 	RequestTTL  time.Duration // how long a request waits for a decision
 	MaxAttempts int           // the cap copied onto each execution
 	Reversible  bool
+
+	// RemindAfter, when set, is how long a round waits before one thread
+	// reply reminds the approvers; EscalateAfter, before one mentions
+	// EscalateTo (users and user groups). With EscalateAddsApprovers the
+	// escalated may decide the round too, once it is escalated.
+	RemindAfter           time.Duration
+	EscalateAfter         time.Duration
+	EscalateTo            []string
+	EscalateAddsApprovers bool
 }
 
 // Default review settings for a tool that leaves them out.
@@ -22,13 +31,14 @@ const (
 	DefaultMaxAttempts = 5
 )
 
-// approverUsers and approverGroups split a tool's approvers by Slack id kind.
-func (t Tool) approverUsers() []string {
-	return slices.DeleteFunc(slices.Clone(t.Approvers), isGroupID)
+// users and groups split a list of Slack ids (approvers, escalate_to) by
+// kind.
+func users(ids []string) []string {
+	return slices.DeleteFunc(slices.Clone(ids), isGroupID)
 }
 
-func (t Tool) approverGroups() []string {
-	return slices.DeleteFunc(slices.Clone(t.Approvers), func(id string) bool { return !isGroupID(id) })
+func groups(ids []string) []string {
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !isGroupID(id) })
 }
 
 // isGroupID reports whether a Slack id names a user group (they start with S).
