@@ -264,12 +264,12 @@ tools:
 
 	for tool, want := range map[string][]string{
 		"    remind_after: 2h\n    escalate_after: 1h\n    escalate_to: [S1]\n": {"remind_after (2h0m0s) must be shorter than escalate_after (1h0m0s)"},
-		"    remind_after: 3h\n":                                                {"remind_after (3h0m0s) must be shorter than request_ttl (3h0m0s)"},
-		"    escalate_after: 4h\n":                                              {"escalate_after (4h0m0s) must be shorter than request_ttl", "escalate_to is empty"},
-		"    escalate_to: [S1]\n    escalate_adds_approvers: true\n":           {"escalate_to and escalate_adds_approvers need escalate_after"},
-		"    escalate_after: 1h\n    escalate_to: [C0CHAN]\n":                  {`escalate_to "C0CHAN" is not a Slack user id`},
-		"    remind_after: -1m\n":                                               {"must be positive"},
-		"    remind_after: soon\n":                                              {"remind_after"},
+		"    remind_after: 3h\n":                                     {"remind_after (3h0m0s) must be shorter than request_ttl (3h0m0s)"},
+		"    escalate_after: 4h\n":                                   {"escalate_after (4h0m0s) must be shorter than request_ttl", "escalate_to is empty"},
+		"    escalate_to: [S1]\n    escalate_adds_approvers: true\n": {"escalate_to and escalate_adds_approvers need escalate_after"},
+		"    escalate_after: 1h\n    escalate_to: [C0CHAN]\n":        {`escalate_to "C0CHAN" is not a Slack user id`},
+		"    remind_after: -1m\n":                                    {"must be positive"},
+		"    remind_after: soon\n":                                   {"remind_after"},
 	} {
 		_, err := load(tool)
 		if err == nil {
