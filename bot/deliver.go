@@ -353,8 +353,11 @@ func (b *Bot) reply(ctx context.Context, channel string, row store.OutboxRow) (s
 	}
 	if row.Attempts > 1 && row.LastError != reasonRateLimited {
 		found, err := b.findReply(ctx, card, row)
-		if err != nil || found {
-			return "reply found in the thread", err
+		if err != nil {
+			return "", err
+		}
+		if found {
+			return "reply found in the thread", nil
 		}
 	}
 	if err := b.wait(ctx, card.Channel); err != nil {
