@@ -127,38 +127,13 @@ func (s *Service) MayDecide(ctx context.Context, toolName, user string) (bool, e
 	if !known || user == "" {
 		return false, nil
 	}
-	return s.listed(ctx, tool.Approvers, user)
-}
-
-// mayDecideRequest is MayDecide for one request's current round: with
-// escalate_adds_approvers, whoever the round was escalated to (directly or
-// through a user group) may decide it too, from the moment the escalation
-// is queued.
-func (s *Service) mayDecideRequest(ctx context.Context, req store.Request, user string) (bool, error) {
-	allowed, err := s.MayDecide(ctx, req.Tool, user)
-	if err != nil || allowed {
-		return allowed, err
-	}
-	tool := s.Tools[req.Tool]
-	if !tool.EscalateAddsApprovers || user == "" {
-		return false, nil
-	}
-	if listed, err := s.listed(ctx, tool.EscalateTo, user); err != nil || !listed {
-		return false, err
-	}
-	return s.DB.NudgeQueued(ctx, req.ID, req.Round, store.NudgeEscalation)
-}
-
-// listed reports whether user is one of ids, directly or through a user
-// group.
-func (s *Service) listed(ctx context.Context, ids []string, user string) (bool, error) {
-	if slices.Contains(users(ids), user) {
+	if slices.Contains(tool.approverUsers(), user) {
 		return true, nil
 	}
 	if s.Groups == nil {
 		return false, nil
 	}
-	for _, group := range groups(ids) {
+	for _, group := range tool.approverGroups() {
 		members, err := s.Groups.GroupMembers(ctx, group)
 		if err != nil {
 			return false, fmt.Errorf("resolving user group %s: %w", group, err)

@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -93,4 +94,49 @@ func (s *Service) nudgeFor(tool Tool, kind store.NudgeKind, after time.Duration,
 		}
 	}
 	return n
+}
+
+// mayDecideRequest is MayDecide for one request's current round: with
+// escalate_adds_approvers, whoever the round was escalated to (directly or
+// through a user group) may decide it too, from the moment the escalation
+// is queued.
+func (s *Service) mayDecideRequest(ctx context.Context, req store.Request, user string) (bool, error) {
+	allowed, err := s.MayDecide(ctx, req.Tool, user)
+	if err != nil || allowed {
+		return allowed, err
+	}
+	tool := s.Tools[req.Tool]
+	if !tool.EscalateAddsApprovers || user == "" {
+		return false, nil
+	}
+	if escalatee, err := s.escalatedTo(ctx, tool, user); err != nil || !escalatee {
+		return false, err
+	}
+	return s.DB.NudgeQueued(ctx, req.ID, req.Round, store.NudgeEscalation)
+}
+
+// escalatedTo reports whether user is in the tool's escalate_to, directly
+// or through a user group.
+func (s *Service) escalatedTo(ctx context.Context, tool Tool, user string) (bool, error) {
+	for _, id := range tool.EscalateTo {
+		if !isGroupID(id) && id == user {
+			return true, nil
+		}
+	}
+	if s.Groups == nil {
+		return false, nil
+	}
+	for _, id := range tool.EscalateTo {
+		if !isGroupID(id) {
+			continue
+		}
+		members, err := s.Groups.GroupMembers(ctx, id)
+		if err != nil {
+			return false, fmt.Errorf("resolving user group %s: %w", id, err)
+		}
+		if slices.Contains(members, user) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -31,14 +31,13 @@ const (
 	DefaultMaxAttempts = 5
 )
 
-// users and groups split a list of Slack ids (approvers, escalate_to) by
-// kind.
-func users(ids []string) []string {
-	return slices.DeleteFunc(slices.Clone(ids), isGroupID)
+// approverUsers and approverGroups split a tool's approvers by Slack id kind.
+func (t Tool) approverUsers() []string {
+	return slices.DeleteFunc(slices.Clone(t.Approvers), isGroupID)
 }
 
-func groups(ids []string) []string {
-	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !isGroupID(id) })
+func (t Tool) approverGroups() []string {
+	return slices.DeleteFunc(slices.Clone(t.Approvers), func(id string) bool { return !isGroupID(id) })
 }
 
 // isGroupID reports whether a Slack id names a user group (they start with S).
