@@ -38,7 +38,7 @@ func nudgeText(v cardView, row store.OutboxRow) string {
 	waited := "a while"
 	if after, ok := row.Data["after"].(string); ok {
 		if d, err := time.ParseDuration(after); err == nil {
-			waited = "over " + d.String()
+			waited = "over " + shortDuration(d)
 		}
 	}
 	key := approvals.ShortKey(v.Request.Key)
@@ -119,4 +119,16 @@ func isReply(md slack.SlackMetadata, outboxID int64) bool {
 		return id == strconv.FormatInt(outboxID, 10)
 	}
 	return false
+}
+
+// shortDuration writes d without its zero tail: 30m, 2h, 1h30m, 45s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }

@@ -72,7 +72,7 @@ func TestRemindThenEscalateInTheCardThread(t *testing.T) {
 		}
 		text := replies[0].Text
 		if !strings.HasPrefix(text, "Reminder: <@UANA> <!subteam^S0FINANCE>,") || strings.Contains(text, "UBEN") ||
-			!strings.Contains(text, "over 30m0s") || !strings.Contains(text, approvals.ShortKey(req.Key)) {
+			!strings.Contains(text, "waited over 30m for a decision") || !strings.Contains(text, approvals.ShortKey(req.Key)) {
 			t.Errorf("reminder = %q", text)
 		}
 		if !strings.Contains(string(replies[0].Metadata), `"countersign_reply"`) {
