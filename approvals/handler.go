@@ -115,9 +115,14 @@ func applyKeyHeader(in *Intent, header string) error {
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent Agent) int {
-	wait, err := parseWait(r.URL.Query().Get("wait"))
+	query := r.URL.Query()
+	wait, err := parseWait(query.Get("wait"))
 	if err != nil {
-		return writeRefusal(w, RefusalFor(&InputError{Code: CodeInvalidRequest, Message: err.Error()}))
+		return writeRefusal(w, RefusalFor(&InputError{Code: CodeInvalidRequest, Message: err.Error(), Field: "wait"}))
+	}
+	since, err := parseSince(query.Get("since"))
+	if err != nil {
+		return writeRefusal(w, RefusalFor(&InputError{Code: CodeInvalidRequest, Message: err.Error(), Field: "since"}))
 	}
 	ref := r.PathValue("ref")
 	if wait == 0 {
@@ -131,52 +136,74 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent Agent) int {
 		}
 		return writeJSON(w, http.StatusOK, view)
 	}
-	view, err := h.waitForChange(r.Context(), agent, ref, wait)
+	view, err := h.waitForChange(r.Context(), agent, ref, wait, since)
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}
 	return writeJSON(w, http.StatusOK, view)
 }
 
-// waitForChange returns the request once its status, round or execution
-// changes, or when wait ends. It subscribes before the first read so no
-// change between the read and the wait is missed.
-func (h *Handler) waitForChange(ctx context.Context, agent Agent, ref string, wait time.Duration) (View, error) {
+// recheckEvery bounds how long a long-poll relies on wake-ups alone: a
+// notification lost while the listener reconnects costs at most this.
+const recheckEvery = 5 * time.Second
+
+// waitForChange answers at once when the request is settled or its version
+// is past since (since < 0: the version read first); otherwise it waits for
+// the version to move past it, or for wait to end. It subscribes before the
+// first read so no change between the read and the wait is missed.
+func (h *Handler) waitForChange(ctx context.Context, agent Agent, ref string, wait time.Duration, since int64) (View, error) {
 	req, err := h.svc.Get(ctx, agent, ref)
 	if err != nil {
 		return View{}, err
 	}
 	changed, unsubscribe := h.listener.SubscribeChange(req.ID)
 	defer unsubscribe()
-	if req, err = h.svc.Get(ctx, agent, req.ID); err != nil {
-		return View{}, err
-	}
-	first, err := h.svc.View(ctx, req)
+	view, err := h.read(ctx, agent, req.ID)
 	if err != nil {
 		return View{}, err
 	}
+	if since < 0 {
+		since = view.Version
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	for {
+	recheck := time.NewTicker(recheckEvery)
+	defer recheck.Stop()
+	for !view.Settled && view.Version <= since {
 		select {
 		case <-ctx.Done():
-			return first, nil
+			return view, nil
 		case <-timer.C:
-			return first, nil
+			return view, nil
 		case <-changed:
-			req, err := h.svc.Get(ctx, agent, first.ID)
-			if err != nil {
-				return View{}, err
-			}
-			now, err := h.svc.View(ctx, req)
-			if err != nil {
-				return View{}, err
-			}
-			if now.fingerprint() != first.fingerprint() {
-				return now, nil
-			}
+		case <-recheck.C:
+		}
+		if view, err = h.read(ctx, agent, req.ID); err != nil {
+			return View{}, err
 		}
 	}
+	return view, nil
+}
+
+// read returns the representation of the request with id, as agent sees it.
+func (h *Handler) read(ctx context.Context, agent Agent, id string) (View, error) {
+	req, err := h.svc.Get(ctx, agent, id)
+	if err != nil {
+		return View{}, err
+	}
+	return h.svc.View(ctx, req)
+}
+
+// parseSince reads ?since=N, a version the caller has seen; -1 when absent.
+func parseSince(s string) (int64, error) {
+	if s == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errors.New("since must be a version: a whole number, 0 or more")
+	}
+	return n, nil
 }
 
 func parseWait(s string) (time.Duration, error) {

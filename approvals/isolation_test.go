@@ -38,13 +38,13 @@ type hookStore struct {
 	waiting  func(requestID string) int
 }
 
-// hookStores opens each store the hook runs on: PostgreSQL (with the batched
-// replay read, as serve runs it) and the embedded store.
+// hookStores opens each store the hook runs on: PostgreSQL (inserting first,
+// as serve runs it) and the embedded store.
 var hookStores = []struct {
 	name string
-	open func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, *store.ReplayReader)
+	open func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, bool)
 }{
-	{"postgres", func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, *store.ReplayReader) {
+	{"postgres", func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, bool) {
 		db := storetest.NewDB(t)
 		listener, listen, listening := db.Notifier(logger)
 		go listen(ctx)
@@ -53,12 +53,9 @@ var hookStores = []struct {
 		case <-time.After(10 * time.Second):
 			t.Fatal("listener did not start")
 		}
-		ledger := store.NewLedger(db)
-		reader := store.NewReplayReader(ledger, 2, 16)
-		go reader.Run(ctx)
-		return hookStore{Store: ledger, notifier: listener, waiting: listener.(waiter).Waiting}, reader
+		return hookStore{Store: store.NewLedger(db), notifier: listener, waiting: listener.(waiter).Waiting}, true
 	}},
-	{"embedded", func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, *store.ReplayReader) {
+	{"embedded", func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, bool) {
 		d, err := embedded.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +65,7 @@ var hookStores = []struct {
 			t.Fatal(err)
 		}
 		notifier, _, _ := d.Notifier(logger)
-		return hookStore{Store: store.NewLedger(d), notifier: notifier, waiting: notifier.(waiter).Waiting}, nil
+		return hookStore{Store: store.NewLedger(d), notifier: notifier, waiting: notifier.(waiter).Waiting}, false
 	}},
 }
 
@@ -86,10 +83,10 @@ func forEachHookStore(t *testing.T, test func(t *testing.T, b *isolationBundle))
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			logger := slog.New(slog.DiscardHandler)
-			s, reader := hs.open(t, ctx, logger)
+			s, insertFirst := hs.open(t, ctx, logger)
 			batcher := store.NewIntakeBatcher(s, 2, 16)
 			go batcher.Run(ctx)
-			svc := mustService(t, Config{DB: s, Logger: logger, Reader: reader, Batcher: batcher, Tools: map[string]Tool{
+			svc := mustService(t, Config{DB: s, Logger: logger, InsertFirst: insertFirst, Batcher: batcher, Tools: map[string]Tool{
 				"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 			}})
 			var agents Agents

@@ -19,9 +19,11 @@ type Config struct {
 	Logger *slog.Logger  // nil: discard
 	// Batcher, when set, group-commits new requests; nil inserts each alone.
 	Batcher *store.IntakeBatcher
-	// Reader, when set, batches the read every intent starts with; nil reads
-	// each alone.
-	Reader *store.ReplayReader
+	// InsertFirst sends every intent straight to the insert, which answers a
+	// replay from the key's conflict: one round trip for a new intent on a
+	// remote store (store.Driver.Remote). Without it an intent is read first,
+	// which keeps replays off an in-process store's single writer.
+	InsertFirst bool
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
 }
@@ -55,7 +57,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	return &Service{
 		DB: cfg.DB, Tools: cfg.Tools, Groups: cfg.Groups, Logger: cfg.Logger,
-		Batcher: cfg.Batcher, Reader: cfg.Reader, Now: cfg.Now,
+		Batcher: cfg.Batcher, InsertFirst: cfg.InsertFirst, Now: cfg.Now,
 	}, nil
 }
 
@@ -68,9 +70,11 @@ type Service struct {
 	Logger *slog.Logger
 	// Batcher, when set, group-commits new requests; nil inserts each alone.
 	Batcher *store.IntakeBatcher
-	// Reader, when set, batches the read every intent starts with; nil reads
-	// each alone.
-	Reader *store.ReplayReader
+	// InsertFirst sends every intent straight to the insert, which answers a
+	// replay from the key's conflict: one round trip for a new intent on a
+	// remote store (store.Driver.Remote). Without it an intent is read first,
+	// which keeps replays off an in-process store's single writer.
+	InsertFirst bool
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
 }
@@ -108,23 +112,14 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		key = derivedKey
 	}
 
-	// A replay is one read; only a new key goes to the (group-committed) insert.
-	read := s.DB.ReplayRequest
-	if s.Reader != nil {
-		read = s.Reader.Read
-	}
-	existing, postQueued, err := read(ctx, key)
-	switch {
-	case err == nil:
-		if existing.RequestedBy == agent && existing.BasisHash == basisHash &&
-			existing.Status == store.RequestPending && existing.CardTS == "" && !postQueued {
-			if err := s.DB.RedriveCard(ctx, existing.ID); err != nil {
-				return store.Request{}, false, err
-			}
+	if !s.InsertFirst {
+		existing, postQueued, err := s.DB.ReplayRequest(ctx, key)
+		switch {
+		case err == nil:
+			return s.answerReplay(ctx, existing, &postQueued, agent, basisHash)
+		case !errors.Is(err, store.ErrNotFound):
+			return store.Request{}, false, err
 		}
-		return replay(existing, agent, basisHash)
-	case !errors.Is(err, store.ErrNotFound):
-		return store.Request{}, false, err
 	}
 
 	snapshot := in.Snapshot
@@ -162,10 +157,33 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		return store.Request{}, false, err
 	}
 	if !inserted {
-		return replay(req, agent, basisHash)
+		return s.answerReplay(ctx, req, nil, agent, basisHash)
 	}
 	s.Logger.Info("request created", slog.String("key", req.Key), slog.String("tool", req.Tool), slog.String("agent", agent))
 	return req, true, nil
+}
+
+// answerReplay answers a key that already names a request. When it is the
+// caller's own pending request and no card for it was posted or is queued
+// (the post failed for good), it queues the card again. postQueued is nil
+// when the caller has not read it; it is read only in that rare case.
+func (s *Service) answerReplay(ctx context.Context, existing store.Request, postQueued *bool, agent, basisHash string) (store.Request, bool, error) {
+	if existing.RequestedBy == agent && existing.BasisHash == basisHash &&
+		existing.Status == store.RequestPending && existing.CardTS == "" {
+		if postQueued == nil {
+			_, queued, err := s.DB.ReplayRequest(ctx, existing.Key)
+			if err != nil {
+				return store.Request{}, false, err
+			}
+			postQueued = &queued
+		}
+		if !*postQueued {
+			if err := s.DB.RedriveCard(ctx, existing.ID); err != nil {
+				return store.Request{}, false, err
+			}
+		}
+	}
+	return replay(existing, agent, basisHash)
 }
 
 // replay answers a key that already names a request. Another agent's request

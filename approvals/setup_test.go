@@ -95,28 +95,25 @@ func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
 	return b
 }
 
-// serve builds the service on s, with the batched replay read where the
-// driver batches reads (as serve does), and serves the hook.
+// serve builds the service on s, inserting first where the driver is
+// remote (as serve does), and serves the hook.
 func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listener store.Notifier) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	batcher := store.NewIntakeBatcher(s, 2, 16)
 	go batcher.Run(ctx)
-	var reader *store.ReplayReader
-	if l, ok := s.(*store.Ledger); ok && l.Driver().BatchesReads() {
-		reader = store.NewReplayReader(l, 2, 16)
-		go reader.Run(ctx)
-	}
+	l, ok := s.(*store.Ledger)
+	insertFirst := ok && l.Driver().Remote()
 	svc := mustService(t, Config{
 		DB: s,
 		Tools: map[string]Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
 			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
 		},
-		Groups:  fixedGroups{groupID: {"U0GROUPMEMBER"}},
-		Logger:  logger,
-		Batcher: batcher,
-		Reader:  reader,
+		Groups:      fixedGroups{groupID: {"U0GROUPMEMBER"}},
+		Logger:      logger,
+		Batcher:     batcher,
+		InsertFirst: insertFirst,
 	})
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -30,6 +29,11 @@ type View struct {
 	ExpiresAt   time.Time           `json:"expires_at"`
 	Decision    *DecisionView       `json:"decision"`
 	Execution   *ExecutionView      `json:"execution"`
+	// Settled is true once the outcome can no longer change (store.Settled).
+	Settled bool `json:"settled"`
+	// Version grows with every change of the fields above (store.Request.Version);
+	// GET ?since=N answers once it is past N.
+	Version int64 `json:"version"`
 }
 
 // DecisionView is the standing decision of the request's latest decided round.
@@ -63,10 +67,14 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 		RunID: req.RunID, Step: req.Step, Tool: req.Tool, Effect: req.Snapshot,
 		Summary: req.Summary, Reason: req.Reason, RequestedBy: req.RequestedBy, RequestFor: req.RequestedFor,
 		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
+		Version: req.Version,
 	}
 	if req.Status == store.RequestPending && req.Round == 1 {
 		return v, nil // nothing decided or executed yet
 	}
+	// The request was read first, so Version never counts a change the
+	// reads below do not show; a newer execution read below only makes a
+	// long-poll wake once more.
 	d, err := s.DB.LatestDecision(ctx, req.ID)
 	switch {
 	case err == nil:
@@ -81,6 +89,7 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 	case !errors.Is(err, store.ErrNotFound):
 		return View{}, err
 	}
+	v.Settled = v.settled()
 	return v, nil
 }
 
@@ -102,11 +111,10 @@ func executionView(e store.Execution) *ExecutionView {
 	return ev
 }
 
-// fingerprint is what a long-poll watches: any change in it ends the wait.
-func (v View) fingerprint() string {
-	fp := string(v.Status) + "/" + strconv.Itoa(v.Round)
+func (v View) settled() bool {
+	var exec store.ExecState
 	if v.Execution != nil {
-		fp += "/" + string(v.Execution.State) + "/" + strconv.Itoa(v.Execution.Attempts)
+		exec = v.Execution.State
 	}
-	return fp
+	return store.Settled(v.Status, exec)
 }

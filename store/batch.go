@@ -13,8 +13,8 @@ const batchTimeout = 30 * time.Second
 
 // batch gathers calls that arrive while earlier ones run: each worker takes
 // whatever is queued, up to maxBatch, and serves it with one call of do.
-// With a single caller a batch is just that caller. IntakeBatcher and
-// ReplayReader are built on it.
+// With a single caller a batch is just that caller. IntakeBatcher is built
+// on it.
 type batch[In, Out any] struct {
 	// do serves ins in order, one Out per In; an error fails the whole
 	// batch, whose calls are then served one by one (see serve).

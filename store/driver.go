@@ -26,9 +26,11 @@ type Driver interface {
 	// receives. run is nil when the driver wakes its subscribers after its
 	// own commits.
 	Notifier(logger *slog.Logger) (n Notifier, run func(ctx context.Context), listening <-chan struct{})
-	// BatchesReads reports whether reading many keys in one statement pays
-	// (a network round trip to share); see ReplayReader.
-	BatchesReads() bool
+	// Remote reports whether each statement is a network round trip. Intake
+	// then inserts first and learns of a replay from the key's conflict: one
+	// round trip for a new intent. An in-process store reads first instead,
+	// which keeps replays off its single writer.
+	Remote() bool
 }
 
 // Executor answers the primitives the Ledger composes: each is one

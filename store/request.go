@@ -20,6 +20,19 @@ const (
 // Terminal reports whether no further review can happen in this round.
 func (s RequestStatus) Terminal() bool { return s != RequestPending }
 
+// Settled reports whether a request in status whose latest execution is in
+// exec (empty when it has none) can no longer change its outcome: it was
+// rejected, expired or cancelled, or its execution succeeded or failed.
+func Settled(status RequestStatus, exec ExecState) bool {
+	switch status {
+	case RequestRejected, RequestExpired, RequestCancelled:
+		return true
+	case RequestApproved:
+		return exec == ExecSucceeded || exec == ExecFailed
+	}
+	return false
+}
+
 // Request is an agent's intended write as stored. Snapshot holds the exact
 // canonical bytes of the effect that reviewers see and the executor sends.
 type Request struct {
@@ -42,6 +55,11 @@ type Request struct {
 	CardTS       string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// Version grows with every change an agent can see in the request's
+	// representation: its status and round (bumped by the request's own
+	// transitions) and its execution's state, attempts and outcome (bumped
+	// by the database as the execution moves). A new request is version 1.
+	Version int64
 }
 
 // NewRequest is what intake stores for a new key.

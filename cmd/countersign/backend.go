@@ -20,9 +20,9 @@ type backend struct {
 	// listener delivers PostgreSQL's notifications; nil for the embedded
 	// store, which wakes its own subscribers after each commit.
 	listener component
-	// replays batches the read every intent starts with; nil reads each
-	// alone (the embedded store reads in-process, with no round trip to share).
-	replays *store.ReplayReader
+	// remote is whether each statement is a network round trip
+	// (store.Driver.Remote): intake then inserts first.
+	remote bool
 	// where names the store for people: PostgreSQL, or the embedded file.
 	where string
 }
@@ -45,14 +45,11 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 	if n > 0 {
 		logger.Info("applied migrations", slog.Int("count", n))
 	}
-	b := &backend{store: s, where: where}
+	b := &backend{store: s, where: where, remote: s.Driver().Remote()}
 	notifier, run, _ := s.Driver().Notifier(logger.With("component", "listener"))
 	b.notifier = notifier
 	if c, ok := notifier.(component); ok && run != nil {
 		b.listener = c // PostgreSQL's LISTEN connection, which serve starts and stops
-	}
-	if s.Driver().BatchesReads() {
-		b.replays = store.NewReplayReader(s, replayReaders, replayMaxBatch)
 	}
 	if cfg.DatabaseURL == "" && !cfg.Local() {
 		logger.Warn("COUNTERSIGN_DATABASE_URL is not set: using the embedded store, which serves one process on one machine",

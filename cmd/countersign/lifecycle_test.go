@@ -67,7 +67,6 @@ func TestLifecycleStopsInReverseOrderAndWaits(t *testing.T) {
 	notifier, _, listening := db.Notifier(logger)
 	listener := notifier.(component)
 	ledger := store.NewLedger(db)
-	reader := store.NewReplayReader(ledger, 1, 8)
 	batcher := store.NewIntakeBatcher(ledger, 1, 8)
 	sched := newScheduler(logger)
 	sweeping := make(chan struct{})
@@ -88,7 +87,6 @@ func TestLifecycleStopsInReverseOrderAndWaits(t *testing.T) {
 	}{
 		{"store", funcs{stop: func(context.Context) error { db.Close(); close(closed); return nil }}},
 		{"listener", listener},
-		{"replay reader", reader},
 		{"intake batcher", batcher},
 		{"scheduler", sched},
 	} {
@@ -100,14 +98,11 @@ func TestLifecycleStopsInReverseOrderAndWaits(t *testing.T) {
 	if err := l.start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Started: the listener listens, the batcher and the reader answer.
+	// Started: the listener listens.
 	select {
 	case <-listening:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listener never listened")
-	}
-	if _, _, err := reader.Read(ctx, "wa_absent"); err == nil {
-		t.Fatal("the reader found a key nobody stored")
 	}
 	select {
 	case <-sweeping:
@@ -118,10 +113,9 @@ func TestLifecycleStopsInReverseOrderAndWaits(t *testing.T) {
 	l.stop(time.Now())
 
 	want := []string{
-		"start store", "start listener", "start replay reader", "start intake batcher", "start scheduler",
+		"start store", "start listener", "start intake batcher", "start scheduler",
 		"stop scheduler", "sweep ended", "stopped scheduler",
 		"stop intake batcher", "stopped intake batcher",
-		"stop replay reader", "stopped replay reader",
 		"stop listener", "stopped listener",
 		"stop store", "stopped store",
 	}
@@ -129,8 +123,8 @@ func TestLifecycleStopsInReverseOrderAndWaits(t *testing.T) {
 		t.Fatalf("journal:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// Stopped means ended: calls fail instead of waiting for a worker.
-	if _, _, err := reader.Read(context.Background(), "wa_absent"); err != store.ErrReaderStopped {
-		t.Errorf("Read after Stop = %v, want %v", err, store.ErrReaderStopped)
+	if _, _, err := batcher.Insert(context.Background(), store.NewRequest{Key: "wa_late", Step: []byte("1"), Snapshot: []byte("{}")}); err != store.ErrBatcherStopped {
+		t.Errorf("Insert after Stop = %v, want %v", err, store.ErrBatcherStopped)
 	}
 	select {
 	case <-closed:
@@ -168,7 +162,7 @@ func TestNewAppOrdersTheComponents(t *testing.T) {
 	for _, p := range a.parts {
 		names = append(names, p.name)
 	}
-	want := []string{"store", "listener", "replay reader", "intake batcher", "executor", "bot", "scheduler", "http server"}
+	want := []string{"store", "listener", "intake batcher", "executor", "bot", "scheduler", "http server"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("components %q, want %q", names, want)
 	}

@@ -28,14 +28,6 @@ const (
 	intakeMaxBatch = 64
 )
 
-// Every intent starts with a read of its key (is it a replay?); reads that
-// arrive together share one query, up to 64 keys, from replayReaders
-// concurrent queries.
-const (
-	replayReaders  = 2
-	replayMaxBatch = 64
-)
-
 // app is serve's components, built once by newApp, and what they share.
 type app struct {
 	cfg      *Config
@@ -168,9 +160,6 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	if b.listener != nil {
 		a.add("listener", b.listener, 0)
 	}
-	if b.replays != nil {
-		a.add("replay reader", b.replays, 0)
-	}
 	// The batcher outlives the signal: requests the HTTP server is still
 	// finishing commit through it.
 	batcher := store.NewIntakeBatcher(b.store, intakeFlushers, intakeMaxBatch)
@@ -182,7 +171,7 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 		groups = newGroups(slackClient)
 	}
 	if a.review, err = approvals.New(approvals.Config{
-		DB: b.store, Tools: cfg.ReviewTools(), Groups: groups, Batcher: batcher, Reader: b.replays,
+		DB: b.store, Tools: cfg.ReviewTools(), Groups: groups, Batcher: batcher, InsertFirst: b.remote,
 		Logger: logger.With("component", "approvals"),
 	}); err != nil {
 		return nil, err

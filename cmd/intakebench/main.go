@@ -50,15 +50,59 @@ func main() {
 
 // server is a hook under load: countersign or the peer.
 type server struct {
-	name string
-	addr string
-	pid  int
+	name     string
+	addr     string
+	pid      int
+	database string // its scratch database, whose backends' CPU is counted
 }
 
 // figures are one server's results at one client count, over all rounds.
 type figures struct {
 	created, replays  float64 // req/s, averaged over rounds
 	newLat, replayLat []time.Duration
+	// CPU time the server process spent, and requests it answered, per
+	// phase kind: CPU per request is what two cores shared by the driver,
+	// the server and PostgreSQL run out of.
+	newCPU, replayCPU     time.Duration
+	newDBCPU, replayDBCPU time.Duration // PostgreSQL backends of its database
+	newN, replayN         int
+}
+
+// cpuPerRequest formats a phase's server and database CPU time per request.
+func cpuPerRequest(server, database time.Duration, n int) string {
+	if n == 0 {
+		return "n/a"
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	return fmt.Sprintf("%.0f + %.0fµs", per(server), per(database))
+}
+
+// backendsCPU sums the CPU time of the PostgreSQL backends connected to a
+// database. Pools keep their connections for the whole run, so the
+// difference over a phase is the database work the phase caused.
+func backendsCPU(ctx context.Context, pool *pgxpool.Pool, database string) time.Duration {
+	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = $1`, database)
+	if err != nil {
+		return 0
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		total += cpuTime(int(pid))
+	}
+	return total
+}
+
+// databaseName is the database a connection URL names.
+func databaseName(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(u.Path, "/")
 }
 
 // run is main with its clean-up (processes, scratch databases) kept on
@@ -71,6 +115,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	clientList := flags.String("clients", "8,32", "concurrent client counts")
 	peerBin := flags.String("peer", "", "binary of a peer hook to drive beside countersign (flags -database-url, -listen, -token; GET /readyz)")
 	peerName := flags.String("peer-name", "River", "the peer's name in the table")
+	var serverEnv []string
+	flags.Func("server-env", "NAME=VALUE added to countersign's environment (repeatable), for tuning runs such as GOMAXPROCS=1", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("want NAME=VALUE, got %q", v)
+		}
+		serverEnv = append(serverEnv, v)
+		return nil
+	})
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -97,11 +149,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer drop()
-	cs, stop, err := startCountersign(ctx, bin, dir, dbURL)
+	cs, stop, err := startCountersign(ctx, bin, dir, dbURL, serverEnv)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	cs.database = databaseName(dbURL)
 	servers := []server{cs}
 	if *peerBin != "" {
 		peerURL, dropPeer, err := scratchDatabase(ctx, *adminURL, "intakebench_peer")
@@ -114,6 +167,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		defer stopPeer()
+		peer.database = databaseName(peerURL)
 		servers = append(servers, peer)
 	}
 
@@ -133,11 +187,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	if len(servers) == 1 {
-		fmt.Fprintf(stdout, "| clients | raw INSERT tx/s | new-intent req/s | new p50 / p99 | new / raw | replay req/s | replay p50 / p99 | replay / new | server peak RSS |\n")
-		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(stdout, "| clients | raw INSERT tx/s | new-intent req/s | new p50 / p99 | new / raw | replay req/s | replay p50 / p99 | replay / new | server + database CPU / new, / replay | server peak RSS |\n")
+		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|---|\n")
 	} else {
-		fmt.Fprintf(stdout, "| clients | hook | new-intent req/s | new p50 / p99 | new / %[1]s | new / raw | replay req/s | replay p50 / p99 | replay / %[1]s | replay / new | peak RSS |\n", servers[1].name)
-		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(stdout, "| clients | hook | new-intent req/s | new p50 / p99 | new / %[1]s | new / raw | replay req/s | replay p50 / p99 | replay / %[1]s | replay / new | server + database CPU / new, / replay | peak RSS |\n", servers[1].name)
+		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, clients := range counts {
 		var raw float64
@@ -149,35 +203,45 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			raw += rate / float64(*rounds)
 			for i, s := range servers {
+				before, dbBefore := cpuTime(s.pid), backendsCPU(ctx, pool, s.database)
 				rate, lat, bodies, err := intake(s, clients, *duration)
 				if err != nil {
 					return err
 				}
 				figs[i].created += rate / float64(*rounds)
 				figs[i].newLat = append(figs[i].newLat, lat...)
+				figs[i].newCPU += cpuTime(s.pid) - before
+				figs[i].newDBCPU += backendsCPU(ctx, pool, s.database) - dbBefore
+				figs[i].newN += len(lat)
+				before, dbBefore = cpuTime(s.pid), backendsCPU(ctx, pool, s.database)
 				rate, lat, err = replay(s, clients, *duration, bodies)
 				if err != nil {
 					return err
 				}
 				figs[i].replays += rate / float64(*rounds)
 				figs[i].replayLat = append(figs[i].replayLat, lat...)
+				figs[i].replayCPU += cpuTime(s.pid) - before
+				figs[i].replayDBCPU += backendsCPU(ctx, pool, s.database) - dbBefore
+				figs[i].replayN += len(lat)
 			}
 		}
 		if len(servers) == 1 {
 			f := figs[0]
-			fmt.Fprintf(stdout, "| %d | %.0f | %.0f | %s / %s | %.2f | %.0f | %s / %s | %.2f | %s |\n",
+			fmt.Fprintf(stdout, "| %d | %.0f | %.0f | %s / %s | %.2f | %.0f | %s / %s | %.2f | %s, %s | %s |\n",
 				clients, raw, f.created, pct(f.newLat, .50), pct(f.newLat, .99), f.created/raw,
-				f.replays, pct(f.replayLat, .50), pct(f.replayLat, .99), f.replays/f.created, peakRSS(servers[0].pid))
+				f.replays, pct(f.replayLat, .50), pct(f.replayLat, .99), f.replays/f.created,
+				cpuPerRequest(f.newCPU, f.newDBCPU, f.newN), cpuPerRequest(f.replayCPU, f.replayDBCPU, f.replayN), peakRSS(servers[0].pid))
 			continue
 		}
 		peer := figs[1]
 		for i, s := range servers {
 			f := figs[i]
-			fmt.Fprintf(stdout, "| %d | %s | %.0f | %s / %s | **%.2f** | %.2f | %.0f | %s / %s | **%.2f** | %.2f | %s |\n",
+			fmt.Fprintf(stdout, "| %d | %s | %.0f | %s / %s | **%.2f** | %.2f | %.0f | %s / %s | **%.2f** | %.2f | %s, %s | %s |\n",
 				clients, s.name, f.created, pct(f.newLat, .50), pct(f.newLat, .99), f.created/peer.created, f.created/raw,
-				f.replays, pct(f.replayLat, .50), pct(f.replayLat, .99), f.replays/peer.replays, f.replays/f.created, peakRSS(s.pid))
+				f.replays, pct(f.replayLat, .50), pct(f.replayLat, .99), f.replays/peer.replays, f.replays/f.created,
+				cpuPerRequest(f.newCPU, f.newDBCPU, f.newN), cpuPerRequest(f.replayCPU, f.replayDBCPU, f.replayN), peakRSS(s.pid))
 		}
-		fmt.Fprintf(stdout, "| %d | raw INSERT | %.0f tx/s | | | 1.00 | | | | | |\n", clients, raw)
+		fmt.Fprintf(stdout, "| %d | raw INSERT | %.0f tx/s | | | 1.00 | | | | | | |\n", clients, raw)
 	}
 	return nil
 }
@@ -219,7 +283,7 @@ func build(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-func startCountersign(ctx context.Context, bin, dir, dbURL string) (server, func(), error) {
+func startCountersign(ctx context.Context, bin, dir, dbURL string, extraEnv []string) (server, func(), error) {
 	sum := sha256.Sum256([]byte(token))
 	cfg := fmt.Sprintf(`agents: [{name: bench, token_sha256: %s}]
 tools:
@@ -242,6 +306,7 @@ tools:
 		"COUNTERSIGN_DISPATCH_SECRET=bench",
 		"COUNTERSIGN_LISTEN="+addr,
 	)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	return start(ctx, "countersign", cmd, addr)
 }
 
@@ -450,6 +515,23 @@ func pct(l []time.Duration, p float64) time.Duration {
 	s := slices.Clone(l)
 	slices.Sort(s)
 	return s[int(p*float64(len(s)-1))].Round(10 * time.Microsecond)
+}
+
+// cpuTime reads the user and system CPU time a process has used so far
+// (/proc/PID/stat, fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func cpuTime(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, field 2, may hold spaces; count from after it.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // peakRSS reads a process's high-water resident set size.

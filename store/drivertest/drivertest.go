@@ -87,6 +87,7 @@ var contract = []struct {
 	{"ReopenedRoundGetsItsOwnNudges", testReopenedRoundGetsItsOwnNudges},
 	{"ConcurrentNudgesQueueOnce", testConcurrentNudgesQueueOnce},
 	{"PendingByTool", testPendingByTool},
+	{"VersionGrowsOnEveryVisibleChange", testVersionGrowsOnEveryVisibleChange},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

@@ -138,8 +138,8 @@ func (s *Driver) Notifier(*slog.Logger) (store.Notifier, func(context.Context), 
 	return s.hub, nil, listening
 }
 
-// BatchesReads is false: reads are in-process, with no round trip to share.
-func (s *Driver) BatchesReads() bool { return false }
+// Remote is false: statements run in-process.
+func (s *Driver) Remote() bool { return false }
 
 //go:embed queries.sql
 var queryFile embed.FS

@@ -18,7 +18,7 @@ id, request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
 -- name: request_columns
 id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_channel, ''), coalesce(card_ts, ''), created_at, updated_at
+	coalesce(card_channel, ''), coalesce(card_ts, ''), created_at, updated_at, version
 
 -- name: insert_execution
 INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts,
@@ -237,22 +237,22 @@ SELECT {{request_columns}}, EXISTS (SELECT 1 FROM outbox o
 FROM requests WHERE key = ?;
 
 -- name: decide_request
-UPDATE requests SET status = ?1, updated_at = ?2
+UPDATE requests SET status = ?1, updated_at = ?2, version = version + 1
 WHERE id = ?3 AND round = ?4 AND payload_hash = ?5 AND status = 'pending' AND expires_at > ?2
 RETURNING {{request_columns}};
 
 -- name: cancel_request
-UPDATE requests SET status = 'cancelled', updated_at = ?1
+UPDATE requests SET status = 'cancelled', updated_at = ?1, version = version + 1
 WHERE id = ?2 AND status = 'pending'
 RETURNING {{request_columns}};
 
 -- name: expire_requests
-UPDATE requests SET status = 'expired', updated_at = ?1
+UPDATE requests SET status = 'expired', updated_at = ?1, version = version + 1
 WHERE id IN (SELECT id FROM requests WHERE status = 'pending' AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2)
 RETURNING {{request_columns}};
 
 -- name: reopen_request
-UPDATE requests SET status = 'pending', round = round + 1, updated_at = ?1, round_started_at = ?1,
+UPDATE requests SET status = 'pending', round = round + 1, updated_at = ?1, round_started_at = ?1, version = version + 1,
 	expires_at = max(expires_at, ?1 + ?2)
 WHERE id = ?3 AND status = 'approved' AND round = ?4
 RETURNING {{request_columns}};

@@ -21,7 +21,7 @@ func scanRequestWith(row scanner, extra ...any) (store.Request, error) {
 	)
 	err := row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &step, &r.Tool, &r.Snapshot, &r.PayloadHash,
 		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &expires,
-		&r.CardChannel, &r.CardTS, &created, &updated}, extra...)...)
+		&r.CardChannel, &r.CardTS, &created, &updated, &r.Version}, extra...)...)
 	if err != nil {
 		return store.Request{}, translate(err)
 	}

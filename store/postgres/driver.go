@@ -84,8 +84,8 @@ func (d *Driver) Notifier(logger *slog.Logger) (store.Notifier, func(context.Con
 	return l, l.Run, l.listening
 }
 
-// BatchesReads is true: one statement for many keys shares a round trip.
-func (d *Driver) BatchesReads() bool { return true }
+// Remote is true: every statement is a round trip to the server.
+func (d *Driver) Remote() bool { return true }
 
 // executor runs the primitives on a pool or in a transaction.
 type executor struct{ db dbtx }

@@ -42,7 +42,7 @@ id, request_id::text AS request_id, decision_id, key, tool, snapshot, snapshot_h
 -- name: request_columns
 id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at
+	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at, version
 
 -- name: insert_execution
 INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, next_attempt_at, created_at, updated_at)
@@ -336,13 +336,13 @@ SELECT {{request_columns}}, EXISTS (SELECT 1 FROM outbox o
 FROM requests WHERE key = ANY($1);
 
 -- name: decide_request
-UPDATE requests SET status = $4, updated_at = coalesce($5::timestamptz, now())
+UPDATE requests SET status = $4, updated_at = coalesce($5::timestamptz, now()), version = version + 1
 WHERE id = $1 AND round = $2 AND payload_hash = $3 AND status = 'pending'
 	AND expires_at > coalesce($5::timestamptz, now())
 RETURNING {{request_columns}};
 
 -- name: cancel_request
-UPDATE requests SET status = 'cancelled', updated_at = coalesce($2::timestamptz, now())
+UPDATE requests SET status = 'cancelled', updated_at = coalesce($2::timestamptz, now()), version = version + 1
 WHERE id = $1 AND status = 'pending'
 RETURNING {{request_columns}};
 
@@ -354,7 +354,7 @@ WITH due AS (
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED
 ), r AS (
-	UPDATE requests SET status = 'expired', updated_at = coalesce($1::timestamptz, now())
+	UPDATE requests SET status = 'expired', updated_at = coalesce($1::timestamptz, now()), version = version + 1
 	FROM due WHERE requests.id = due.id AND requests.status = 'pending'
 	RETURNING requests.*
 )
@@ -362,6 +362,7 @@ SELECT {{request_columns}} FROM r;
 
 -- name: reopen_request
 UPDATE requests SET status = 'pending', round = round + 1, updated_at = $3::timestamptz, round_started_at = $3::timestamptz,
+	version = version + 1,
 	expires_at = greatest(expires_at, $3::timestamptz + $4::bigint * interval '1 microsecond')
 WHERE id = $1 AND status = 'approved' AND round = $2
 RETURNING round;

@@ -18,7 +18,7 @@ import (
 func scanRequest(row pgx.Row, r *store.Request, extra ...any) error {
 	return row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &r.Step, &r.Tool, &r.Snapshot, &r.PayloadHash,
 		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &r.ExpiresAt,
-		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt}, extra...)...)
+		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt, &r.Version}, extra...)...)
 }
 
 func collect[T any](what string, rows pgx.Rows, err error) ([]T, error) {
@@ -149,15 +149,19 @@ func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest
 			return nil, err
 		}
 		missing = slices.DeleteFunc(slices.Clone(missing), func(p store.NewRequest) bool { _, ok := byKey[p.Key]; return ok })
-		// Existing keys are rare here (the service reads before it inserts),
-		// so each is one lookup on the unique index.
-		for _, p := range missing {
-			req, err := e.RequestByKey(ctx, p.Key)
-			switch {
-			case err == nil:
-				byKey[p.Key] = store.InsertResult{Request: req}
-			case !errors.Is(err, store.ErrNotFound):
+		// Replays reach the insert (the service inserts first on a remote
+		// store), so the keys that conflicted are read back in one statement.
+		if len(missing) > 0 {
+			keys := make([]string, len(missing))
+			for i, p := range missing {
+				keys[i] = p.Key
+			}
+			found, err := e.ReplayRequests(ctx, keys)
+			if err != nil {
 				return nil, wrap("inserting requests", err)
+			}
+			for key, r := range found {
+				byKey[key] = store.InsertResult{Request: r.Request}
 			}
 		}
 		missing = slices.DeleteFunc(missing, func(p store.NewRequest) bool { _, ok := byKey[p.Key]; return ok })

@@ -44,6 +44,7 @@ var appTables = []struct{ table, privileges string }{
 	{"executions", "SELECT, INSERT, UPDATE"},
 	{"outbox", "SELECT, INSERT, UPDATE"},
 	{"cards", "SELECT, INSERT, UPDATE"},
+	{"callbacks", "SELECT, INSERT, UPDATE"},
 	{"events", "SELECT, INSERT"},
 	{"goose_db_version", "SELECT"},
 }
@@ -58,6 +59,7 @@ var appFunctions = []string{"countersign_card_state"}
 var schemaFunctions = []string{
 	"countersign_card_state", "countersign_effect_strings",
 	"events_append_only", "notify_request_change", "notify_execution_change",
+	"bump_request_version",
 }
 
 // AppRole is the runtime role GrantAppRole prepared.

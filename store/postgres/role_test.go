@@ -25,6 +25,7 @@ var appRolePrivileges = map[string][]string{
 	"table executions":       {"SELECT", "INSERT", "UPDATE"},
 	"table outbox":           {"SELECT", "INSERT", "UPDATE"},
 	"table cards":            {"SELECT", "INSERT", "UPDATE"},
+	"table callbacks":        {"SELECT", "INSERT", "UPDATE"},
 	"table events":           {"SELECT", "INSERT"},
 	"table goose_db_version": {"SELECT"},
 
@@ -32,6 +33,7 @@ var appRolePrivileges = map[string][]string{
 	"sequence executions_id_seq":       {"USAGE"},
 	"sequence outbox_id_seq":           {"USAGE"},
 	"sequence events_id_seq":           {"USAGE"},
+	"sequence callbacks_id_seq":        {"USAGE"},
 	"sequence goose_db_version_id_seq": nil,
 
 	"function countersign_card_state":     {"EXECUTE"},
@@ -39,6 +41,7 @@ var appRolePrivileges = map[string][]string{
 	"function events_append_only":         nil,
 	"function notify_request_change":      nil,
 	"function notify_execution_change":    nil,
+	"function bump_request_version":       nil,
 
 	"schema public": {"USAGE"},
 }
