@@ -410,9 +410,13 @@ SELECT {{request_columns}} FROM requests r
 WHERE r.status = 'pending' AND r.tool = $1
 	AND coalesce(r.round_started_at, r.created_at) <= coalesce($3::timestamptz, now()) - $2::bigint * interval '1 microsecond'
 	AND r.expires_at > coalesce($3::timestamptz, now())
-	AND EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round)
-	AND NOT EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = r.id AND o.round = r.round AND o.data ? 'nudge' AND o.data ->> 'nudge' = $4)
+	-- Scalar subqueries, not EXISTS and NOT EXISTS: they stay one probe of
+	-- cards' key and of outbox_nudge_once per pending request, where a
+	-- misjudged join scans one table for each row of the other.
+	AND (SELECT c.ts FROM cards c WHERE c.request_id = r.id AND c.round = r.round) IS NOT NULL
+	AND (SELECT o.id FROM outbox o
+		WHERE o.request_id = r.id AND o.round = r.round AND o.data ? 'nudge' AND o.data ->> 'nudge' = $4
+		LIMIT 1) IS NULL
 ORDER BY coalesce(r.round_started_at, r.created_at)
 LIMIT $5;
 
