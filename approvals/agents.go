@@ -17,6 +17,8 @@ type Agent struct {
 	// Admin agents read, wait on and cancel every agent's requests; the
 	// others only their own.
 	Admin bool
+	// Callback is whether the agent has a callback URL configured.
+	Callback bool
 }
 
 // ParseAgent builds an Agent from its configured name and sha256 hex.
@@ -56,4 +58,14 @@ func (as Agents) Authenticate(authorization string) (Agent, bool) {
 		}
 	}
 	return agent, found == 1
+}
+
+// hasCallback reports whether the agent called name has a callback configured.
+func (as Agents) hasCallback(name string) bool {
+	for _, a := range as {
+		if a.Name == name {
+			return a.Callback
+		}
+	}
+	return false
 }

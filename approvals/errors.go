@@ -23,6 +23,8 @@ const (
 	CodeNotApprover     = "not_approver"
 	CodeSelfApproval    = "self_approval"
 	CodeAlreadyResolved = "already_resolved"
+	CodeNoCallback      = "callback_not_configured"
+	CodeNoDelivery      = "nothing_to_redrive"
 	CodeUnavailable     = "unavailable"
 	CodeInternal        = "internal"
 )
@@ -59,6 +61,11 @@ var (
 	// ErrAlreadyResolved: the execution left needs_review before the
 	// resolution asked for.
 	ErrAlreadyResolved = errors.New("execution already resolved")
+	// ErrNoCallback: a redrive of a request whose agent has no callback
+	// configured.
+	ErrNoCallback = errors.New("the agent has no callback configured")
+	// ErrNoDelivery: a redrive of a request that never queued a callback.
+	ErrNoDelivery = errors.New("the request has no callback delivery to redrive")
 )
 
 // InputError is a problem with an agent's request body; Code is

@@ -32,6 +32,7 @@ func NewHandler(svc *Service, agents Agents, listener store.Notifier, logger *sl
 	h.mux.Handle("POST /v1/requests", h.route("create", h.create))
 	h.mux.Handle("GET /v1/requests/{ref}", h.route("get", h.get))
 	h.mux.Handle("POST /v1/requests/{ref}/cancel", h.route("cancel", h.cancel))
+	h.mux.Handle("POST /v1/requests/{ref}/redrive", h.route("redrive", h.redrive))
 	return h
 }
 
@@ -230,6 +231,14 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent Agent) in
 		return h.writeServiceError(w, r, err)
 	}
 	view, err := h.svc.View(r.Context(), req)
+	if err != nil {
+		return h.writeServiceError(w, r, err)
+	}
+	return writeJSON(w, http.StatusOK, view)
+}
+
+func (h *Handler) redrive(w http.ResponseWriter, r *http.Request, agent Agent) int {
+	view, err := h.svc.Redrive(r.Context(), agent, r.PathValue("ref"), h.agents.hasCallback)
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}

@@ -26,6 +26,7 @@ func TestHookLongPollOnSettledAnswersAtOnce(t *testing.T) {
 			start := time.Now()
 			r := b.do(t, http.MethodGet, "/v1/requests/"+v.Key+query, testToken, nil, nil)
 			took := time.Since(start)
+			t.Logf("GET %s on a settled request answered in %s", query, took)
 			got := r.view(t)
 			if r.status != 200 || !got.Settled || got.Status != store.RequestCancelled || got.Version != 2 {
 				t.Errorf("GET %s = %d %s", query, r.status, r.body)

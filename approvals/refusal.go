@@ -31,7 +31,7 @@ func RefusalCodes() []string {
 	return []string{
 		CodeMalformedJSON, CodeInvalidRequest, CodeUnknownTool, CodeKeyReused, CodeUnauthorized, CodeTooLarge,
 		CodeNotFound, CodeAlreadyDecided, CodeStaleCard, CodeNotApprover, CodeSelfApproval, CodeAlreadyResolved,
-		CodeUnavailable, CodeInternal,
+		CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal,
 	}
 }
 
@@ -51,6 +51,10 @@ var fixed = map[string]Refusal{
 		Message: "This request was made for you, so someone else has to approve it. Nothing was recorded; the attempt was audited."},
 	CodeAlreadyResolved: {Code: CodeAlreadyResolved, Status: http.StatusConflict,
 		Message: "This write was already resolved. Nothing changed."},
+	CodeNoCallback: {Code: CodeNoCallback, Status: http.StatusConflict,
+		Message: "The request's agent has no callback configured, so there is nothing to send. Nothing changed."},
+	CodeNoDelivery: {Code: CodeNoDelivery, Status: http.StatusConflict,
+		Message: "This request has not settled or needed review yet, so no callback was sent to redrive. Nothing changed."},
 	CodeUnavailable: {Code: CodeUnavailable, Status: http.StatusServiceUnavailable,
 		Message: "countersign cannot reach its database right now; try again in a moment."},
 	CodeInternal: {Code: CodeInternal, Status: http.StatusInternalServerError,
@@ -103,6 +107,10 @@ func RefusalFor(err error) Refusal {
 		return fixed[CodeNotApprover]
 	case errors.Is(err, ErrAlreadyResolved):
 		return fixed[CodeAlreadyResolved]
+	case errors.Is(err, ErrNoCallback):
+		return fixed[CodeNoCallback]
+	case errors.Is(err, ErrNoDelivery):
+		return fixed[CodeNoDelivery]
 	}
 	return fixed[CodeInternal]
 }

@@ -44,6 +44,7 @@ const (
 	surfaceTool    = "billing.credit"
 	surfaceChannel = "C0BILLING"
 	surfaceToken   = "surface-agent-token"
+	plainToken     = "plain-agent-token" // an agent without a callback
 	deciderA       = "U0ANA"
 	deciderB       = "U0BEN"
 	forWhom        = "U0REQUESTER"
@@ -154,6 +155,23 @@ func TestSurfacesAgreeOnEveryRefusal(t *testing.T) {
 			}
 			value, _ := json.Marshal(map[string]any{"r": req.ID, "x": execID})
 			return s.click(t, deciderA, bot.ActionMarkSucceeded, string(value))
+		}},
+		// Redrives are asked for only on the hook.
+		approvals.CodeNoCallback: {hook: func(t *testing.T, s *surfaces) answer {
+			resp := s.hookSend(t, http.MethodPost, "/v1/requests", plainToken, intentBody("no-callback-1", 1))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("the intent answered %d", resp.StatusCode)
+			}
+			return s.hookCall(t, http.MethodPost, "/v1/requests/no-callback-1/redrive", plainToken, nil)
+		}},
+		approvals.CodeNoDelivery: {hook: func(t *testing.T, s *surfaces) answer {
+			resp := s.hookSend(t, http.MethodPost, "/v1/requests", surfaceToken, intentBody("no-delivery-1", 1))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("the intent answered %d", resp.StatusCode)
+			}
+			return s.hookCall(t, http.MethodPost, "/v1/requests/no-delivery-1/redrive", surfaceToken, nil)
 		}},
 		approvals.CodeUnavailable: {
 			hook: func(t *testing.T, _ *surfaces) answer {
@@ -310,7 +328,13 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.hook = httptest.NewServer(approvals.NewHandler(s.svc, approvals.Agents{agent}, nil, logger, approvals.NewMetrics(prometheus.NewRegistry())))
+	agent.Callback = true
+	plainSum := sha256.Sum256([]byte(plainToken))
+	plain, err := approvals.ParseAgent("plain-agent", hex.EncodeToString(plainSum[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.hook = httptest.NewServer(approvals.NewHandler(s.svc, approvals.Agents{agent, plain}, nil, logger, approvals.NewMetrics(prometheus.NewRegistry())))
 	t.Cleanup(s.hook.Close)
 
 	client := slack.New("xoxb-test", slack.OptionAPIURL(s.fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))

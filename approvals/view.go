@@ -34,6 +34,16 @@ type View struct {
 	// Version grows with every change of the fields above (store.Request.Version);
 	// GET ?since=N answers once it is past N.
 	Version int64 `json:"version"`
+	// Callback is the request's newest callback delivery, if it has one.
+	// Its progress does not move Version.
+	Callback *CallbackView `json:"callback"`
+}
+
+// CallbackView is where the newest callback delivery stands.
+type CallbackView struct {
+	State      store.CallbackState `json:"state"`
+	Attempts   int                 `json:"attempts"`
+	LastStatus *int                `json:"last_status"`
 }
 
 // DecisionView is the standing decision of the request's latest decided round.
@@ -90,6 +100,13 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 		return View{}, err
 	}
 	v.Settled = v.settled()
+	cb, err := s.DB.LatestCallback(ctx, req.ID)
+	switch {
+	case err == nil:
+		v.Callback = &CallbackView{State: cb.State, Attempts: cb.Attempts, LastStatus: cb.LastStatus}
+	case !errors.Is(err, store.ErrNotFound):
+		return View{}, err
+	}
 	return v, nil
 }
 

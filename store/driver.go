@@ -113,6 +113,16 @@ type Executor interface {
 	CardState(ctx context.Context, requestID string, round int) (string, error)
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
 
+	// InsertCallbacks queues agent callbacks; a zero At is the database clock.
+	// Each row's retry window is CallbackRetryWindow from its At.
+	InsertCallbacks(ctx context.Context, rows []NewCallback) error
+	ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error)
+	MarkCallbackDelivered(ctx context.Context, id int64, status int) error
+	RetryCallback(ctx context.Context, id int64, delay time.Duration, status int, reason string) (CallbackState, error)
+	LatestCallback(ctx context.Context, requestID string) (Callback, error)
+	RedriveCallback(ctx context.Context, requestID string, window time.Duration) (Callback, bool, error)
+	CountCallbackBacklog(ctx context.Context) (int, error)
+
 	RequestsByKeyPrefix(ctx context.Context, prefix string, limit int) ([]Request, error)
 	RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error)
 	PendingRequests(ctx context.Context, limit int) ([]Request, error)

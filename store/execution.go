@@ -124,6 +124,10 @@ type TransitionParams struct {
 	// outcomes that can be verified later: a lost outcome leaves its claim to
 	// expire and be reconciled like any other unknown.
 	AsyncCommit bool
+	// CallbackAgents is set by the Ledger (callers leave it nil): the agents
+	// whose requests queue a callback when an execution settles or enters
+	// needs_review, for the one-statement batch to do as the Ledger does.
+	CallbackAgents []string
 }
 
 // Applied is a transition that took effect.

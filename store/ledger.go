@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +15,8 @@ import (
 // written here once, from the driver's single-statement primitives.
 type Ledger struct {
 	driver Driver
+	// callbacks names the agents whose requests queue callbacks.
+	callbacks atomic.Pointer[callbackAgents]
 }
 
 var _ Store = (*Ledger)(nil)
@@ -196,6 +199,9 @@ func (l *Ledger) CancelRequest(ctx context.Context, id, actor string, now *time.
 			req, err = ex.RequestByID(ctx, id)
 			return err
 		}
+		if err := l.queueCallback(ctx, ex, req.ID, req.RequestedBy, CallbackSettled, req.UpdatedAt); err != nil {
+			return err
+		}
 		return write(ctx, ex,
 			[]Event{{RequestID: req.ID, At: req.UpdatedAt, Actor: actor, Kind: "cancelled", Data: map[string]any{"round": req.Round}}},
 			[]NewOutbox{updateCard(req.ID, req.Round, req.UpdatedAt)})
@@ -217,6 +223,9 @@ func (l *Ledger) ExpireDue(ctx context.Context, now *time.Time, limit int) (reqs
 		for i, r := range reqs {
 			events[i] = Event{RequestID: r.ID, At: r.UpdatedAt, Actor: "system", Kind: "expired", Data: map[string]any{"round": r.Round}}
 			outbox[i] = updateCard(r.ID, r.Round, r.UpdatedAt)
+			if err := l.queueCallback(ctx, ex, r.ID, r.RequestedBy, CallbackSettled, r.UpdatedAt); err != nil {
+				return err
+			}
 		}
 		return write(ctx, ex, events, outbox)
 	})
@@ -259,6 +268,8 @@ func (l *Ledger) Decide(ctx context.Context, p DecideParams) (req Request, d Dec
 				MaxAttempts: p.MaxAttempts, At: d.DecidedAt}); err != nil {
 				return fmt.Errorf("creating execution: %w", err)
 			}
+		} else if err := l.queueCallback(ctx, ex, req.ID, req.RequestedBy, CallbackSettled, d.DecidedAt); err != nil {
+			return err
 		}
 		return write(ctx, ex,
 			[]Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: "decided", Data: map[string]any{
@@ -360,6 +371,7 @@ func (l *Ledger) TransitionExecutions(ctx context.Context, p TransitionParams, t
 	if len(ts) == 0 {
 		return nil, nil
 	}
+	p.CallbackAgents = l.callbackAgentsOf().list
 	if b, ok := l.ex().(BatchExecutor); ok && !p.AsyncCommit {
 		return b.TransitionExecutionsBatch(ctx, p, ts)
 	}
@@ -382,6 +394,11 @@ func (l *Ledger) TransitionExecutions(ctx context.Context, p TransitionParams, t
 				continue
 			}
 			applied = append(applied, a)
+			if event, ok := callbackEventFor(t.To); ok {
+				if err := l.queueCallback(ctx, ex, a.RequestID, "", event, at); err != nil {
+					return err
+				}
+			}
 			events = append(events, Event{RequestID: a.RequestID, At: at, Actor: p.Actor, Kind: t.Event, Data: t.EventData})
 			outbox = append(outbox, updateCard(a.RequestID, a.Round, at))
 			if t.Reply != "" {
@@ -411,6 +428,9 @@ func (l *Ledger) Supersede(ctx context.Context, p SupersedeParams) (newRound int
 		}
 		newRound, superseded, err = ex.ReopenRequest(ctx, s.RequestID, s.Round, s.At, p.RequestTTL)
 		if err != nil || !superseded {
+			return err
+		}
+		if err := l.queueCallback(ctx, ex, s.RequestID, "", CallbackNeedsReview, s.At); err != nil {
 			return err
 		}
 		return write(ctx, ex,
@@ -451,6 +471,11 @@ func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, e
 			return nil
 		}
 		resolved = true
+		if event, ok := callbackEventFor(p.To); ok {
+			if err := l.queueCallback(ctx, ex, p.RequestID, "", event, r.At); err != nil {
+				return err
+			}
+		}
 		return write(ctx, ex,
 			[]Event{{RequestID: p.RequestID, At: r.At, Actor: p.By, Kind: "resolved", Data: map[string]any{
 				"execution_id": p.ExecutionID, "action": p.Action, "attempt": r.Attempts, "state": p.To}}},

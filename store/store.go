@@ -62,6 +62,14 @@ type Store interface {
 	CardState(ctx context.Context, requestID string, round int) (string, error)
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
 
+	// Agent callbacks and their delivery.
+	ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error)
+	MarkCallbackDelivered(ctx context.Context, id int64, status int) error
+	RetryCallback(ctx context.Context, id int64, delay time.Duration, status int, reason string) (CallbackState, error)
+	LatestCallback(ctx context.Context, requestID string) (Callback, error)
+	RedriveCallback(ctx context.Context, requestID string) (Callback, bool, error)
+	CountCallbackBacklog(ctx context.Context) (int, error)
+
 	// Lookups for support engineers.
 	RequestsByKeyPrefix(ctx context.Context, prefix string, limit int) ([]Request, error)
 	RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error)

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/callback"
 	"github.com/countersign/countersign/executor"
 )
 
@@ -56,6 +57,23 @@ type FileConfig struct {
 	Executor ExecutorConfig        `yaml:"executor"`
 	Agents   []AgentConfig         `yaml:"agents"`
 	Tools    map[string]ToolConfig `yaml:"tools"`
+	// Callbacks tunes the delivery of agents' callbacks.
+	Callbacks CallbacksConfig `yaml:"callbacks"`
+}
+
+// CallbacksConfig tunes callback delivery; zero values are the defaults of
+// package callback.
+type CallbacksConfig struct {
+	Timeout   time.Duration `yaml:"timeout"`    // one POST to an agent
+	Poll      time.Duration `yaml:"poll"`       // how often due deliveries are looked for
+	RetryBase time.Duration `yaml:"retry_base"` // the first retry's delay, doubled per retry up to 1h
+}
+
+// CallbackConfig is where an agent's callbacks go: an absolute http or
+// https URL, and the secret that signs them (it may be ${VAR}).
+type CallbackConfig struct {
+	URL    string `yaml:"url"`
+	Secret string `yaml:"secret"`
 }
 
 // SlackConfig is where cards go and who may look requests up.
@@ -83,6 +101,9 @@ type AgentConfig struct {
 	Name        string `yaml:"name"`
 	TokenSHA256 string `yaml:"token_sha256"`
 	Admin       bool   `yaml:"admin"`
+	// Callback, when set, receives the agent's requests' settled and
+	// needs-review callbacks.
+	Callback *CallbackConfig `yaml:"callback"`
 }
 
 // ToolConfig is one tool an agent may ask to use.
@@ -367,7 +388,29 @@ func (a AgentConfig) Validate() error {
 	if _, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err != nil {
 		errs = append(errs, err)
 	}
+	if a.Callback != nil {
+		if err := a.Callback.target().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// target is the callback as package callback takes it.
+func (c *CallbackConfig) target() callback.Target {
+	return callback.Target{URL: c.URL, Secret: []byte(c.Secret)}
+}
+
+// CallbackTargets returns the agents' callbacks by agent name; Validate has
+// checked them.
+func (c *Config) CallbackTargets() map[string]callback.Target {
+	targets := map[string]callback.Target{}
+	for _, a := range c.File.Agents {
+		if a.Callback != nil {
+			targets[a.Name] = a.Callback.target()
+		}
+	}
+	return targets
 }
 
 // Validate reports every problem with the tool called name; needsChannel is
@@ -512,6 +555,7 @@ func (c *Config) AgentList() approvals.Agents {
 	var agents approvals.Agents
 	for _, a := range c.File.Agents {
 		if agent, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err == nil {
+			agent.Callback = a.Callback != nil
 			agent.Admin = a.Admin
 			agents = append(agents, agent)
 		}

@@ -9,13 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,19 +21,6 @@ import (
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
-
-// envRunMain makes the test binary run main() instead of the tests: the
-// tests below start it as a `countersign serve` process of their own, to
-// kill it.
-const envRunMain = "COUNTERSIGN_TEST_RUN_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(envRunMain) == "1" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
 
 // nudgeCluster is a PostgreSQL database, a fake Slack, and the serve
 // processes that share them, with a tool that reminds after 2s and
@@ -86,63 +69,32 @@ tools:
 	return c
 }
 
-// serveProcess is a running `countersign serve`.
-type serveProcess struct {
-	cmd *exec.Cmd
-	log *syncBuffer
-}
-
 // start runs serve in a process of its own and waits until it listens.
 func (c *nudgeCluster) start(t *testing.T) *serveProcess {
 	t.Helper()
-	p := &serveProcess{cmd: exec.Command(os.Args[0], "serve"), log: &syncBuffer{}}
-	p.cmd.Env = append(os.Environ(), envRunMain+"=1",
-		"COUNTERSIGN_DATABASE_URL="+c.url,
-		"COUNTERSIGN_CONFIG="+c.config,
-		"COUNTERSIGN_DISPATCH_SECRET="+smokeSecret,
-		"COUNTERSIGN_LISTEN=127.0.0.1:0",
-		"COUNTERSIGN_LOG_FORMAT=json",
-		"COUNTERSIGN_INBOX=off",
-		"SLACK_BOT_TOKEN=xoxb-test",
-		"SLACK_SIGNING_SECRET=signing-secret",
-		"COUNTERSIGN_SLACK_API_URL="+c.fake.URL(),
-	)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := startServeProcess(t, map[string]string{
+		"COUNTERSIGN_DATABASE_URL":    c.url,
+		"COUNTERSIGN_CONFIG":          c.config,
+		"COUNTERSIGN_DISPATCH_SECRET": smokeSecret,
+		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
+		"COUNTERSIGN_LOG_FORMAT":      "json",
+		"COUNTERSIGN_INBOX":           "off",
+		"SLACK_BOT_TOKEN":             "xoxb-test",
+		"SLACK_SIGNING_SECRET":        "signing-secret",
+		"COUNTERSIGN_SLACK_API_URL":   c.fake.URL(),
+	})
 	t.Cleanup(func() {
-		p.kill()
 		if t.Failed() {
-			t.Logf("serve output:\n%s", p.log.String())
+			t.Logf("serve output:\n%s", p.logs.String())
 		}
 	})
-	until(t, 30*time.Second, "serve to listen", func() bool { return p.addr() != "" })
 	return p
-}
-
-var listeningLine = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
-
-func (p *serveProcess) addr() string {
-	if m := listeningLine.FindStringSubmatch(p.log.String()); m != nil {
-		return m[1]
-	}
-	return ""
-}
-
-// kill sends SIGKILL: no deferred function, no shutdown hook runs.
-func (p *serveProcess) kill() {
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
 }
 
 // metrics returns the samples of the process's /metrics, by name with labels.
 func (p *serveProcess) metrics(t *testing.T) map[string]float64 {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + p.addr() + "/metrics")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(p.base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +204,7 @@ func TestKilledServeSendsEachNudgeOnce(t *testing.T) {
 		}
 		seen[kind] = true
 		p := current
-		_ = p.cmd.Process.Signal(syscall.SIGKILL) // before Slack answers: the delivery is never recorded
+		_ = p.cmd.Process.Kill() // SIGKILL before Slack answers: the delivery is never recorded
 		killed <- kind
 	})
 	for _, want := range []string{"Reminder", "Escalation"} {

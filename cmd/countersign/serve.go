@@ -211,6 +211,7 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	if err := a.addBot(slackClient, groups, ex); err != nil {
 		return nil, err
 	}
+	a.addCallbacks()
 	// The sweeps stop claiming at the signal; what they claimed has the
 	// executor's grace to finish.
 	a.add("scheduler", a.sched, ex.ShutdownGrace())

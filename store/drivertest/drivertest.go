@@ -88,6 +88,9 @@ var contract = []struct {
 	{"ConcurrentNudgesQueueOnce", testConcurrentNudgesQueueOnce},
 	{"PendingByTool", testPendingByTool},
 	{"VersionGrowsOnEveryVisibleChange", testVersionGrowsOnEveryVisibleChange},
+	{"CallbacksQueueWithTheirTransition", testCallbacksQueueWithTheirTransition},
+	{"CallbackClaimRetryDeliverRedrive", testCallbackClaimRetryDeliverRedrive},
+	{"CallbackClaimsAreExclusiveUnderConcurrency", testCallbackClaimsAreExclusiveUnderConcurrency},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

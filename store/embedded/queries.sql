@@ -319,3 +319,38 @@ SELECT EXISTS (SELECT 1 FROM outbox
 -- name: pending_by_tool
 SELECT tool, count(*), min(coalesce(round_started_at, created_at))
 FROM requests WHERE status = 'pending' GROUP BY tool ORDER BY tool;
+
+-- name: callback_columns
+id, delivery_id, request_id, agent, event, state, attempts, next_attempt_at, give_up_at,
+	last_status, coalesce(last_error, ''), created_at
+
+-- name: insert_callback
+INSERT INTO callbacks (delivery_id, request_id, agent, event, next_attempt_at, give_up_at, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5);
+
+-- name: claim_callbacks
+UPDATE callbacks SET next_attempt_at = ?1 + ?2, attempts = attempts + 1
+WHERE id IN (SELECT id FROM callbacks WHERE state = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)
+RETURNING {{callback_columns}};
+
+-- name: mark_callback_delivered
+UPDATE callbacks SET state = 'delivered', delivered_at = ?3, last_status = ?2, last_error = NULL
+WHERE id = ?1 AND state = 'pending';
+
+-- name: retry_callback
+UPDATE callbacks SET last_status = nullif(?3, 0), last_error = nullif(?4, ''),
+	state = CASE WHEN ?5 >= give_up_at THEN 'failed' ELSE 'pending' END,
+	next_attempt_at = ?5 + ?2
+WHERE id = ?1 AND state = 'pending'
+RETURNING state;
+
+-- name: latest_callback
+SELECT {{callback_columns}} FROM callbacks WHERE request_id = ? ORDER BY id DESC LIMIT 1;
+
+-- name: redrive_callback
+UPDATE callbacks SET state = 'pending', next_attempt_at = ?2, give_up_at = ?2 + ?3, delivered_at = NULL
+WHERE id = (SELECT max(id) FROM callbacks WHERE request_id = ?1)
+RETURNING {{callback_columns}};
+
+-- name: count_callback_backlog
+SELECT count(*) FROM callbacks WHERE state = 'pending';

@@ -111,7 +111,7 @@ func (e executor) TransitionExecutionsBatch(ctx context.Context, p store.Transit
 	}
 	rows, err := e.db.Query(ctx, q.Get("transition_executions_batch"),
 		ids, attempts, states, statuses, bodies, refs, codes, errs, delays, kinds, data, replies,
-		p.Now, string(p.From), p.Worker, p.Actor)
+		p.Now, string(p.From), p.Worker, p.Actor, callbackAgents(p), store.CallbackRetryWindow.Microseconds())
 	return collect[store.Applied]("recording outcomes", rows, err)
 }
 
@@ -157,4 +157,12 @@ func (e executor) UnresolvedRequestIDs(ctx context.Context, limit int) ([]string
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return ids, wrap("listing unresolved executions", err)
+}
+
+// callbackAgents is p.CallbackAgents, never nil (a nil slice is SQL NULL).
+func callbackAgents(p store.TransitionParams) []string {
+	if p.CallbackAgents == nil {
+		return []string{}
+	}
+	return p.CallbackAgents
 }

@@ -110,7 +110,7 @@ WITH i AS (
 	FROM i
 	WHERE e.id = i.id AND e.state = $14 AND e.attempts = i.attempt
 		AND ($15 = '' OR e.claimed_by = $15)
-	RETURNING e.id, e.request_id, e.decision_id, e.updated_at, i.kind, i.data, i.reply
+	RETURNING e.id, e.request_id, e.decision_id, e.updated_at, e.state, i.kind, i.data, i.reply
 ), r AS (
 	SELECT u.*, (SELECT d.round FROM decisions d WHERE d.id = u.decision_id) AS round FROM u
 ), ev AS (
@@ -122,6 +122,14 @@ WITH i AS (
 	UNION ALL
 	SELECT 'thread_reply', request_id, round, jsonb_build_object('reason', reply), updated_at, updated_at
 	FROM r WHERE reply <> ''
+), cb AS (
+	-- The callbacks of agents that have one ($17), as store.Ledger queues them.
+	INSERT INTO callbacks (request_id, agent, event, next_attempt_at, give_up_at, created_at)
+	SELECT r.request_id, q.requested_by,
+		CASE WHEN r.state = 'needs_review' THEN 'request.needs_review' ELSE 'request.settled' END,
+		r.updated_at, r.updated_at + $18::bigint * interval '1 microsecond', r.updated_at
+	FROM r JOIN requests q ON q.id = r.request_id
+	WHERE r.state IN ('succeeded', 'failed', 'needs_review') AND q.requested_by = ANY($17::text[])
 )
 SELECT id AS execution_id, request_id::text AS request_id, round FROM r;
 
@@ -437,3 +445,49 @@ SELECT EXISTS (SELECT 1 FROM outbox
 -- name: pending_by_tool
 SELECT tool, count(*)::int AS count, min(coalesce(round_started_at, created_at)) AS oldest, now() AS now
 FROM requests WHERE status = 'pending' GROUP BY tool ORDER BY tool;
+
+-- name: callback_columns
+id, delivery_id::text AS delivery_id, request_id::text AS request_id, agent, event, state, attempts,
+	next_attempt_at, give_up_at, last_status, coalesce(last_error, '') AS last_error, created_at
+
+-- name: insert_callbacks
+INSERT INTO callbacks (request_id, agent, event, next_attempt_at, give_up_at, created_at)
+SELECT request_id::uuid, agent, event, coalesce(at, now()), coalesce(at, now()) + $5::bigint * interval '1 microsecond', coalesce(at, now())
+FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS t(request_id, agent, event, at);
+
+-- name: claim_callbacks
+WITH due AS (
+	SELECT id FROM callbacks
+	WHERE state = 'pending' AND next_attempt_at <= now()
+	ORDER BY next_attempt_at, id
+	LIMIT $1
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE callbacks SET next_attempt_at = now() + $2::bigint * interval '1 microsecond', attempts = callbacks.attempts + 1
+WHERE callbacks.id = ANY(ARRAY(SELECT id FROM due))
+RETURNING {{callback_columns}};
+
+-- name: mark_callback_delivered
+UPDATE callbacks SET state = 'delivered', delivered_at = now(), last_status = $2, last_error = NULL
+WHERE id = $1 AND state = 'pending';
+
+-- name: retry_callback
+-- A failed attempt past the retry window fails the row; otherwise it waits
+-- for its next attempt.
+UPDATE callbacks SET last_status = nullif($3::int, 0), last_error = nullif($4, ''),
+	state = CASE WHEN now() >= give_up_at THEN 'failed' ELSE 'pending' END,
+	next_attempt_at = now() + $2::bigint * interval '1 microsecond'
+WHERE id = $1 AND state = 'pending'
+RETURNING state;
+
+-- name: latest_callback
+SELECT {{callback_columns}} FROM callbacks WHERE request_id = $1 ORDER BY id DESC LIMIT 1;
+
+-- name: redrive_callback
+UPDATE callbacks SET state = 'pending', next_attempt_at = now(),
+	give_up_at = now() + $2::bigint * interval '1 microsecond', delivered_at = NULL
+WHERE id = (SELECT max(id) FROM callbacks WHERE request_id = $1)
+RETURNING {{callback_columns}};
+
+-- name: count_callback_backlog
+SELECT count(*) FROM callbacks WHERE state = 'pending';

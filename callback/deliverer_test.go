@@ -1,0 +1,286 @@
+package callback_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/countersign/countersign/callback"
+	"github.com/countersign/countersign/internal/signature"
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
+)
+
+const (
+	agentName = "billing-agent"
+	secret    = "callback-secret"
+)
+
+// endpoint is an agent's callback URL on 127.0.0.1 that records what it
+// receives and answers with the statuses it is given, then 200.
+type endpoint struct {
+	*httptest.Server
+	mu       sync.Mutex
+	answers  []int
+	received []received
+}
+
+type received struct {
+	event, delivery string
+	body            []byte
+	signatureOK     bool
+}
+
+func newEndpoint(t *testing.T, answers ...int) *endpoint {
+	e := &endpoint{answers: answers}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ok := signature.Verify([]byte(secret), r.Header.Get(signature.Header), body, time.Now(), 5*time.Minute) == nil
+		e.mu.Lock()
+		e.received = append(e.received, received{r.Header.Get(callback.EventHeader), r.Header.Get(callback.DeliveryHeader), body, ok})
+		status := http.StatusOK
+		if len(e.answers) > 0 {
+			status, e.answers = e.answers[0], e.answers[1:]
+		}
+		e.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(e.Close)
+	return e
+}
+
+func (e *endpoint) got() []received {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]received(nil), e.received...)
+}
+
+type bundle struct {
+	b        *drivertest.Backend
+	d        *callback.Deliverer
+	registry *prometheus.Registry
+	metrics  *callback.Metrics
+}
+
+// setup opens a store whose agentName has a callback to url, and a
+// Deliverer that retries at once.
+func setup(t *testing.T, drv *drivertest.Driver, url string) *bundle {
+	t.Helper()
+	b := drv.Open(t, true)
+	b.Store.(*store.Ledger).SetCallbackAgents(agentName)
+	reg := prometheus.NewRegistry()
+	m := callback.NewMetrics(reg)
+	d := callback.New(callback.Config{
+		DB: b.Store,
+		Render: func(ctx context.Context, id string) ([]byte, error) {
+			req, err := b.RequestByID(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(map[string]any{"id": req.ID, "status": req.Status, "version": req.Version})
+		},
+		Targets:   map[string]callback.Target{agentName: {URL: url, Secret: []byte(secret)}},
+		Timeout:   2 * time.Second,
+		RetryBase: time.Millisecond,
+		Metrics:   m,
+	})
+	return &bundle{b: b, d: d, registry: reg, metrics: m}
+}
+
+func forEachDriver(t *testing.T, test func(t *testing.T, drv *drivertest.Driver)) {
+	t.Parallel()
+	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
+			test(t, &d)
+		})
+	}
+}
+
+// rejected inserts a request of agentName and rejects it, which queues one
+// request.settled callback.
+func rejected(t *testing.T, s store.Store, key string) store.Request {
+	t.Helper()
+	ctx := context.Background()
+	req, _, err := s.InsertRequest(ctx, store.NewRequest{Key: key, BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`), Tool: "t",
+		Snapshot: []byte(`{"a":1}`), PayloadHash: "sha256:p", RequestedBy: agentName, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := s.Decide(ctx, store.DecideParams{RequestID: req.ID, Round: 1, PayloadHash: req.PayloadHash,
+		Verdict: store.VerdictReject, DecidedBy: "U1", Via: "slack"}); err != nil || !ok {
+		t.Fatalf("Decide = %v, %v", ok, err)
+	}
+	return req
+}
+
+// drain runs passes until none claims anything (retries are due at once).
+func (b *bundle) drain(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := b.d.RunOnce(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			// A retry's backoff may still be running: wait it out once.
+			time.Sleep(20 * time.Millisecond)
+			if n, err = b.d.RunOnce(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				return
+			}
+		}
+	}
+	t.Fatal("deliveries did not drain")
+}
+
+// One transition, one signed delivery of the representation, and nothing
+// more once it landed.
+func TestDeliveredOncePerTransitionSigned(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		e := newEndpoint(t)
+		b := setup(t, drv, e.URL)
+		req := rejected(t, b.b, "wa_cb_once")
+		b.drain(t)
+		b.drain(t)
+		got := e.got()
+		if len(got) != 1 {
+			t.Fatalf("endpoint received %d callbacks, want 1", len(got))
+		}
+		r := got[0]
+		if r.event != string(store.CallbackSettled) || len(r.delivery) != 36 || !r.signatureOK {
+			t.Errorf("callback event %q delivery %q signature ok %v", r.event, r.delivery, r.signatureOK)
+		}
+		var body struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(r.body, &body); err != nil || body.ID != req.ID || body.Status != "rejected" {
+			t.Errorf("body %s, %v", r.body, err)
+		}
+		cb, err := b.b.LatestCallback(context.Background(), req.ID)
+		if err != nil || cb.State != store.CallbackDelivered || cb.Attempts != 1 || *cb.LastStatus != 200 || cb.DeliveryID != r.delivery {
+			t.Errorf("callback row %+v, %v", cb, err)
+		}
+		if n := testutil.ToFloat64(b.metrics.Attempts.WithLabelValues(string(store.CallbackSettled), "delivered")); n != 1 {
+			t.Errorf("delivered attempts metric = %v, want 1", n)
+		}
+		if n := testutil.ToFloat64(b.metrics.Backlog); n != 0 {
+			t.Errorf("backlog metric = %v, want 0", n)
+		}
+	})
+}
+
+// An agent that answers 500 twice gets the same delivery a third time.
+func TestRedeliveredAfterTwoFailures(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		e := newEndpoint(t, 500, 500)
+		b := setup(t, drv, e.URL)
+		req := rejected(t, b.b, "wa_cb_retry")
+		b.drain(t)
+		got := e.got()
+		if len(got) != 3 {
+			t.Fatalf("endpoint received %d callbacks, want 3", len(got))
+		}
+		for _, r := range got {
+			if r.delivery != got[0].delivery || !r.signatureOK {
+				t.Errorf("delivery %q (first %q), signature ok %v", r.delivery, got[0].delivery, r.signatureOK)
+			}
+		}
+		cb, err := b.b.LatestCallback(context.Background(), req.ID)
+		if err != nil || cb.State != store.CallbackDelivered || cb.Attempts != 3 || *cb.LastStatus != 200 {
+			t.Errorf("callback row %+v, %v", cb, err)
+		}
+		if n := testutil.ToFloat64(b.metrics.Attempts.WithLabelValues(string(store.CallbackSettled), "retry")); n != 2 {
+			t.Errorf("retry attempts metric = %v, want 2", n)
+		}
+	})
+}
+
+// A redirect is not followed: the signed body never reaches where it points.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		elsewhere := newEndpoint(t)
+		redirect := httptest.NewServer(http.RedirectHandler(elsewhere.URL, http.StatusTemporaryRedirect))
+		t.Cleanup(redirect.Close)
+		b := setup(t, drv, redirect.URL)
+		req := rejected(t, b.b, "wa_cb_redirect")
+		if _, err := b.d.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(elsewhere.got()); n != 0 {
+			t.Errorf("the redirect target received %d callbacks", n)
+		}
+		cb, err := b.b.LatestCallback(context.Background(), req.ID)
+		if err != nil || cb.State != store.CallbackPending || cb.LastStatus == nil || *cb.LastStatus != http.StatusTemporaryRedirect {
+			t.Errorf("callback row %+v, %v", cb, err)
+		}
+	})
+}
+
+// Past its retry window a delivery that keeps failing fails for good.
+func TestFailsAfterItsRetryWindow(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		e := newEndpoint(t, 503, 503, 503)
+		b := setup(t, drv, e.URL)
+		req := rejected(t, b.b, "wa_cb_window")
+		if _, err := b.d.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		cb, err := b.b.LatestCallback(context.Background(), req.ID)
+		if err != nil || cb.State != store.CallbackPending || cb.GiveUpAt.Sub(cb.CreatedAt) < 24*time.Hour {
+			t.Fatalf("after one failure: %+v, %v; want pending with 24 h to go", cb, err)
+		}
+		if err := b.b.Exec("UPDATE callbacks SET give_up_at = created_at"); err != nil {
+			t.Fatal(err)
+		}
+		b.drain(t)
+		if cb, err = b.b.LatestCallback(context.Background(), req.ID); err != nil || cb.State != store.CallbackFailed || cb.Attempts != 2 {
+			t.Errorf("after the window: %+v, %v; want failed after 2 attempts", cb, err)
+		}
+		if n := testutil.ToFloat64(b.metrics.Attempts.WithLabelValues(string(store.CallbackSettled), "failed")); n != 1 {
+			t.Errorf("failed attempts metric = %v, want 1", n)
+		}
+	})
+}
+
+func TestTargetValidate(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		target callback.Target
+		ok     bool
+	}{
+		{callback.Target{URL: "https://agent.example/hook", Secret: []byte("s")}, true},
+		{callback.Target{URL: "http://127.0.0.1:9000/cb", Secret: []byte("s")}, true},
+		{callback.Target{URL: "", Secret: []byte("s")}, false},
+		{callback.Target{URL: "/relative", Secret: []byte("s")}, false},
+		{callback.Target{URL: "ftp://agent.example/", Secret: []byte("s")}, false},
+		{callback.Target{URL: "https://user:pw@agent.example/", Secret: []byte("s")}, false},
+		{callback.Target{URL: "https://agent.example/hook"}, false},
+	} {
+		c := c
+		c.target.Secret = append([]byte("s3cr3t-"), c.target.Secret...)
+		if c.target.URL == "https://agent.example/hook" && len(c.target.Secret) == len("s3cr3t-") {
+			c.target.Secret = nil
+		}
+		err := c.target.Validate()
+		if (err == nil) != c.ok {
+			t.Errorf("Validate(%q) = %v, want ok %v", c.target.URL, err, c.ok)
+		}
+		if err != nil && len(c.target.Secret) > 0 && strings.Contains(err.Error(), string(c.target.Secret)) {
+			t.Errorf("the error names the secret: %v", err)
+		}
+	}
+}

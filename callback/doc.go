@@ -1,0 +1,16 @@
+// Package callback delivers signed callbacks to agents: when one of an
+// agent's requests settles or needs a person again, the store queues a
+// delivery in the transition's transaction (store.Callback), and a
+// Deliverer POSTs the request's representation to the agent's configured
+// URL with
+//
+//	Countersign-Event: request.settled | request.needs_review
+//	Countersign-Delivery: <delivery id, the same on every retry and redrive>
+//	Countersign-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
+//
+// A 2xx answer delivers it; anything else (a redirect included: redirects
+// are never followed) is retried with jittered exponential backoff until
+// the row's retry window of at least 24 hours has passed. Claims are
+// leases on the row, so a crashed process's deliveries come back after the
+// lease: delivery is at least once, and the agent dedupes on the delivery id.
+package callback

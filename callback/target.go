@@ -1,0 +1,38 @@
+package callback
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+)
+
+// Target is where one agent's callbacks go. The URL comes only from the
+// operator's configuration, never from a request.
+type Target struct {
+	URL    string
+	Secret []byte
+}
+
+// Validate reports what is wrong with t: the URL must be absolute http or
+// https with a host, and the secret non-empty. The message never holds the
+// secret.
+func (t Target) Validate() error {
+	var errs []error
+	u, err := url.Parse(t.URL)
+	switch {
+	case t.URL == "":
+		errs = append(errs, errors.New("callback.url is required"))
+	case err != nil:
+		errs = append(errs, fmt.Errorf("callback.url does not parse: %w", err))
+	case u.Scheme == "" || u.Host == "":
+		errs = append(errs, errors.New("callback.url must be absolute, with http or https and a host"))
+	case u.Scheme != "http" && u.Scheme != "https":
+		errs = append(errs, fmt.Errorf("callback.url must be http or https, not %q", u.Scheme))
+	case u.User != nil:
+		errs = append(errs, errors.New("callback.url must not hold credentials; the signature authenticates the call"))
+	}
+	if len(t.Secret) == 0 {
+		errs = append(errs, errors.New("callback.secret is required (it may be ${VAR} from the environment)"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// CallbackEvent is what a callback reports; values equal the SQL values and
+// the Countersign-Event header.
+type CallbackEvent string
+
+// Callback events (see docs/DECISIONS.md, "Callbacks"): a request settled
+// (store.Settled), or it needs a person again (a new round awaits reviewers,
+// or its execution waits in needs_review).
+const (
+	CallbackSettled     CallbackEvent = "request.settled"
+	CallbackNeedsReview CallbackEvent = "request.needs_review"
+)
+
+// CallbackState is where a delivery stands; values equal the SQL values.
+type CallbackState string
+
+// Callback states.
+const (
+	CallbackPending   CallbackState = "pending"
+	CallbackDelivered CallbackState = "delivered"
+	CallbackFailed    CallbackState = "failed"
+)
+
+// CallbackRetryWindow is how long a delivery is retried before it fails,
+// counted from when it was queued or last redriven.
+const CallbackRetryWindow = 24 * time.Hour
+
+// NewCallback is a delivery to queue in a transition's transaction.
+type NewCallback struct {
+	RequestID string
+	Agent     string
+	Event     CallbackEvent
+	At        time.Time // zero: the database clock
+}
+
+// Callback is one delivery to an agent's callback URL.
+type Callback struct {
+	ID            int64
+	DeliveryID    string
+	RequestID     string
+	Agent         string
+	Event         CallbackEvent
+	State         CallbackState
+	Attempts      int // claims so far, this one included when claimed
+	NextAttemptAt time.Time
+	GiveUpAt      time.Time
+	LastStatus    *int
+	LastError     string
+	CreatedAt     time.Time
+}
+
+// callbackAgents is the set of agents with a callback URL; nil queues none.
+type callbackAgents struct {
+	names map[string]bool
+	list  []string
+}
+
+// SetCallbackAgents names the agents whose requests queue callbacks; serve
+// sets it from the configuration before it starts.
+func (l *Ledger) SetCallbackAgents(names ...string) {
+	set := &callbackAgents{names: make(map[string]bool, len(names))}
+	for _, n := range names {
+		if !set.names[n] {
+			set.names[n] = true
+			set.list = append(set.list, n)
+		}
+	}
+	sort.Strings(set.list)
+	l.callbacks.Store(set)
+}
+
+// callbackAgentsOf returns the current set (never nil).
+func (l *Ledger) callbackAgentsOf() *callbackAgents {
+	if set := l.callbacks.Load(); set != nil {
+		return set
+	}
+	return &callbackAgents{}
+}
+
+// queueCallback queues, in ex's transaction, the delivery for event that
+// the request's agent is owed if it has a callback. An empty agent is read
+// from the request, and only when some agent has a callback.
+func (l *Ledger) queueCallback(ctx context.Context, ex Executor, requestID, agent string, event CallbackEvent, at time.Time) error {
+	set := l.callbackAgentsOf()
+	if len(set.names) == 0 {
+		return nil
+	}
+	if agent == "" {
+		req, err := ex.RequestByID(ctx, requestID)
+		if err != nil {
+			return fmt.Errorf("reading the request of a callback: %w", err)
+		}
+		agent = req.RequestedBy
+	}
+	if !set.names[agent] {
+		return nil
+	}
+	if err := ex.InsertCallbacks(ctx, []NewCallback{{RequestID: requestID, Agent: agent, Event: event, At: at}}); err != nil {
+		return fmt.Errorf("queueing callbacks: %w", err)
+	}
+	return nil
+}
+
+// callbackEventFor returns the callback an execution entering to owes, if any.
+func callbackEventFor(to ExecState) (CallbackEvent, bool) {
+	switch to {
+	case ExecSucceeded, ExecFailed:
+		return CallbackSettled, true
+	case ExecNeedsReview:
+		return CallbackNeedsReview, true
+	}
+	return "", false
+}
+
+// ClaimCallbacks leases up to limit due deliveries, oldest first, as
+// ClaimOutbox does for Slack: each claim counts as an attempt and moves the
+// row's next attempt lease into the future, so a crashed worker's rows come
+// back by themselves and replicas never claim the same row at once.
+func (l *Ledger) ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error) {
+	claimed, err := l.ex().ClaimCallbacks(ctx, limit, lease)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(claimed, func(i, j int) bool { return claimed[i].ID < claimed[j].ID })
+	return claimed, nil
+}
+
+// MarkCallbackDelivered records a delivery the agent acknowledged with status.
+func (l *Ledger) MarkCallbackDelivered(ctx context.Context, id int64, status int) error {
+	return l.ex().MarkCallbackDelivered(ctx, id, status)
+}
+
+// RetryCallback records a failed attempt (status 0: no answer) and puts the
+// delivery back after delay, or fails it for good once its retry window has
+// passed. It returns the state the row is left in.
+func (l *Ledger) RetryCallback(ctx context.Context, id int64, delay time.Duration, status int, reason string) (CallbackState, error) {
+	return l.ex().RetryCallback(ctx, id, delay, status, reason)
+}
+
+// LatestCallback returns the request's newest delivery, or ErrNotFound.
+func (l *Ledger) LatestCallback(ctx context.Context, requestID string) (Callback, error) {
+	if !IsUUID(requestID) {
+		return Callback{}, ErrNotFound
+	}
+	return l.ex().LatestCallback(ctx, requestID)
+}
+
+// RedriveCallback sends the request's newest delivery again, under the same
+// delivery id: it becomes pending and due now, with a fresh retry window.
+// ok is false when the request has no delivery.
+func (l *Ledger) RedriveCallback(ctx context.Context, requestID string) (cb Callback, ok bool, err error) {
+	if !IsUUID(requestID) {
+		return Callback{}, false, nil
+	}
+	return l.ex().RedriveCallback(ctx, requestID, CallbackRetryWindow)
+}
+
+// CountCallbackBacklog returns how many deliveries are pending.
+func (l *Ledger) CountCallbackBacklog(ctx context.Context) (int, error) {
+	return l.ex().CountCallbackBacklog(ctx)
+}

@@ -1,0 +1,95 @@
+package embedded
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/countersign/countersign/store"
+)
+
+func (e executor) InsertCallbacks(ctx context.Context, rows []store.NewCallback) error {
+	return e.write(ctx, func(tx *writeTx) error {
+		for _, c := range rows {
+			at := tx.orClock(c.At)
+			if _, err := tx.ExecContext(ctx, q.Get("insert_callback"), newID(), canonicalID(c.RequestID), c.Agent, string(c.Event),
+				micros(at), micros(at.Add(store.CallbackRetryWindow))); err != nil {
+				return wrap("queueing callbacks", err)
+			}
+		}
+		return nil
+	})
+}
+
+func (e executor) ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) (claimed []store.Callback, err error) {
+	err = e.write(ctx, func(tx *writeTx) error {
+		rows, err := tx.QueryContext(ctx, q.Get("claim_callbacks"), micros(tx.clock(nil)), lease.Microseconds(), limit)
+		if err != nil {
+			return wrap("claiming callbacks", err)
+		}
+		claimed, err = collect(rows, scanCallback)
+		return wrap("claiming callbacks", err)
+	})
+	return claimed, err
+}
+
+func (e executor) MarkCallbackDelivered(ctx context.Context, id int64, status int) error {
+	return e.exec(ctx, "marking callback delivered", q.Get("mark_callback_delivered"), id, status, micros(clock(nil)))
+}
+
+func (e executor) RetryCallback(ctx context.Context, id int64, delay time.Duration, status int, reason string) (state store.CallbackState, err error) {
+	err = e.write(ctx, func(tx *writeTx) error {
+		err := tx.QueryRowContext(ctx, q.Get("retry_callback"), id, delay.Microseconds(), status, reason, micros(tx.clock(nil))).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return wrap("rescheduling callback", err)
+	})
+	return state, err
+}
+
+func (e executor) LatestCallback(ctx context.Context, requestID string) (store.Callback, error) {
+	return scanCallback(e.read().QueryRowContext(ctx, q.Get("latest_callback"), canonicalID(requestID)))
+}
+
+func (e executor) RedriveCallback(ctx context.Context, requestID string, window time.Duration) (cb store.Callback, ok bool, err error) {
+	err = e.write(ctx, func(tx *writeTx) error {
+		cb, err = scanCallback(tx.QueryRowContext(ctx, q.Get("redrive_callback"), canonicalID(requestID),
+			micros(tx.clock(nil)), window.Microseconds()))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			return wrap("redriving callback", err)
+		}
+		ok = true
+		return nil
+	})
+	return cb, ok, err
+}
+
+func (e executor) CountCallbackBacklog(ctx context.Context) (int, error) {
+	var n int
+	err := e.read().QueryRowContext(ctx, q.Get("count_callback_backlog")).Scan(&n)
+	return n, wrap("counting callbacks", err)
+}
+
+// scanCallback scans {{callback_columns}} (queries.sql).
+func scanCallback(row scanner) (store.Callback, error) {
+	var (
+		c                     store.Callback
+		next, giveUp, created int64
+		status                sql.NullInt64
+	)
+	if err := row.Scan(&c.ID, &c.DeliveryID, &c.RequestID, &c.Agent, &c.Event, &c.State, &c.Attempts,
+		&next, &giveUp, &status, &c.LastError, &created); err != nil {
+		return store.Callback{}, translate(err)
+	}
+	c.NextAttemptAt, c.GiveUpAt, c.CreatedAt = fromMicros(next), fromMicros(giveUp), fromMicros(created)
+	if status.Valid {
+		s := int(status.Int64)
+		c.LastStatus = &s
+	}
+	return c, nil
+}
