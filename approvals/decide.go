@@ -177,7 +177,9 @@ func (s *Service) Approvers(req store.Request) []string {
 // request's approvers (directly or through a user group); to approve, user
 // may be neither whoever the request was made for (ErrSelfApproval) nor an
 // owner of the agent that asked (ErrOwnerApproval). Anyone else gets
-// ErrNotAllowed. A reject needs only the first condition.
+// ErrNotAllowed. A reject needs only the first condition. Once a round is
+// escalated, a tool with escalate_adds_approvers counts escalate_to among
+// its approvers (escalatedApprover).
 func (s *Service) MayVote(ctx context.Context, req store.Request, user string, verdict store.Verdict) error {
 	if user == "" {
 		return ErrNotAllowed
@@ -195,6 +197,9 @@ func (s *Service) MayVote(ctx context.Context, req store.Request, user string, v
 		}
 	}
 	approver, err := s.isAmong(ctx, s.Approvers(req), user)
+	if err == nil && !approver {
+		approver, err = s.escalatedApprover(ctx, req, user)
+	}
 	if err != nil {
 		return err
 	}

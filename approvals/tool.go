@@ -26,6 +26,15 @@ type Tool struct {
 	// EffectSchema, when set, is what every effect must satisfy; an effect
 	// that fails it is refused before anything else is done with it.
 	EffectSchema *EffectSchema
+
+	// RemindAfter, when set, is how long a round waits before one thread
+	// reply reminds the approvers; EscalateAfter, before one mentions
+	// EscalateTo (users and user groups). With EscalateAddsApprovers the
+	// escalated may decide the round too, once it is escalated.
+	RemindAfter           time.Duration
+	EscalateAfter         time.Duration
+	EscalateTo            []string
+	EscalateAddsApprovers bool
 }
 
 // ReasonRule is whether a reject asks the reviewer why.

@@ -331,17 +331,43 @@ func (b *Bot) update(ctx context.Context, row store.OutboxRow) (string, error) {
 	return "", b.db.MarkCardRendered(ctx, row.RequestID, row.Round, v.State, v.settled())
 }
 
-// reply answers in a card's thread when its write failed or needs review.
+// reply answers in a card's thread: when its write failed or needs review,
+// or to remind or escalate (nudgeText). Each reply carries its outbox row's
+// id as metadata, so a row claimed again after an attempt whose outcome is
+// unknown finds its reply in the thread instead of posting it twice.
 func (b *Bot) reply(ctx context.Context, channel string, row store.OutboxRow) (string, error) {
 	card, v, note, err := b.postedCard(ctx, row)
 	if note != "" || err != nil {
 		return note, err
 	}
-	reason, _ := row.Data["reason"].(string)
+	kind, nudge := nudgeOf(row)
+	text := ""
+	if nudge {
+		if v.Request.Status != store.RequestPending || v.Request.Round != row.Round {
+			return "no longer pending: nothing to " + string(kind), nil
+		}
+		text = nudgeText(v, row)
+	} else {
+		reason, _ := row.Data["reason"].(string)
+		text = threadText(v, reason)
+	}
+	if row.Attempts > 1 && row.LastError != reasonRateLimited {
+		found, err := b.findReply(ctx, card, row)
+		if err != nil {
+			return "", err
+		}
+		if found {
+			return "reply found in the thread", nil
+		}
+	}
 	if err := b.wait(ctx, card.Channel); err != nil {
 		return "", err
 	}
-	_, _, err = b.slack.PostMessageContext(ctx, card.Channel, slack.MsgOptionTS(card.TS), slack.MsgOptionText(threadText(v, reason), false))
+	_, _, err = b.slack.PostMessageContext(ctx, card.Channel, slack.MsgOptionTS(card.TS), slack.MsgOptionText(text, false),
+		slack.MsgOptionMetadata(replyMetadata(v.Request, row)))
+	if err == nil && nudge {
+		b.metrics.Nudges.WithLabelValues(string(kind)).Inc()
+	}
 	return "", err
 }
 

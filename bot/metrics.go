@@ -14,13 +14,14 @@ type Metrics struct {
 	Commands     *prometheus.CounterVec   // by kind of query, or refusedKind
 	Deliveries   *prometheus.CounterVec   // by outbox kind and outcome
 	Converged    prometheus.Counter       // deliveries queued by the sweep
+	Nudges       *prometheus.CounterVec   // reminders and escalations posted, by kind
 	AckDuration  *prometheus.HistogramVec // by route
 }
 
 // NewMetrics registers the Slack surface's metrics with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := newMetrics()
-	reg.MustRegister(m.Interactions, m.Commands, m.Deliveries, m.Converged, m.AckDuration)
+	reg.MustRegister(m.Interactions, m.Commands, m.Deliveries, m.Converged, m.AckDuration, m.Nudges)
 	return m
 }
 
@@ -38,6 +39,9 @@ func newMetrics() *Metrics {
 		Converged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "countersign_slack_cards_converged_total", Help: "Card deliveries queued by the convergence sweep.",
 		}),
+		Nudges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "countersign_slack_nudges_sent_total", Help: "Reminders and escalations posted in card threads, by kind.",
+		}, []string{"kind"}),
 		AckDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "countersign_slack_ack_seconds", Help: "Time to answer Slack, by route.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .09, .25, .5, 1, 3},

@@ -137,6 +137,15 @@ type Executor interface {
 	RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error)
 	PendingRequests(ctx context.Context, limit int) ([]Request, error)
 	RecentlyDecided(ctx context.Context, limit int) ([]Request, error)
+
+	// DueNudges lists the requests due a nudge (see Ledger.DueNudges).
+	DueNudges(ctx context.Context, p DueNudgesParams) ([]Request, error)
+	// QueueNudge queues a nudge's thread reply, with data (NudgeData), for
+	// a request still pending in round; ok false when it is not, or when a
+	// nudge of that kind is queued for the round already.
+	QueueNudge(ctx context.Context, requestID string, round int, data map[string]any) (at time.Time, ok bool, err error)
+	NudgeQueued(ctx context.Context, requestID string, round int, kind NudgeKind) (bool, error)
+	PendingByTool(ctx context.Context) ([]PendingTool, error)
 }
 
 // BatchExecutor is an Executor with one-statement versions of the hottest

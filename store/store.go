@@ -78,6 +78,12 @@ type Store interface {
 	PendingRequests(ctx context.Context, limit int) ([]Request, error)
 	RecentlyDecided(ctx context.Context, limit int) ([]Request, error)
 	UnresolvedExecutions(ctx context.Context, limit int) ([]Unresolved, error)
+
+	// Reminders and escalations of pending requests.
+	DueNudges(ctx context.Context, p DueNudgesParams) ([]Request, error)
+	QueueNudges(ctx context.Context, nudges []NewNudge) ([]NewNudge, error)
+	NudgeQueued(ctx context.Context, requestID string, round int, kind NudgeKind) (bool, error)
+	PendingByTool(ctx context.Context) ([]PendingTool, error)
 }
 
 // Notifier wakes waiters when something they wait for may have changed. A

@@ -337,6 +337,8 @@ func (s *Slack) do(method string, form url.Values) (map[string]any, func(Message
 		return ok(map[string]any{"message_ts": s.nextTS()}), nil, nil
 	case "conversations.history":
 		return ok(s.history(form)), nil, nil
+	case "conversations.replies":
+		return ok(s.thread(form)), nil, nil
 	case "usergroups.users.list":
 		members, found := s.groups[form.Get("usergroup")]
 		if !found {
@@ -428,6 +430,25 @@ func (s *Slack) history(form url.Values) map[string]any {
 			continue
 		}
 		msg := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
+		if withMeta && len(m.Metadata) > 0 {
+			msg["metadata"] = m.Metadata
+		}
+		msgs = append(msgs, msg)
+	}
+	return map[string]any{"messages": msgs, "has_more": false}
+}
+
+// thread answers conversations.replies: the parent, then its replies
+// oldest first, with metadata only when include_all_metadata is set.
+func (s *Slack) thread(form url.Values) map[string]any {
+	withMeta := form.Get("include_all_metadata") == "1"
+	parent := form.Get("ts")
+	var msgs []map[string]any
+	for _, m := range s.messages {
+		if m.Channel != form.Get("channel") || (m.TS != parent && m.ThreadTS != parent) {
+			continue
+		}
+		msg := map[string]any{"type": "message", "ts": m.TS, "thread_ts": parent, "text": m.Text}
 		if withMeta && len(m.Metadata) > 0 {
 			msg["metadata"] = m.Metadata
 		}

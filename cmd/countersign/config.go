@@ -93,6 +93,9 @@ type ExecutorConfig struct {
 	ReconcileSchedule string `yaml:"reconcile_schedule"`
 	ExpirySchedule    string `yaml:"expiry_schedule"`
 	CardSchedule      string `yaml:"card_schedule"`
+	// ReminderSchedule is when the sweep looks for pending requests due a
+	// reminder or an escalation.
+	ReminderSchedule string `yaml:"reminder_schedule"`
 }
 
 // AgentConfig names an agent and the sha256 hex of its bearer token. An
@@ -133,6 +136,12 @@ type ToolConfig struct {
 	// EffectSchema is the JSON Schema every effect must satisfy: inline, or
 	// the path of a JSON file (relative to the configuration file).
 	EffectSchema *EffectSchemaConfig `yaml:"effect_schema"`
+	// RemindAfter and EscalateAfter are how long a pending round waits
+	// before one thread reply mentions its approvers, then EscalateTo.
+	RemindAfter           time.Duration `yaml:"remind_after"`
+	EscalateAfter         time.Duration `yaml:"escalate_after"`
+	EscalateTo            []string      `yaml:"escalate_to"`
+	EscalateAddsApprovers bool          `yaml:"escalate_adds_approvers"`
 }
 
 // DispatchConfig is where and how the executor sends an approved write.
@@ -159,6 +168,7 @@ const (
 	defaultReconcileSchedule = "@every 15s"
 	defaultExpirySchedule    = "@every 30s"
 	defaultCardSchedule      = "@every 1m"
+	defaultReminderSchedule  = "@every 30s"
 	defaultDispatchTimeout   = 10 * time.Second
 	defaultClaimTimeout      = 2 * time.Minute
 	defaultApprovalTTL       = 24 * time.Hour
@@ -253,6 +263,7 @@ func (c *Config) withDefaults() *Config {
 	e.ReconcileSchedule = orDefault(e.ReconcileSchedule, defaultReconcileSchedule)
 	e.ExpirySchedule = orDefault(e.ExpirySchedule, defaultExpirySchedule)
 	e.CardSchedule = orDefault(e.CardSchedule, defaultCardSchedule)
+	e.ReminderSchedule = orDefault(e.ReminderSchedule, defaultReminderSchedule)
 	for name, t := range c.File.Tools {
 		t.Dispatch.Method = strings.ToUpper(orDefault(t.Dispatch.Method, "POST"))
 		if t.Dispatch.Timeout == 0 {
@@ -363,6 +374,7 @@ func (e ExecutorConfig) Validate() error {
 		{"reconcile_schedule", e.ReconcileSchedule},
 		{"expiry_schedule", e.ExpirySchedule},
 		{"card_schedule", e.CardSchedule},
+		{"reminder_schedule", e.ReminderSchedule},
 	} {
 		if _, err := parser.Parse(f.spec); err != nil {
 			errs = append(errs, fmt.Errorf("executor.%s %q is not a cron schedule (use a 5-field spec or @every 10s): %v", f.field, f.spec, err))
@@ -472,6 +484,41 @@ func (t ToolConfig) Validate(name string, needsChannel bool) error {
 	if t.ClaimTimeout <= t.Dispatch.Timeout {
 		add("claim_timeout (%s) must be longer than dispatch.timeout (%s), or live sends would be declared unknown", t.ClaimTimeout, t.Dispatch.Timeout)
 	}
+	errs = append(errs, t.validateNudges(name))
+	return errors.Join(errs...)
+}
+
+// validateNudges reports every problem with the tool's reminder and
+// escalation: each must come before the request expires, the reminder
+// before the escalation, and an escalation needs someone to go to.
+func (t ToolConfig) validateNudges(name string) error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("tools.%s: "+format, append([]any{name}, args...)...))
+	}
+	if t.RemindAfter < 0 || t.EscalateAfter < 0 {
+		add("remind_after and escalate_after must be positive")
+	}
+	if t.RemindAfter > 0 && t.RemindAfter >= t.RequestTTL {
+		add("remind_after (%s) must be shorter than request_ttl (%s), or the request expires first", t.RemindAfter, t.RequestTTL)
+	}
+	if t.EscalateAfter > 0 && t.EscalateAfter >= t.RequestTTL {
+		add("escalate_after (%s) must be shorter than request_ttl (%s), or the request expires first", t.EscalateAfter, t.RequestTTL)
+	}
+	if t.RemindAfter > 0 && t.EscalateAfter > 0 && t.RemindAfter >= t.EscalateAfter {
+		add("remind_after (%s) must be shorter than escalate_after (%s)", t.RemindAfter, t.EscalateAfter)
+	}
+	if t.EscalateAfter > 0 && len(t.EscalateTo) == 0 {
+		add("escalate_after is set but escalate_to is empty: list the users or user groups to escalate to")
+	}
+	if t.EscalateAfter == 0 && (len(t.EscalateTo) > 0 || t.EscalateAddsApprovers) {
+		add("escalate_to and escalate_adds_approvers need escalate_after, the wait before escalating")
+	}
+	for _, id := range t.EscalateTo {
+		if !(strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") || strings.HasPrefix(id, "S") || strings.HasPrefix(id, localApproverPrefix)) {
+			add("escalate_to %q is not a Slack user id (U…, W…), a user-group id (S…) or a local reviewer (local:name)", id)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -511,6 +558,8 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 			RequestTTL: t.RequestTTL, MaxAttempts: t.MaxAttempts, Reversible: t.Reversible,
 			Approvals: t.Approvals, Tiers: t.reviewTiers(), RejectReason: approvals.ReasonRule(t.RejectReason),
 			Description: t.Description, EffectSchema: c.effectSchemas[name],
+			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: t.EscalateTo,
+			EscalateAddsApprovers: t.EscalateAddsApprovers,
 		}
 	}
 	return tools
@@ -525,6 +574,17 @@ func (c *Config) AgentOwners() map[string][]string {
 		}
 	}
 	return owners
+}
+
+// NudgesConfigured reports whether any tool has a reminder or an
+// escalation, so the sweep that queues them has something to do.
+func (c *Config) NudgesConfigured() bool {
+	for _, t := range c.File.Tools {
+		if t.RemindAfter > 0 || t.EscalateAfter > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // AgentList returns the configured agents; Validate has checked them.

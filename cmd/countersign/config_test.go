@@ -299,3 +299,70 @@ tools:
 		}
 	}
 }
+
+// Reminder and escalation settings are read in Go's duration syntax and
+// checked together: each before the expiry, the reminder first, and an
+// escalation with someone to go to. Every problem is reported at once.
+func TestConfigNudges(t *testing.T) {
+	t.Parallel()
+	load := func(tool string) (*Config, error) {
+		t.Helper()
+		path := writeConfig(t, `
+agents: [{name: a, token_sha256: "`+strings.Repeat("ab", 32)+`"}]
+tools:
+  t:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits"}
+    request_ttl: 3h
+`+tool)
+		cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s",
+			"COUNTERSIGN_DATABASE_URL": "postgres://localhost/countersign"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg, cfg.Validate()
+	}
+	cfg, err := load(`    remind_after: 30m
+    escalate_after: 2h
+    escalate_to: [S0ONCALL, U0LEAD]
+    escalate_adds_approvers: true
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.ReviewTools()["t"]
+	if got.RemindAfter != 30*time.Minute || got.EscalateAfter != 2*time.Hour || len(got.EscalateTo) != 2 || !got.EscalateAddsApprovers {
+		t.Errorf("review tool = %+v", got)
+	}
+	if !cfg.NudgesConfigured() || cfg.File.Executor.ReminderSchedule != "@every 30s" {
+		t.Errorf("sweep: configured %v, schedule %q", cfg.NudgesConfigured(), cfg.File.Executor.ReminderSchedule)
+	}
+	if cfg, err := load(`    remind_after: 2s
+`); err != nil || cfg.ReviewTools()["t"].RemindAfter != 2*time.Second {
+		t.Errorf("seconds: %v", err)
+	}
+	if cfg, err := load(""); err != nil || cfg.NudgesConfigured() {
+		t.Errorf("no nudges: configured %v, %v", cfg.NudgesConfigured(), err)
+	}
+
+	for tool, want := range map[string][]string{
+		"    remind_after: 2h\n    escalate_after: 1h\n    escalate_to: [S1]\n": {"remind_after (2h0m0s) must be shorter than escalate_after (1h0m0s)"},
+		"    remind_after: 3h\n":                                     {"remind_after (3h0m0s) must be shorter than request_ttl (3h0m0s)"},
+		"    escalate_after: 4h\n":                                   {"escalate_after (4h0m0s) must be shorter than request_ttl", "escalate_to is empty"},
+		"    escalate_to: [S1]\n    escalate_adds_approvers: true\n": {"escalate_to and escalate_adds_approvers need escalate_after"},
+		"    escalate_after: 1h\n    escalate_to: [C0CHAN]\n":        {`escalate_to "C0CHAN" is not a Slack user id`},
+		"    remind_after: -1m\n":                                    {"must be positive"},
+		"    remind_after: soon\n":                                   {"remind_after"},
+	} {
+		_, err := load(tool)
+		if err == nil {
+			t.Errorf("%q: no error", tool)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: error %q lacks %q", tool, err, w)
+			}
+		}
+	}
+}

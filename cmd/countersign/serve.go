@@ -186,6 +186,15 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	}); err != nil {
 		return nil, err
 	}
+	if cfg.NudgesConfigured() {
+		if err := a.sched.add("reminders", cfg.File.Executor.ReminderSchedule, func(ctx context.Context) error {
+			_, err := a.review.NudgeOnce(ctx)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	a.registry.MustRegister(approvals.NewPendingCollector(a.review, logger.With("component", "metrics")))
 	if cfg.SlackBotToken == "" && !cfg.InboxEnabled() {
 		logger.Warn("SLACK_BOT_TOKEN is not set and the inbox is off: cards wait in the outbox until Slack is configured")
 	}

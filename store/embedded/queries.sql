@@ -252,7 +252,7 @@ WHERE id IN (SELECT id FROM requests WHERE status = 'pending' AND expires_at <= 
 RETURNING {{request_columns}};
 
 -- name: reopen_request
-UPDATE requests SET status = 'pending', round = round + 1, updated_at = ?1, version = version + 1,
+UPDATE requests SET status = 'pending', round = round + 1, updated_at = ?1, round_started_at = ?1, version = version + 1,
 	expires_at = max(expires_at, ?1 + ?2)
 WHERE id = ?3 AND status = 'approved' AND round = ?4
 RETURNING {{request_columns}};
@@ -306,6 +306,37 @@ FROM events WHERE request_id = ? ORDER BY id;
 -- name: insert_outbox
 INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
 VALUES (?, ?, ?, ?, ?, ?);
+
+-- name: due_nudges
+-- Pending requests of tool ?1 whose round began at or before ?2, with their
+-- round's card posted, that have no nudge of kind ?3 queued for that round;
+-- longest waiting first.
+SELECT {{request_columns}} FROM requests r
+WHERE r.status = 'pending' AND r.tool = ?1
+	AND coalesce(r.round_started_at, r.created_at) <= ?2
+	AND r.expires_at > ?5
+	AND EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round)
+	AND NOT EXISTS (SELECT 1 FROM outbox o
+		WHERE o.request_id = r.id AND o.round = r.round AND json_extract(o.data, '$.nudge') = ?3)
+ORDER BY coalesce(r.round_started_at, r.created_at)
+LIMIT ?4;
+
+-- name: queue_nudge
+-- The unique index outbox_nudge_once keeps one per kind and round; the one
+-- writer connection orders it against decisions.
+INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
+SELECT 'thread_reply', id, round, ?3, ?4, ?4 FROM requests
+WHERE id = ?1 AND round = ?2 AND status = 'pending'
+ON CONFLICT DO NOTHING
+RETURNING created_at;
+
+-- name: nudge_queued
+SELECT EXISTS (SELECT 1 FROM outbox
+	WHERE request_id = ?1 AND round = ?2 AND json_extract(data, '$.nudge') = ?3);
+
+-- name: pending_by_tool
+SELECT tool, count(*), min(coalesce(round_started_at, created_at))
+FROM requests WHERE status = 'pending' GROUP BY tool ORDER BY tool;
 
 -- name: callback_columns
 id, delivery_id, request_id, agent, event, state, attempts, next_attempt_at, give_up_at,

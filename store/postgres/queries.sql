@@ -391,7 +391,8 @@ WITH due AS (
 SELECT {{request_columns}} FROM r;
 
 -- name: reopen_request
-UPDATE requests SET status = 'pending', round = round + 1, updated_at = $3::timestamptz, version = version + 1,
+UPDATE requests SET status = 'pending', round = round + 1, updated_at = $3::timestamptz, round_started_at = $3::timestamptz,
+	version = version + 1,
 	expires_at = greatest(expires_at, $3::timestamptz + $4::bigint * interval '1 microsecond')
 WHERE id = $1 AND status = 'approved' AND round = $2
 RETURNING round;
@@ -430,6 +431,42 @@ WITH input AS (
 	SELECT 'post_card', id, round, created_at FROM r
 )
 SELECT {{request_columns}}, true AS inserted FROM r;
+
+-- name: due_nudges
+-- Pending requests of tool $1 whose round began $2 microseconds before $3
+-- (nil: now), with their round's card posted, that have no nudge of kind
+-- $4 queued for that round; longest waiting first.
+SELECT {{request_columns}} FROM requests r
+WHERE r.status = 'pending' AND r.tool = $1
+	AND coalesce(r.round_started_at, r.created_at) <= coalesce($3::timestamptz, now()) - $2::bigint * interval '1 microsecond'
+	AND r.expires_at > coalesce($3::timestamptz, now())
+	-- Scalar subqueries, not EXISTS and NOT EXISTS: they stay one probe of
+	-- cards' key and of outbox_nudge_once per pending request, where a
+	-- misjudged join scans one table for each row of the other.
+	AND (SELECT c.ts FROM cards c WHERE c.request_id = r.id AND c.round = r.round) IS NOT NULL
+	AND (SELECT o.id FROM outbox o
+		WHERE o.request_id = r.id AND o.round = r.round AND o.data ? 'nudge' AND o.data ->> 'nudge' = $4
+		LIMIT 1) IS NULL
+ORDER BY coalesce(r.round_started_at, r.created_at)
+LIMIT $5;
+
+-- name: queue_nudge
+-- FOR SHARE waits for a decision in flight, so a request decided meanwhile
+-- is not nudged; the unique index outbox_nudge_once keeps one per round.
+INSERT INTO outbox (kind, request_id, round, data)
+SELECT 'thread_reply', id, round, $3::jsonb FROM requests
+WHERE id = $1 AND round = $2 AND status = 'pending'
+FOR SHARE
+ON CONFLICT DO NOTHING
+RETURNING created_at;
+
+-- name: nudge_queued
+SELECT EXISTS (SELECT 1 FROM outbox
+	WHERE request_id = $1 AND round = $2 AND data ? 'nudge' AND data ->> 'nudge' = $3);
+
+-- name: pending_by_tool
+SELECT tool, count(*)::int AS count, min(coalesce(round_started_at, created_at)) AS oldest, now() AS now
+FROM requests WHERE status = 'pending' GROUP BY tool ORDER BY tool;
 
 -- name: callback_columns
 id, delivery_id::text AS delivery_id, request_id::text AS request_id, agent, event, state, attempts,
