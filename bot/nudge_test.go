@@ -188,3 +188,30 @@ func TestEscalationAddsApprovers(t *testing.T) {
 		}
 	})
 }
+
+// A reminder on a round that has votes mentions only the approvers who have
+// not voted.
+func TestReminderLeavesOutWhoHasVoted(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv})
+		tool := b.review.Tools["billing.quorum"]
+		tool.RemindAfter = 30 * time.Minute
+		b.review.Tools["billing.quorum"] = tool
+		req := b.submit(intent{tool: "billing.quorum"})
+		b.deliver()
+		b.click("UANA", billingChan, "approve", decisionValue(req))
+		if n := b.nudgeAt(45 * time.Minute); n != 1 {
+			t.Fatalf("queued %d nudges after 45m, want the reminder", n)
+		}
+		b.deliver()
+		replies := b.replies(req)
+		if len(replies) != 1 {
+			t.Fatalf("%d replies, want the reminder", len(replies))
+		}
+		text := replies[0].Text
+		if strings.Contains(text, "UANA") || !strings.Contains(text, "<@UBEN>") || !strings.Contains(text, "<@UCAT>") {
+			t.Errorf("reminder after UANA's vote = %q", text)
+		}
+	})
+}
