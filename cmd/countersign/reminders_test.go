@@ -65,7 +65,7 @@ tools:
     escalate_to: [S0ONCALL]
 `, hex.EncodeToString(sum[:]), nudgeTool, nudgeChannel))
 	c.review = mustService(t, approvals.Config{DB: c.db, Logger: slog.New(slog.DiscardHandler),
-		Tools: map[string]approvals.Tool{nudgeTool: {Name: nudgeTool, Channel: nudgeChannel, Approvers: []string{"U0ANA"}, RequestTTL: time.Hour}}})
+		Tools: map[string]approvals.Tool{nudgeTool: {Name: nudgeTool, Channel: nudgeChannel, Approvers: []string{"U0ANA", "S0FINANCE"}, RequestTTL: time.Hour}}})
 	return c
 }
 
