@@ -136,7 +136,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		existing, postQueued, err := s.DB.ReplayRequest(ctx, key)
 		switch {
 		case err == nil:
-			return s.answerReplay(ctx, existing, &postQueued, agent, basisHash)
+			return s.answerReplay(ctx, existing, postQueued, agent, basisHash)
 		case !errors.Is(err, store.ErrNotFound):
 			return store.Request{}, false, err
 		}
@@ -152,13 +152,17 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	if ttl <= 0 {
 		ttl = DefaultRequestTTL
 	}
-	insert := func(ctx context.Context, p store.NewRequest) (store.Request, bool, error) {
-		return s.DB.InsertRequest(ctx, p)
+	insert := func(ctx context.Context, p store.NewRequest) (store.InsertResult, error) {
+		rs, err := s.DB.InsertRequests(ctx, []store.NewRequest{p}, p.Now)
+		if err != nil {
+			return store.InsertResult{}, err
+		}
+		return rs[0], nil
 	}
 	if s.Batcher != nil {
 		insert = s.Batcher.Insert
 	}
-	req, inserted, err := insert(ctx, store.NewRequest{
+	res, err := insert(ctx, store.NewRequest{
 		Key:          key,
 		BasisHash:    basisHash,
 		RunID:        in.RunID,
@@ -177,31 +181,22 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	if err != nil {
 		return store.Request{}, false, err
 	}
-	if !inserted {
-		return s.answerReplay(ctx, req, nil, agent, basisHash)
+	if !res.Inserted {
+		return s.answerReplay(ctx, res.Request, res.PostQueued, agent, basisHash)
 	}
+	req = res.Request
 	s.Logger.Info("request created", slog.String("key", req.Key), slog.String("tool", req.Tool), slog.String("agent", agent))
 	return req, true, nil
 }
 
 // answerReplay answers a key that already names a request. When it is the
 // caller's own pending request and no card for it was posted or is queued
-// (the post failed for good), it queues the card again. postQueued is nil
-// when the caller has not read it; it is read only in that rare case.
-func (s *Service) answerReplay(ctx context.Context, existing store.Request, postQueued *bool, agent, basisHash string) (store.Request, bool, error) {
+// (the post failed for good), it queues the card again.
+func (s *Service) answerReplay(ctx context.Context, existing store.Request, postQueued bool, agent, basisHash string) (store.Request, bool, error) {
 	if existing.RequestedBy == agent && existing.BasisHash == basisHash &&
-		existing.Status == store.RequestPending && existing.CardTS == "" {
-		if postQueued == nil {
-			_, queued, err := s.DB.ReplayRequest(ctx, existing.Key)
-			if err != nil {
-				return store.Request{}, false, err
-			}
-			postQueued = &queued
-		}
-		if !*postQueued {
-			if err := s.DB.RedriveCard(ctx, existing.ID); err != nil {
-				return store.Request{}, false, err
-			}
+		existing.Status == store.RequestPending && existing.CardTS == "" && !postQueued {
+		if err := s.DB.RedriveCard(ctx, existing.ID); err != nil {
+			return store.Request{}, false, err
 		}
 	}
 	return replay(existing, agent, basisHash)

@@ -28,16 +28,15 @@ func NewIntakeBatcher(db Store, flushers, maxBatch int) *IntakeBatcher {
 // Insert stores p as InsertRequest does, in whichever batch it joins. If ctx
 // ends before the batch commits, the request may still be stored; a retry of
 // the same intent then replays it.
-func (b *IntakeBatcher) Insert(ctx context.Context, p NewRequest) (Request, bool, error) {
+func (b *IntakeBatcher) Insert(ctx context.Context, p NewRequest) (InsertResult, error) {
 	if p.EffectStrings == nil {
 		// In the caller's goroutine, not the flusher's.
 		var err error
 		if p.EffectStrings, err = EffectStrings(p.Snapshot); err != nil {
-			return Request{}, false, fmt.Errorf("inserting request: %w", err)
+			return InsertResult{}, fmt.Errorf("inserting request: %w", err)
 		}
 	}
-	r, err := b.call(ctx, p)
-	return r.Request, r.Inserted, err
+	return b.call(ctx, p)
 }
 
 // insertBatch commits one batch. Callers with the same key share one row: the
@@ -65,8 +64,10 @@ func insertBatch(ctx context.Context, db Store, ps []NewRequest) ([]InsertResult
 		out[i] = byKey[p.Key]
 		if seen[p.Key] {
 			seen[p.Key] = false // the first caller for a key gets the insert
-		} else {
-			out[i].Inserted = false
+		} else if out[i].Inserted {
+			// A later caller shares the row inserted in this batch, whose
+			// card post was queued with it.
+			out[i].Inserted, out[i].PostQueued = false, true
 		}
 	}
 	return out, nil

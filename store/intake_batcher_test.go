@@ -27,7 +27,8 @@ func TestIntakeBatcherConcurrentInserts(t *testing.T) {
 		outcomes := make([][callers]outcome, keys)
 		drivertest.Release(keys*callers, func(i int) {
 			k, c := i/callers, i%callers
-			req, inserted, err := batcher.Insert(ctx, newRequest(fmt.Sprintf("wa_batch_%02d", k), "sha256:b"))
+			res, err := batcher.Insert(ctx, newRequest(fmt.Sprintf("wa_batch_%02d", k), "sha256:b"))
+			req, inserted := res.Request, res.Inserted
 			outcomes[k][c] = outcome{req.ID, inserted, err}
 		})
 		for k := range keys {
@@ -54,7 +55,7 @@ func TestIntakeBatcherConcurrentInserts(t *testing.T) {
 
 		cancel()
 		<-batcher.Done()
-		if _, _, err := batcher.Insert(context.Background(), newRequest("wa_after_stop", "sha256:b")); err != store.ErrBatcherStopped {
+		if _, err := batcher.Insert(context.Background(), newRequest("wa_after_stop", "sha256:b")); err != store.ErrBatcherStopped {
 			t.Errorf("Insert after Run ended = %v, want ErrBatcherStopped", err)
 		}
 	})
@@ -122,7 +123,7 @@ func TestIntakeBatcherPoisonedInsertsFailAlone(t *testing.T) {
 			if i%5 == 4 {
 				kinds[i/5%len(kinds)](&p)
 			}
-			_, _, errs[i] = batcher.Insert(ctx, p)
+			_, errs[i] = batcher.Insert(ctx, p)
 		})
 		for i, err := range errs {
 			if i%5 == 4 && err == nil {

@@ -105,13 +105,21 @@ func (l *Ledger) InsertRequests(ctx context.Context, ps []NewRequest, now *time.
 		)
 		for i, p := range ps {
 			req, inserted, err := ex.InsertRequest(ctx, p, now)
+			var postQueued bool
 			if err == nil && !inserted {
-				req, err = ex.RequestByKey(ctx, p.Key)
+				var found map[string]Replayed
+				if found, err = ex.ReplayRequests(ctx, []string{p.Key}); err == nil {
+					if r, ok := found[p.Key]; ok {
+						req, postQueued = r.Request, r.PostQueued
+					} else {
+						err = ErrNotFound
+					}
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("inserting requests: %w", err)
 			}
-			results[i] = InsertResult{Request: req, Inserted: inserted}
+			results[i] = InsertResult{Request: req, Inserted: inserted, PostQueued: postQueued}
 			if inserted {
 				events = append(events, Event{RequestID: req.ID, At: req.CreatedAt, Actor: "agent:" + req.RequestedBy,
 					Kind: "requested", Data: map[string]any{"key": req.Key, "round": req.Round}})

@@ -88,6 +88,10 @@ type NewRequest struct {
 type InsertResult struct {
 	Request
 	Inserted bool
+	// PostQueued is, for a key already stored, whether a card post for its
+	// current round is queued (as ReplayRequest reports it), read with the
+	// row so a replay needs no second read.
+	PostQueued bool
 }
 
 // IsUUID reports whether s has the textual shape of a UUID, so a key is never

@@ -123,7 +123,7 @@ func TestLifecycleStopsInReverseOrderAndWaits(t *testing.T) {
 		t.Fatalf("journal:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// Stopped means ended: calls fail instead of waiting for a worker.
-	if _, _, err := batcher.Insert(context.Background(), store.NewRequest{Key: "wa_late", Step: []byte("1"), Snapshot: []byte("{}")}); err != store.ErrBatcherStopped {
+	if _, err := batcher.Insert(context.Background(), store.NewRequest{Key: "wa_late", Step: []byte("1"), Snapshot: []byte("{}")}); err != store.ErrBatcherStopped {
 		t.Errorf("Insert after Stop = %v, want %v", err, store.ErrBatcherStopped)
 	}
 	select {

@@ -430,7 +430,7 @@ WITH input AS (
 	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
 	SELECT 'post_card', id, round, created_at FROM r
 )
-SELECT {{request_columns}}, true AS inserted FROM r;
+SELECT {{request_columns}}, true AS inserted, false AS post_queued FROM r;
 
 -- name: due_nudges
 -- Pending requests of tool $1 whose round began $2 microseconds before $3

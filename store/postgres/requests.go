@@ -166,7 +166,7 @@ func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest
 				return nil, wrap("inserting requests", err)
 			}
 			for key, r := range found {
-				byKey[key] = store.InsertResult{Request: r.Request}
+				byKey[key] = store.InsertResult{Request: r.Request, PostQueued: r.PostQueued}
 			}
 		}
 		missing = slices.DeleteFunc(missing, func(p store.NewRequest) bool { _, ok := byKey[p.Key]; return ok })
