@@ -46,20 +46,12 @@ func (b Basis) Canonical() ([]byte, error) {
 		out = append(append(append(out, `{"effect":`...), b.CanonicalEffect...), ',')
 		return append(out, rest[1:]...), nil
 	}
-	raw, err := json.Marshal(struct {
+	return canonicalJSON(struct {
 		Run    string          `json:"run"`
 		Step   json.RawMessage `json:"step"`
 		Tool   string          `json:"tool"`
 		Effect json.RawMessage `json:"effect"`
 	}{b.RunID, b.Step, b.Tool, b.Effect})
-	if err != nil {
-		return nil, fmt.Errorf("encoding key basis: %w", err)
-	}
-	canonical, err := jcs.Transform(raw)
-	if err != nil {
-		return nil, fmt.Errorf("canonicalizing key basis: %w", err)
-	}
-	return canonical, nil
 }
 
 // canonicalRest returns the RFC 8785 bytes of {"run": …, "step": …, "tool": …}:
@@ -94,11 +86,17 @@ func (b Basis) canonicalRest() ([]byte, error) {
 // canonicalGeneral canonicalizes {"run": …, "step": …, "tool": …} with the
 // JCS library.
 func (b Basis) canonicalGeneral() ([]byte, error) {
-	raw, err := json.Marshal(struct {
+	return canonicalJSON(struct {
 		Run  string          `json:"run"`
 		Step json.RawMessage `json:"step"`
 		Tool string          `json:"tool"`
 	}{b.RunID, b.Step, b.Tool})
+}
+
+// canonicalJSON encodes a key basis and canonicalizes it with the JCS
+// library: the general path, for what the fast paths do not write.
+func canonicalJSON(basis any) ([]byte, error) {
+	raw, err := json.Marshal(basis)
 	if err != nil {
 		return nil, fmt.Errorf("encoding key basis: %w", err)
 	}
