@@ -115,6 +115,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	clientList := flags.String("clients", "8,32", "concurrent client counts")
 	peerBin := flags.String("peer", "", "binary of a peer hook to drive beside countersign (flags -database-url, -listen, -token; GET /readyz)")
 	peerName := flags.String("peer-name", "River", "the peer's name in the table")
+	baselineBin := flags.String("baseline", "", "a countersign binary built from an earlier commit, driven beside this tree's in the same rounds, so a change is measured against what it changes (its rows are named baseline)")
 	var serverEnv []string
 	flags.Func("server-env", "NAME=VALUE added to countersign's environment (repeatable), for tuning runs such as GOMAXPROCS=1", func(v string) error {
 		if !strings.Contains(v, "=") {
@@ -169,6 +170,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		defer stopPeer()
 		peer.database = databaseName(peerURL)
 		servers = append(servers, peer)
+	}
+	if *baselineBin != "" {
+		baseURL, dropBase, err := scratchDatabase(ctx, *adminURL, "intakebench_baseline")
+		if err != nil {
+			return err
+		}
+		defer dropBase()
+		base, stopBase, err := startCountersign(ctx, *baselineBin, dir, baseURL, serverEnv)
+		if err != nil {
+			return err
+		}
+		defer stopBase()
+		base.name, base.database = "baseline", databaseName(baseURL)
+		servers = append(servers, base)
 	}
 
 	// The raw baseline gets one connection per client, as pgbench -c would.
@@ -242,6 +257,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				cpuPerRequest(f.newCPU, f.newDBCPU, f.newN), cpuPerRequest(f.replayCPU, f.replayDBCPU, f.replayN), peakRSS(s.pid))
 		}
 		fmt.Fprintf(stdout, "| %d | raw INSERT | %.0f tx/s | | | 1.00 | | | | | | |\n", clients, raw)
+		if *baselineBin != "" {
+			base := figs[len(figs)-1]
+			fmt.Fprintf(stdout, "| %d | countersign / baseline | new %.3f | p99 %s vs %s | | | replay %.3f | p99 %s vs %s | | | | |\n",
+				clients, figs[0].created/base.created, pct(figs[0].newLat, .99), pct(base.newLat, .99),
+				figs[0].replays/base.replays, pct(figs[0].replayLat, .99), pct(base.replayLat, .99))
+		}
 	}
 	return nil
 }
