@@ -185,7 +185,7 @@ func (s *Service) MayVote(ctx context.Context, req store.Request, user string, v
 		return ErrNotAllowed
 	}
 	if verdict == store.VerdictApprove {
-		if req.RequestedFor != "" && user == req.RequestedFor {
+		if req.RequestedFor != "" && samePerson(req.RequestedFor, user) {
 			return ErrSelfApproval
 		}
 		owner, err := s.isAmong(ctx, s.Owners[req.RequestedBy], user)
