@@ -84,16 +84,9 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		return Outcome{}, ErrNotAllowed
 	}
 	if err := s.MayVote(ctx, req, d.DecidedBy, d.Verdict); err != nil {
-		reason := "not_an_approver"
-		switch {
-		case errors.Is(err, ErrOwnerApproval):
-			reason = "agent_owner"
-		case errors.Is(err, ErrSelfApproval):
-			reason = "self_approval"
-		case !errors.Is(err, ErrNotAllowed):
-			return Outcome{}, err
+		if reason, refused := refusedBecause(err); refused {
+			s.refuse(ctx, req, d.DecidedBy, "decision_refused", reason, d.attrs())
 		}
-		s.refuse(ctx, req, d.DecidedBy, "decision_refused", reason, d.attrs())
 		return Outcome{}, err
 	}
 	d.Reason = strings.TrimSpace(d.Reason)
@@ -185,7 +178,7 @@ func (s *Service) MayVote(ctx context.Context, req store.Request, user string, v
 		return ErrNotAllowed
 	}
 	if verdict == store.VerdictApprove {
-		if req.RequestedFor != "" && user == req.RequestedFor {
+		if req.RequestedFor != "" && samePerson(req.RequestedFor, user) {
 			return ErrSelfApproval
 		}
 		owner, err := s.isAmong(ctx, s.Owners[req.RequestedBy], user)
@@ -235,15 +228,19 @@ func (s *Service) isAmong(ctx context.Context, ids []string, user string) (bool,
 	return false, nil
 }
 
-// MayDecide reports whether user is one of the tool's approvers, directly or
-// through a user group. The Slack surface uses it for every human action on a
-// request, not only verdicts.
-func (s *Service) MayDecide(ctx context.Context, toolName, user string) (bool, error) {
-	tool, known := s.Tools[toolName]
-	if !known || user == "" {
-		return false, nil
+// refusedBecause names, for the audit, why MayVote refused; refused is
+// false for an error that is no refusal (a user group that could not be
+// resolved), which is returned unaudited.
+func refusedBecause(err error) (reason string, refused bool) {
+	switch {
+	case errors.Is(err, ErrOwnerApproval):
+		return "agent_owner", true
+	case errors.Is(err, ErrSelfApproval):
+		return "self_approval", true
+	case errors.Is(err, ErrNotAllowed):
+		return "not_an_approver", true
 	}
-	return s.isAmong(ctx, tool.Approvers, user)
+	return "", false
 }
 
 // Resolution asks to settle an execution that needs a human (docs/STATES.md).
@@ -255,22 +252,24 @@ type Resolution struct {
 	Via         string // "slack"
 }
 
-// AuthorizeResolution returns the request when by may resolve its execution:
-// the tool's approvers may. Anyone else gets ErrNotAllowed, audited as
-// resolution_refused; a missing request is ErrNotFound.
+// AuthorizeResolution returns the request when by may resolve its execution.
+// Marking a write succeeded or failed, or resending it, decides as much as an
+// approval does (a resend to a provider that ignores keys may write twice),
+// so the rule is MayVote's for an approval: one of the request's approvers,
+// neither whoever it was made for (ErrSelfApproval) nor an owner of its agent
+// (ErrOwnerApproval); anyone else gets ErrNotAllowed. Each refusal is audited
+// as resolution_refused; a missing request is ErrNotFound.
 func (s *Service) AuthorizeResolution(ctx context.Context, r Resolution) (store.Request, error) {
 	req, err := s.DB.RequestByID(ctx, r.RequestID)
 	if err != nil {
 		return store.Request{}, err
 	}
-	allowed, err := s.MayDecide(ctx, req.Tool, r.By)
-	if err != nil {
+	if err := s.MayVote(ctx, req, r.By, store.VerdictApprove); err != nil {
+		if reason, refused := refusedBecause(err); refused {
+			s.refuse(ctx, req, r.By, "resolution_refused", reason,
+				map[string]any{"action": r.Action, "execution_id": r.ExecutionID, "via": r.Via})
+		}
 		return store.Request{}, err
-	}
-	if !allowed {
-		s.refuse(ctx, req, r.By, "resolution_refused", "not_an_approver",
-			map[string]any{"action": r.Action, "execution_id": r.ExecutionID, "via": r.Via})
-		return store.Request{}, ErrNotAllowed
 	}
 	return req, nil
 }

@@ -32,7 +32,7 @@ type Intent struct {
 	Snapshot       []byte          // the effect's canonical bytes; set by DecodeIntent
 	Summary        string
 	Reason         string
-	RequestedFor   string
+	RequestedFor   string // a Slack user id (U…, W…) or local:name; Submit refuses others
 	IdempotencyKey string
 }
 

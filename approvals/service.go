@@ -106,11 +106,15 @@ func (s *Service) now() *time.Time {
 // already names. created is false for a replay, which writes nothing. A key
 // that names a request with other effect fields is ErrKeyReused, one that
 // names another agent's request is ErrKeyTaken whatever its fields, and
-// nothing is stored.
+// nothing is stored. A requested_for that is not a user id is an
+// *InputError (invalid_request).
 func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req store.Request, created bool, err error) {
 	tool, ok := s.Tools[in.Tool]
 	if !ok {
 		return store.Request{}, false, &UnknownToolError{Tool: in.Tool}
+	}
+	if err := checkRequestedFor(in.RequestedFor); err != nil {
+		return store.Request{}, false, err
 	}
 	if tool.EffectSchema != nil {
 		// Before the key or the store: a refused effect leaves no trace, and

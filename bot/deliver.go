@@ -13,6 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
 
@@ -121,6 +122,9 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 		return // shutting down; the outcome is unknown and the lease brings the row back
 	}
 
+	// The Slack API URL is configurable; its words stay out of the row
+	// and the log like every outbound call's.
+	why := outbound.Describe(err)
 	var p *postponed
 	var rl *slack.RateLimitedError
 	var se slack.SlackErrorResponse
@@ -143,8 +147,8 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 		})
 	case errors.As(err, &se) && !slices.Contains(transientErrors, se.Err), errors.Is(err, errPermanent):
 		b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
-		log.Error("slack delivery failed for good", slog.String("channel", channel), slog.String("error", err.Error()))
-		b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxFailed(ctx, row.ID, err.Error()) })
+		log.Error("slack delivery failed for good", slog.String("channel", channel), slog.String("error", why))
+		b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxFailed(ctx, row.ID, why) })
 		if row.Kind == store.OutboxUpdateCard && se.Err == "message_not_found" {
 			// Someone deleted the card: stop the sweep from updating it for ever.
 			b.record(ctx, log, func(ctx context.Context) error {
@@ -154,14 +158,14 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 	default:
 		if row.Attempts >= maxTransientTry {
 			b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
-			log.Error("slack delivery gave up", slog.Int("attempts", row.Attempts), slog.String("error", err.Error()))
-			b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxFailed(ctx, row.ID, err.Error()) })
+			log.Error("slack delivery gave up", slog.Int("attempts", row.Attempts), slog.String("error", why))
+			b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxFailed(ctx, row.ID, why) })
 			return
 		}
 		b.metrics.Deliveries.WithLabelValues(kind, "retry").Inc()
-		log.Warn("slack delivery will be retried", slog.Int("attempts", row.Attempts), slog.String("error", err.Error()))
+		log.Warn("slack delivery will be retried", slog.Int("attempts", row.Attempts), slog.String("error", why))
 		b.record(ctx, log, func(ctx context.Context) error {
-			return b.db.RetryOutbox(ctx, row.ID, backoff(row.Attempts), err.Error(), true)
+			return b.db.RetryOutbox(ctx, row.ID, backoff(row.Attempts), why, true)
 		})
 	}
 }

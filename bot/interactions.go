@@ -214,7 +214,7 @@ func voteAnswer(out approvals.Outcome) (outcome, answer string) {
 }
 
 // resolve passes a needs-review choice to the executor after checking that
-// the clicker may decide on the tool.
+// the clicker may resolve it, by the rule an approval follows.
 func (b *Bot) resolve(ctx context.Context, c click) (outcome, answer string) {
 	if b.resolver == nil {
 		return "no_resolver", "Resolution is not available on this server; ask an operator."

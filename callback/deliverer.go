@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/internal/signature"
 	"github.com/countersign/countersign/store"
 )
@@ -255,7 +255,7 @@ func (d *Deliverer) send(ctx context.Context, row store.Callback) (int, string) 
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, "building the request: " + describe(err)
+		return 0, "building the request: " + outbound.Describe(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "countersign-callback")
@@ -266,7 +266,7 @@ func (d *Deliverer) send(ctx context.Context, row store.Callback) (int, string) 
 	resp, err := d.client.Do(req)
 	if err != nil {
 		d.observe("error", start)
-		return 0, describe(err)
+		return 0, outbound.Describe(err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBytes))
 	resp.Body.Close()
@@ -285,19 +285,6 @@ func (d *Deliverer) observe(outcome string, start time.Time) {
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.Duration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
 	}
-}
-
-// describe says why a POST failed without the URL, which may carry
-// something the operator would not want in a log.
-func describe(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	return err.Error()
 }
 
 // backoff is the delay after the attempt-th failed attempt: RetryBase

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/countersign/countersign/internal/outbound"
 )
 
 // Outcome is what the executor does with a provider's answer.
@@ -116,7 +118,7 @@ func Classify(a Answer, now time.Time) Classification {
 }
 
 func classifyTransport(a Answer) Classification {
-	msg := a.Err.Error()
+	msg := outbound.Describe(a.Err)
 	if !a.Written {
 		code := CodeConnectionFailed
 		if errors.Is(a.Err, syscall.ECONNREFUSED) {

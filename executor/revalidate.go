@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
 
@@ -42,7 +43,7 @@ func (e *Executor) revalidate(ctx context.Context, tool Tool, c store.Claim) (co
 		status, _, err := e.get(ctx, tool, tool.Precondition, c.Key, c.RequestID)
 		switch {
 		case err != nil:
-			return CodePrecondition, "the precondition check could not be made: " + err.Error(), true
+			return CodePrecondition, "the precondition check could not be made: " + outbound.Describe(err), true
 		case status < 200 || status > 299:
 			return CodePrecondition, "the precondition check answered " + strconv.Itoa(status), true
 		}

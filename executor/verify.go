@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
 
@@ -35,7 +36,7 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 		}
 		reason := "the verify URL answered " + strconv.Itoa(status)
 		if err != nil {
-			reason = "the verify URL could not be read: " + err.Error()
+			reason = "the verify URL could not be read: " + outbound.Describe(err)
 		}
 		if u.DBNow.Sub(u.UpdatedAt) < e.window {
 			log.Warn("verification inconclusive; will ask again", slog.String("reason", reason))
