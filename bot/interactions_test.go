@@ -176,8 +176,9 @@ func TestClickAnswers(t *testing.T) {
 		if !hasAny(b.ephemerals("UANA"), "is cancelled") {
 			t.Errorf("no cancelled answer: %q", b.ephemerals("UANA"))
 		}
-		r5 := b.submit(intent{n: 5, tool: "fast.expiring"})
-		// Its TTL is 1 ms: it has expired by the time of the click, unswept.
+		// Its TTL is 1 ms and it arrived an hour ago: it has expired by the
+		// time of the click, however fast the click comes, and is unswept.
+		r5 := b.submitAgo(time.Hour, intent{n: 5, tool: "fast.expiring"})
 		b.click("UANA", billingChan, "approve", decisionValue(r5))
 		if !hasAny(b.ephemerals("UANA"), "is expired") {
 			t.Errorf("no expired answer: %q", b.ephemerals("UANA"))

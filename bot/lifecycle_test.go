@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/store"
@@ -80,7 +81,7 @@ func TestTerminalCardsHaveNoButtons(t *testing.T) {
 	b := setup(t, nil)
 	rejected := b.submit(intent{n: 1})
 	cancelled := b.submit(intent{n: 2})
-	expired := b.submit(intent{n: 3, tool: "fast.expiring"})
+	expired := b.submitAgo(time.Hour, intent{n: 3, tool: "fast.expiring"}) // past its 1 ms TTL
 	b.deliver()
 	b.click("UBEN", billingChan, "reject", decisionValue(rejected))
 	b.cancel(cancelled)

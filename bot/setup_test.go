@@ -154,6 +154,16 @@ func (b *bundle) submit(in intent) store.Request {
 	return req
 }
 
+// submitAgo submits in as if it had arrived ago earlier by the review
+// clock, so a short TTL has run out before the next call, whatever the time
+// between the two.
+func (b *bundle) submitAgo(ago time.Duration, in intent) store.Request {
+	b.t.Helper()
+	b.review.Now = func() time.Time { return time.Now().Add(-ago) }
+	defer func() { b.review.Now = nil }()
+	return b.submit(in)
+}
+
 // cancel withdraws a pending request as the agent that submitted it.
 func (b *bundle) cancel(req store.Request) {
 	b.t.Helper()

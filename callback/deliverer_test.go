@@ -123,27 +123,33 @@ func rejected(t *testing.T, s store.Store, key string) store.Request {
 	return req
 }
 
-// drain runs passes until none claims anything (retries are due at once).
+// drain runs passes until no delivery is pending. A retry is due a few
+// milliseconds after its failure (RetryBase), so between passes that claim
+// nothing it polls the backlog, with a deadline.
 func (b *bundle) drain(t *testing.T) {
 	t.Helper()
+	ctx := context.Background()
 	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		n, err := b.d.RunOnce(context.Background())
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n, err := b.d.RunOnce(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			// A retry's backoff may still be running: wait it out once.
-			time.Sleep(20 * time.Millisecond)
-			if n, err = b.d.RunOnce(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				return
-			}
+		pending, err := b.b.CountCallbackBacklog(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case n == 0 && pending == 0:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("deliveries did not drain: %d still pending", pending)
+		case n == 0:
+			<-tick.C // a retry's backoff is running
 		}
 	}
-	t.Fatal("deliveries did not drain")
 }
 
 // One transition, one signed delivery of the representation, and nothing

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,7 +80,13 @@ func TestKeyMatchesTheSharedVectors(t *testing.T) {
 func TestDoRequestsAndWaitsUntilSettled(t *testing.T) {
 	t.Parallel()
 	g := startGate(t)
-	c := client.New(g.URL, agentToken)
+	created := make(chan struct{})
+	var once sync.Once
+	c := client.New(g.URL, agentToken, watch(t, func(r *http.Request, resp *http.Response, err error) {
+		if err == nil && r.Method == http.MethodPost && r.URL.Path == "/v1/requests" && resp.StatusCode == http.StatusCreated {
+			once.Do(func() { close(created) })
+		}
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	intent := credit(4200)
@@ -96,7 +103,17 @@ func TestDoRequestsAndWaitsUntilSettled(t *testing.T) {
 		}
 		done <- req
 	}()
-	pending := waitForRequest(t, c, key)
+	select {
+	case <-created:
+	case req := <-done:
+		t.Fatalf("Do returned %+v before the hook answered 201", req)
+	case <-ctx.Done():
+		t.Fatal("the hook never answered Do's request with 201")
+	}
+	pending, err := c.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("Get(%s) after the hook created it: %v", key, err)
+	}
 	if pending.Status != client.StatusPending || pending.Settled {
 		t.Fatalf("before the decision: %+v", pending)
 	}
@@ -118,19 +135,24 @@ func TestDoRequestsAndWaitsUntilSettled(t *testing.T) {
 	}
 }
 
-// waitForRequest reads the request under key until it exists.
-func waitForRequest(t *testing.T, c *client.Client, key string) *client.Request {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		req, err := c.Get(context.Background(), key)
-		if err == nil {
-			return req
-		}
-		if !errors.Is(err, client.ErrNotFound) || time.Now().After(deadline) {
-			t.Fatalf("Get(%s): %v", key, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling until Do's request lands
-	}
+// watch is a client option that sends through a transport of the test's
+// own and calls seen with each answer or network error, so a test waits on
+// what the client did rather than for a while.
+func watch(t *testing.T, seen func(r *http.Request, resp *http.Response, err error)) client.Option {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(transport.CloseIdleConnections)
+	return client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second, Transport: watcher{transport, seen}})
+}
+
+type watcher struct {
+	next http.RoundTripper
+	seen func(r *http.Request, resp *http.Response, err error)
+}
+
+func (w watcher) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(r)
+	w.seen(r, resp, err)
+	return resp, err
 }
 
 // A serve process killed under an agent, and a Do that starts while it is
@@ -140,7 +162,14 @@ func TestDoRetriesThroughACrashUnderTheSameKey(t *testing.T) {
 	t.Parallel()
 	g := startGate(t)
 	// Straight to serve: there is no proxy to answer while it is down.
-	c := client.New("http://"+g.addr, agentToken, client.WithBackoff(20*time.Millisecond, 200*time.Millisecond))
+	var failures atomic.Int64
+	retried := make(chan struct{})
+	c := client.New("http://"+g.addr, agentToken, client.WithBackoff(20*time.Millisecond, 200*time.Millisecond),
+		watch(t, func(_ *http.Request, _ *http.Response, err error) {
+			if err != nil && failures.Add(1) == 2 {
+				close(retried)
+			}
+		}))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	intent := credit(1500)
@@ -158,8 +187,14 @@ func TestDoRetriesThroughACrashUnderTheSameKey(t *testing.T) {
 		}
 		done <- req
 	}()
-	// Let Do meet the closed port and retry at least once.
-	time.Sleep(300 * time.Millisecond) // the outage itself, not a wait for an event
+	// Serve comes back once Do has met the outage and retried at least once.
+	select {
+	case <-retried:
+	case req := <-done:
+		t.Fatalf("Do returned %+v while serve was down", req)
+	case <-ctx.Done():
+		t.Fatalf("Do failed %d times while serve was down, want 2", failures.Load())
+	}
 	g.start()
 	g.approve(first.ID, first.PayloadHash)
 	req := <-done

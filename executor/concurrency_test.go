@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -71,6 +72,22 @@ func TestRunWakesOnNotification(t *testing.T) {
 		}
 		return b.provider.Objects() > 0
 	})
-	last := b.approve(t)
-	eventually(t, 5*time.Second, "the last approval's dispatch", func() bool { return b.provider.ObjectsFor(last.Key) == 1 })
+	// The approvals made before the LISTEN connection was up woke nobody by
+	// themselves; the last one's notification must dispatch them too. An
+	// outcome is recorded after the provider answered, so wait for that.
+	reqs = append(reqs, b.approve(t))
+	eventually(t, 5*time.Second, fmt.Sprintf("the outcomes of all %d approvals", len(reqs)), func() bool {
+		for _, req := range reqs {
+			if b.execution(t, req.ID).State != store.ExecSucceeded {
+				return false
+			}
+		}
+		return true
+	})
+	for _, req := range reqs {
+		wantObjects(t, b.provider, req.Key, 1)
+	}
+	if n := b.provider.Objects(); n != len(reqs) {
+		t.Fatalf("provider holds %d objects, want one for each of the %d approvals", n, len(reqs))
+	}
 }
