@@ -69,6 +69,7 @@ bench-slack:
 	go test ./bot/ -run '^$$' -bench 'ClickStorm|Lookup' -benchtime 1x -timeout 30m
 
 fuzz:
+	go test ./internal/strictjson/ -run '^$$' -fuzz FuzzCheck -fuzztime 60s
 	go test ./approvals/ -run '^$$' -fuzz FuzzDecodeIntent -fuzztime 60s
 	go test ./internal/intentkey/ -run '^$$' -fuzz FuzzCanonicalBasis -fuzztime 30s
 	go test ./approvals/ -run '^$$' -fuzz FuzzEffectSchemaCheck -fuzztime 30s
