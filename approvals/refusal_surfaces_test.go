@@ -343,7 +343,7 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 
 	client := slack.New("xoxb-test", slack.OptionAPIURL(s.fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
 	exec := executor.New(executor.Config{DB: store.NewLedger(db), Logger: logger, Metrics: executor.NewMetrics(prometheus.NewRegistry())})
-	s.bot = bot.New(bot.Config{Slack: client, Review: s.svc, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, Groups: s.groups, SigningSecret: "surface-secret", Resolver: exec,
+	s.bot = bot.New(bot.Config{Slack: client, Review: s.svc, Cards: store.NewLedger(db), Lookup: lookup.Service{DB: store.NewLedger(db)}, Groups: s.groups, SigningSecret: "surface-secret", Resolver: exec,
 		Logger: logger, PostInterval: -1, Metrics: bot.NewMetrics(s.metrics)})
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/interactions", s.bot.Interactions())
