@@ -32,7 +32,7 @@ test:
 	cd bench/peers && go build ./... && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 test-race:
-	go test $(GO_TEST_FLAGS) -race ./approvals/... ./store/... ./inbox/... ./lookup/... ./executor/... ./cmd/countersign/...
+	go test $(GO_TEST_FLAGS) -race ./approvals/... ./hook/... ./store/... ./inbox/... ./lookup/... ./executor/... ./cmd/countersign/...
 
 lint: verify
 
@@ -69,6 +69,7 @@ bench-slack:
 	go test ./bot/ -run '^$$' -bench 'ClickStorm|Lookup' -benchtime 1x -timeout 30m
 
 fuzz:
+	go test ./internal/strictjson/ -run '^$$' -fuzz FuzzCheck -fuzztime 60s
 	go test ./approvals/ -run '^$$' -fuzz FuzzDecodeIntent -fuzztime 60s
 	go test ./internal/intentkey/ -run '^$$' -fuzz FuzzCanonicalBasis -fuzztime 30s
 	go test ./approvals/ -run '^$$' -fuzz FuzzEffectSchemaCheck -fuzztime 30s

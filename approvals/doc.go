@@ -8,7 +8,11 @@
 // conditional write and returns the existing decision to every later caller.
 //
 // Every "no" is a Refusal: RefusalFor maps any error of the service to its
-// stable code, the agent hook's HTTP status and one sentence, which the hook,
-// Slack and the review inbox show as they are. Refused attempts by people
-// are audited here, whichever surface they came from.
+// stable code and one sentence, which the agent hook (package hook, which
+// adds the HTTP status), Slack and the review inbox show as they are.
+// Refused attempts by people are audited here, whichever surface they came
+// from.
+//
+// The package knows no HTTP: the surfaces (hook, bot, inbox) call it, and
+// TestDomainImportsNoHTTP keeps net/http out of it.
 package approvals

@@ -3,20 +3,18 @@ package approvals
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 
 	"github.com/countersign/countersign/store"
 )
 
-// Refusal is countersign saying no: a stable machine code, the HTTP status
-// the agent hook answers with, and a sentence for a human. Every surface
-// shows the same code and the same words: the hook as its JSON error body,
-// Slack as the clicker's ephemeral answer (people as mentions), the inbox as
-// the page's notice.
+// Refusal is countersign saying no: a stable machine code and a sentence
+// for a human. Every surface shows the same code and the same words: the
+// hook as its JSON error body (with the HTTP status hook.Status gives the
+// code), Slack as the clicker's ephemeral answer (people as mentions), the
+// inbox as the page's notice.
 type Refusal struct {
 	Code    string
-	Status  int
 	Message string
 	// Field names the request field at fault: for invalid_request its name,
 	// for invalid_effect the JSON pointer of the failing value (/effect/…).
@@ -38,27 +36,27 @@ func RefusalCodes() []string {
 
 // fixed are the refusals whose words carry no detail, by code.
 var fixed = map[string]Refusal{
-	CodeUnauthorized: {Code: CodeUnauthorized, Status: http.StatusUnauthorized,
+	CodeUnauthorized: {Code: CodeUnauthorized,
 		Message: "A valid agent bearer token is required."},
-	CodeTooLarge: {Code: CodeTooLarge, Status: http.StatusRequestEntityTooLarge,
+	CodeTooLarge: {Code: CodeTooLarge,
 		Message: "The body is larger than 1 MiB."},
-	CodeNotFound: {Code: CodeNotFound, Status: http.StatusNotFound,
+	CodeNotFound: {Code: CodeNotFound,
 		Message: "No request has that id or key."},
-	CodeStaleCard: {Code: CodeStaleCard, Status: http.StatusConflict,
+	CodeStaleCard: {Code: CodeStaleCard,
 		Message: "This card is stale: the request has a newer round or a different payload since it was shown. Nothing was recorded; decide on the newest card."},
-	CodeNotApprover: {Code: CodeNotApprover, Status: http.StatusForbidden,
+	CodeNotApprover: {Code: CodeNotApprover,
 		Message: "You are not an approver for this tool. Nothing was recorded; the attempt was audited."},
-	CodeSelfApproval: {Code: CodeSelfApproval, Status: http.StatusForbidden,
+	CodeSelfApproval: {Code: CodeSelfApproval,
 		Message: "This request was made for you, so someone else has to approve it. Nothing was recorded; the attempt was audited."},
-	CodeAlreadyResolved: {Code: CodeAlreadyResolved, Status: http.StatusConflict,
+	CodeAlreadyResolved: {Code: CodeAlreadyResolved,
 		Message: "This write was already resolved. Nothing changed."},
-	CodeNoCallback: {Code: CodeNoCallback, Status: http.StatusConflict,
+	CodeNoCallback: {Code: CodeNoCallback,
 		Message: "The request's agent has no callback configured, so there is nothing to send. Nothing changed."},
-	CodeNoDelivery: {Code: CodeNoDelivery, Status: http.StatusConflict,
+	CodeNoDelivery: {Code: CodeNoDelivery,
 		Message: "This request has not settled or needed review yet, so no callback was sent to redrive. Nothing changed."},
-	CodeUnavailable: {Code: CodeUnavailable, Status: http.StatusServiceUnavailable,
+	CodeUnavailable: {Code: CodeUnavailable,
 		Message: "countersign cannot reach its database right now; try again in a moment."},
-	CodeInternal: {Code: CodeInternal, Status: http.StatusInternalServerError,
+	CodeInternal: {Code: CodeInternal,
 		Message: "countersign could not complete this just now. Nothing was recorded by this attempt; it is safe to try again."},
 }
 
@@ -70,32 +68,27 @@ func RefusalFor(err error) Refusal {
 		input       *InputError
 		unknownTool *UnknownToolError
 		notPending  *NotPendingError
-		maxBytes    *http.MaxBytesError
 	)
 	switch {
 	case errors.As(err, &input):
-		status := http.StatusUnprocessableEntity
-		if input.Code == CodeMalformedJSON {
-			status = http.StatusBadRequest
-		}
-		return Refusal{Code: input.Code, Status: status, Message: input.Message, Field: input.Field}
+		return Refusal{Code: input.Code, Message: input.Message, Field: input.Field}
 	case errors.Is(err, ErrUnauthorized):
 		return fixed[CodeUnauthorized]
-	case errors.Is(err, ErrTooLarge), errors.As(err, &maxBytes):
+	case errors.Is(err, ErrTooLarge):
 		return fixed[CodeTooLarge]
 	case store.IsUnavailable(err):
 		return fixed[CodeUnavailable]
 	case errors.Is(err, ErrKeyTaken):
-		return Refusal{Code: CodeKeyReused, Status: http.StatusConflict,
+		return Refusal{Code: CodeKeyReused,
 			Message: "This key already names a request of another agent; send a different key."}
 	case errors.Is(err, ErrKeyReused):
-		return Refusal{Code: CodeKeyReused, Status: http.StatusConflict,
+		return Refusal{Code: CodeKeyReused,
 			Message: "This key already names a request with different run, step, tool or effect fields."}
 	case errors.As(err, &unknownTool):
-		return Refusal{Code: CodeUnknownTool, Status: http.StatusUnprocessableEntity,
+		return Refusal{Code: CodeUnknownTool,
 			Message: "Tool " + strconv.Quote(unknownTool.Tool) + " is not configured."}
 	case errors.Is(err, ErrUnknownTool):
-		return Refusal{Code: CodeUnknownTool, Status: http.StatusUnprocessableEntity, Message: "The tool is not configured."}
+		return Refusal{Code: CodeUnknownTool, Message: "The tool is not configured."}
 	case errors.Is(err, ErrNotFound):
 		return fixed[CodeNotFound]
 	case errors.As(err, &notPending):
@@ -132,7 +125,7 @@ func RefusalByCode(code string) (Refusal, bool) {
 // refusal words a request that is no longer pending: the decision that
 // stands (who and when), or the status it left pending for.
 func (e *NotPendingError) refusal() Refusal {
-	r := Refusal{Code: CodeAlreadyDecided, Status: http.StatusConflict}
+	r := Refusal{Code: CodeAlreadyDecided}
 	if d := e.Decision; d != nil {
 		r.By = d.DecidedBy
 		r.Message = fmt.Sprintf("Already %s by %s at %s.", past(d.Verdict), d.DecidedBy, d.DecidedAt.UTC().Format("2006-01-02 15:04 UTC"))

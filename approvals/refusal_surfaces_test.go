@@ -33,6 +33,8 @@ import (
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/hook"
+	"github.com/countersign/countersign/hook/apitest"
 	"github.com/countersign/countersign/inbox"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
@@ -328,22 +330,22 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 	}
 
 	sum := sha256.Sum256([]byte(surfaceToken))
-	agent, err := approvals.ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
+	agent, err := hook.ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	agent.Callback = true
 	plainSum := sha256.Sum256([]byte(plainToken))
-	plain, err := approvals.ParseAgent("plain-agent", hex.EncodeToString(plainSum[:]))
+	plain, err := hook.ParseAgent("plain-agent", hex.EncodeToString(plainSum[:]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.hook = httptest.NewServer(approvals.Conforming(t, approvals.NewHandler(s.svc, approvals.Agents{agent, plain}, nil, logger, approvals.NewMetrics(prometheus.NewRegistry()))))
+	s.hook = httptest.NewServer(apitest.Conform(t, apitest.Load(t, hook.OpenAPIDocument()), nil, hook.NewHandler(s.svc, hook.Agents{agent, plain}, nil, logger, hook.NewMetrics(prometheus.NewRegistry()))))
 	t.Cleanup(s.hook.Close)
 
 	client := slack.New("xoxb-test", slack.OptionAPIURL(s.fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
 	exec := executor.New(executor.Config{DB: store.NewLedger(db), Logger: logger, Metrics: executor.NewMetrics(prometheus.NewRegistry())})
-	s.bot = bot.New(bot.Config{Slack: client, Review: s.svc, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, Groups: s.groups, SigningSecret: "surface-secret", Resolver: exec,
+	s.bot = bot.New(bot.Config{Slack: client, Review: s.svc, Cards: store.NewLedger(db), Lookup: lookup.Service{DB: store.NewLedger(db)}, Groups: s.groups, SigningSecret: "surface-secret", Resolver: exec,
 		Logger: logger, PostInterval: -1, Metrics: bot.NewMetrics(s.metrics)})
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/interactions", s.bot.Interactions())
@@ -414,7 +416,7 @@ func buttonValue(id string, round int, hash string) string {
 }
 
 // hookCall calls the agent hook and returns its error body; a refusal's
-// status must be the one RefusalByCode or RefusalFor gives its code.
+// status must be the one hook.Status gives its code.
 func (s *surfaces) hookCall(t *testing.T, method, path, token string, body []byte) answer {
 	t.Helper()
 	resp := s.hookSend(t, method, path, token, body)
@@ -428,8 +430,8 @@ func (s *surfaces) hookCall(t *testing.T, method, path, token string, body []byt
 	if resp.StatusCode < 400 {
 		t.Fatalf("%s %s answered %d", method, path, resp.StatusCode)
 	}
-	if ref, ok := approvals.RefusalByCode(e.Error.Code); ok && ref.Status != resp.StatusCode {
-		t.Errorf("%s answered %d, want %d", e.Error.Code, resp.StatusCode, ref.Status)
+	if _, ok := approvals.RefusalByCode(e.Error.Code); ok && hook.Status(e.Error.Code) != resp.StatusCode {
+		t.Errorf("%s answered %d, want %d", e.Error.Code, resp.StatusCode, hook.Status(e.Error.Code))
 	}
 	return e.Error
 }
@@ -576,8 +578,8 @@ func (s *surfaces) decide(t *testing.T, reviewer, requestID string, round int, h
 		t.Fatalf("the inbox page (%d) shows no refusal:\n%s", resp.StatusCode, page)
 	}
 	code := string(m[1])
-	if ref, ok := approvals.RefusalByCode(code); ok && resp.StatusCode != http.StatusOK && ref.Status != resp.StatusCode {
-		t.Errorf("the inbox answered %s with %d, want %d", code, resp.StatusCode, ref.Status)
+	if _, ok := approvals.RefusalByCode(code); ok && resp.StatusCode != http.StatusOK && hook.Status(code) != resp.StatusCode {
+		t.Errorf("the inbox answered %s with %d, want %d", code, resp.StatusCode, hook.Status(code))
 	}
 	return answer{Code: code, Message: html.UnescapeString(string(m[2]))}
 }

@@ -2,26 +2,26 @@ package approvals
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/countersign/countersign/approvals/apitest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
+// vectorBody is the published test vector's intent as an agent posts it.
+const vectorBody = `{"run_id": "r-7f3a", "step": 6, "tool": "billing.credit",
+ "effect": {"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"},
+ "summary": "Credit 42.00 USD to inv_8841",
+ "reason": "customer reported duplicate charge per ticket 5512",
+ "requested_for": "U024BE7LH"}`
+
 const (
-	testToken = "agent-token-123"
 	approverA = "U0APPROVERA"
 	approverB = "U0APPROVERB"
 	requester = "U024BE7LH"
@@ -44,14 +44,10 @@ type bundle struct {
 	queryInt func(query string, args ...any) (int, error)
 	listener store.Notifier
 	svc      *Service
-	server   *httptest.Server
 	ctx      context.Context
-	// answers records what the hook answered, checked against its OpenAPI
-	// document as it went.
-	answers *apitest.Recorder
 }
 
-// setup returns a service on a fresh database, serving the hook.
+// setup returns a service on a fresh database.
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	return setupOn(t, storetest.NewURL(t))
@@ -100,7 +96,7 @@ func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
 }
 
 // serve builds the service on s, inserting first where the driver is
-// remote (as serve does), and serves the hook.
+// remote (as serve does).
 func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listener store.Notifier) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -119,16 +115,7 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 		Batcher:     batcher,
 		InsertFirst: insertFirst,
 	})
-	sum := sha256.Sum256([]byte(testToken))
-	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := NewHandler(svc, Agents{agent}, listener, logger, NewMetrics(prometheus.NewRegistry()))
-	b.answers = apitest.NewRecorder()
-	server := httptest.NewServer(apitest.Conform(t, document(t), b.answers, h))
-	t.Cleanup(server.Close)
-	b.store, b.listener, b.svc, b.server, b.ctx = s, listener, svc, server, ctx
+	b.store, b.listener, b.svc, b.ctx = s, listener, svc, ctx
 }
 
 // forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
@@ -197,9 +184,6 @@ func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 func approve(req store.Request, by string) Decision {
 	return Decision{RequestID: req.ID, Round: req.Round, PayloadHash: req.PayloadHash, Verdict: store.VerdictApprove, DecidedBy: by, Via: "slack"}
 }
-
-// hasWaiter reports whether a long-poll is subscribed to the request.
-func (b *bundle) hasWaiter(requestID string) bool { return b.listener.(waiter).Waiting(requestID) > 0 }
 
 // together runs fn(0) … fn(n-1) on n goroutines released at the same moment,
 // and returns when all have finished.

@@ -63,10 +63,26 @@ type Reviewer interface {
 	MayVote(ctx context.Context, req store.Request, user string, verdict store.Verdict) error
 }
 
-// Cards is the ledger's delivery side the bot works (approvals.Cards): the
-// outbox rows it delivers, the cards it records, and what a card shows.
+// Cards is the ledger's delivery side the bot works (a store.Store): the
+// outbox rows it delivers, the cards it records, and what a card shows. It
+// is all the bot may read or write in the ledger besides the Reviewer's
+// decisions.
 type Cards interface {
-	approvals.CardStore
+	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]store.OutboxRow, error)
+	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
+	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
+	RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error
+	PostPending(ctx context.Context, requestID string, round int) (bool, error)
+	OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error)
+	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
+	CardFor(ctx context.Context, requestID string, round int) (store.Card, error)
+	RecordCard(ctx context.Context, c store.Card) (store.Card, error)
+	MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error
+	CardState(ctx context.Context, requestID string, round int) (string, error)
+	RequestByID(ctx context.Context, id string) (store.Request, error)
+	DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error)
+	ExecutionForDecision(ctx context.Context, decisionID int64) (store.Execution, error)
+	VotesFor(ctx context.Context, requestID string, round int) ([]store.Vote, error)
 }
 
 // Lookup answers the slash command's lookups (lookup.Service).

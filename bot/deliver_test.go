@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/lookup"
@@ -350,7 +349,7 @@ func TestTwoWorkersPostEachCardOnce(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
-		other := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: approvals.NewCards(b.store), Lookup: lookup.Service{DB: b.store}, PostInterval: -1})
+		other := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: b.store, Lookup: lookup.Service{DB: b.store}, PostInterval: -1})
 		const n = 60
 		for i := range n {
 			b.submit(intent{n: i})

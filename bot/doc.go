@@ -17,10 +17,10 @@
 // synchronously; the answer to the clicker is an ephemeral message.
 //
 // The bot reaches the ledger only through the services it is given: a
-// Reviewer (approvals.Service) for decisions, Cards (approvals.Cards) for
-// the outbox and card records, and a Lookup (lookup.Service) for the slash
-// command. Start runs the outbox loop and Socket Mode; Stop waits for them
-// and for the answers in flight.
+// Reviewer (approvals.Service) for decisions, Cards (the store's outbox and
+// card records, behind an interface the bot declares) and a Lookup
+// (lookup.Service) for the slash command. Start runs the outbox loop and
+// Socket Mode; Stop waits for them and for the answers in flight.
 //
 // Choices where the design is silent:
 //

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/lookup"
 )
@@ -16,7 +15,7 @@ import (
 func TestStartDeliversAndStopWaits(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	w := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: approvals.NewCards(b.store),
+	w := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: b.store,
 		Lookup: lookup.Service{DB: b.store}, PostInterval: -1, DeliverInterval: 10 * time.Millisecond})
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -112,7 +112,7 @@ func setup(t testing.TB, opts *options) *bundle {
 		"billing.strict": {Name: "billing.strict", Channel: billingChan, Approvers: []string{"UANA", "UBEN"}, RejectReason: approvals.ReasonRequired},
 	}, Owners: map[string][]string{"billing-agent": {"UOWN"}}})
 	b := bot.New(bot.Config{
-		Slack: client, Review: review, Cards: approvals.NewCards(ledger), Lookup: lookup.Service{DB: ledger}, Groups: groups, SigningSecret: secret, Resolver: opts.resolver,
+		Slack: client, Review: review, Cards: ledger, Lookup: lookup.Service{DB: ledger}, Groups: groups, SigningSecret: secret, Resolver: opts.resolver,
 		Logger: logger, PostInterval: -1, Lease: opts.lease, LookupAllowed: opts.lookupAllowed,
 	})
 	mux := http.NewServeMux()

@@ -49,7 +49,7 @@ func TestSocketModeServesTheSameHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{Slack: client, Review: review, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, Logger: discard(), PostInterval: -1})
+	b := New(Config{Slack: client, Review: review, Cards: store.NewLedger(db), Lookup: lookup.Service{DB: store.NewLedger(db)}, Logger: discard(), PostInterval: -1})
 	req, _, err := review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
 		Effect: json.RawMessage(`{"invoice":"inv_1"}`)})
 	if err != nil {
@@ -93,7 +93,7 @@ func TestSocketModeAnswersTheRejectForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{Slack: client, Review: review, Cards: approvals.NewCards(store.NewLedger(db)), Lookup: lookup.Service{DB: store.NewLedger(db)}, Logger: discard(), PostInterval: -1})
+	b := New(Config{Slack: client, Review: review, Cards: store.NewLedger(db), Lookup: lookup.Service{DB: store.NewLedger(db)}, Logger: discard(), PostInterval: -1})
 	req, _, err := review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
 		Effect: json.RawMessage(`{"invoice":"inv_1"}`)})
 	if err != nil {

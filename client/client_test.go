@@ -261,7 +261,7 @@ func TestTypedErrors(t *testing.T) {
 // Every error code the OpenAPI document names has a sentinel in the client.
 func TestEveryDocumentedCodeHasASentinel(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../approvals/openapi.json")
+	raw, err := os.ReadFile("../hook/openapi.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/approvals"
-	"github.com/countersign/countersign/approvals/apitest"
 	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/hook"
+	"github.com/countersign/countersign/hook/apitest"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -128,7 +128,7 @@ tools:
 	t.Cleanup(g.stop)
 
 	target, _ := url.Parse("http://" + g.addr)
-	doc := apitest.Load(t, approvals.OpenAPIDocument())
+	doc := apitest.Load(t, hook.OpenAPIDocument())
 	reverse := httputil.NewSingleHostReverseProxy(target)
 	reverse.ErrorLog = log.New(io.Discard, "", 0) // a client that gave up is not news
 	proxy := httptest.NewServer(apitest.Conform(t, doc, nil, reverse))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/hook"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
@@ -208,5 +209,5 @@ func (h *Handler) refuse(w http.ResponseWriter, doing string, err error, attrs .
 	case approvals.CodeInternal:
 		h.logger.Error(doing, append(attrs, slog.String("error", err.Error()))...)
 	}
-	h.failCode(w, ref.Status, ref.Code, ref.Message)
+	h.failCode(w, hook.Status(ref.Code), ref.Code, ref.Message)
 }

@@ -59,7 +59,7 @@ func (a *app) addBot(client *slack.Client, groups approvals.GroupResolver, ex *e
 	cfg := bot.Config{
 		Slack:          client,
 		Review:         a.review,
-		Cards:          approvals.NewCards(a.db),
+		Cards:          a.db,
 		Lookup:         lookup.Service{DB: a.db},
 		Groups:         groups,
 		Resolver:       ex,

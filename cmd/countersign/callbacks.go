@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/countersign/countersign/callback"
+	"github.com/countersign/countersign/hook"
 	"github.com/countersign/countersign/store"
 )
 
@@ -27,7 +28,7 @@ func (a *app) addCallbacks() {
 	c := a.cfg.File.Callbacks
 	d := callback.New(callback.Config{
 		DB:        a.db,
-		Render:    a.review.Representation,
+		Render:    func(ctx context.Context, id string) ([]byte, error) { return hook.Representation(ctx, a.review, id) },
 		Targets:   targets,
 		Timeout:   c.Timeout,
 		Poll:      c.Poll,

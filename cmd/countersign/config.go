@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/callback"
 	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/hook"
 )
 
 // Config is everything serve needs, from the environment and the YAML file.
@@ -403,7 +404,7 @@ func (a AgentConfig) Validate() error {
 	if a.Name == "" {
 		errs = append(errs, errors.New("name is required"))
 	}
-	if _, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err != nil {
+	if _, err := hook.ParseAgent(a.Name, a.TokenSHA256); err != nil {
 		errs = append(errs, err)
 	}
 	for _, id := range a.Owners {
@@ -588,10 +589,10 @@ func (c *Config) NudgesConfigured() bool {
 }
 
 // AgentList returns the configured agents; Validate has checked them.
-func (c *Config) AgentList() approvals.Agents {
-	var agents approvals.Agents
+func (c *Config) AgentList() hook.Agents {
+	var agents hook.Agents
 	for _, a := range c.File.Agents {
-		if agent, err := approvals.ParseAgent(a.Name, a.TokenSHA256); err == nil {
+		if agent, err := hook.ParseAgent(a.Name, a.TokenSHA256); err == nil {
 			agent.Callback = a.Callback != nil
 			agent.Admin = a.Admin
 			agents = append(agents, agent)

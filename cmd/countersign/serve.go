@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/hook"
 	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
 )
@@ -38,11 +39,12 @@ type app struct {
 	mux      *http.ServeMux
 	sched    *scheduler
 	review   *approvals.Service
-	// hookMetrics counts intake and votes.
-	hookMetrics *approvals.Metrics
-	http        *httpServer
-	inboxURL    string
-	where       string // the store, for people
+	// reviewMetrics counts votes; hookMetrics the hook's traffic.
+	reviewMetrics *approvals.Metrics
+	hookMetrics   *hook.Metrics
+	http          *httpServer
+	inboxURL      string
+	where         string // the store, for people
 
 	lifecycle
 }
@@ -172,10 +174,10 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	if slackClient != nil {
 		groups = newGroups(slackClient)
 	}
-	a.hookMetrics = approvals.NewMetrics(a.registry)
+	a.reviewMetrics, a.hookMetrics = approvals.NewMetrics(a.registry), hook.NewMetrics(a.registry)
 	if a.review, err = approvals.New(approvals.Config{
 		DB: b.store, Tools: cfg.ReviewTools(), Groups: groups, Batcher: batcher, InsertFirst: b.remote,
-		Logger: logger.With("component", "approvals"), Owners: cfg.AgentOwners(), Metrics: a.hookMetrics,
+		Logger: logger.With("component", "approvals"), Owners: cfg.AgentOwners(), Metrics: a.reviewMetrics,
 	}); err != nil {
 		return nil, err
 	}
@@ -230,8 +232,7 @@ func (a *app) add(name string, c component, grace time.Duration) {
 
 // mountRoutes mounts the hook, the health checks and the metrics.
 func (a *app) mountRoutes() {
-	hook := approvals.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics)
-	a.mux.Handle("/v1/", hook)
+	a.mux.Handle("/v1/", hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics))
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	a.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		pingCtx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -264,7 +265,7 @@ func newHTTPServer(h http.Handler, ln net.Listener, logger *slog.Logger) *httpSe
 			Handler:           h,
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       15 * time.Second,
-			WriteTimeout:      approvals.MaxWait + 15*time.Second, // long-polls answer within MaxWait
+			WriteTimeout:      hook.MaxWait + 15*time.Second, // long-polls answer within MaxWait
 			IdleTimeout:       2 * time.Minute,
 			MaxHeaderBytes:    64 << 10,
 		},

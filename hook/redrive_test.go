@@ -1,4 +1,4 @@
-package approvals
+package hook
 
 import (
 	"bytes"
@@ -13,7 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/countersign/countersign/approvals/apitest"
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/hook/apitest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 )
@@ -27,7 +28,7 @@ func setupCallbacks(t *testing.T, drv *drivertest.Driver) *bundle {
 	bk := drv.Open(t, true)
 	bk.Store.(*store.Ledger).SetCallbackAgents("billing-agent")
 	logger := slog.New(slog.DiscardHandler)
-	svc := mustService(t, Config{DB: bk.Store, Logger: logger, Tools: map[string]Tool{
+	svc := mustService(t, approvals.Config{DB: bk.Store, Logger: logger, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 	}})
 	var agents Agents
@@ -58,7 +59,7 @@ func TestHookRedrive(t *testing.T) {
 			t.Errorf("a new request shows callback %+v", v.Callback)
 		}
 		r := b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/redrive", testToken, nil, nil)
-		if code, _ := r.errorCode(t); r.status != http.StatusConflict || code != CodeNoDelivery {
+		if code, _ := r.errorCode(t); r.status != http.StatusConflict || code != approvals.CodeNoDelivery {
 			t.Errorf("redrive before any callback = %d %s", r.status, r.body)
 		}
 
@@ -83,7 +84,7 @@ func TestHookRedrive(t *testing.T) {
 		// Another agent cannot redrive it: the same 404 as a request that does not exist.
 		stranger := b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/redrive", otherToken, nil, nil)
 		missing := b.do(t, http.MethodPost, "/v1/requests/wa_nothing_here_at_all/redrive", otherToken, nil, nil)
-		if code, _ := stranger.errorCode(t); stranger.status != http.StatusNotFound || code != CodeNotFound || !bytes.Equal(stranger.body, missing.body) {
+		if code, _ := stranger.errorCode(t); stranger.status != http.StatusNotFound || code != approvals.CodeNotFound || !bytes.Equal(stranger.body, missing.body) {
 			t.Errorf("another agent's redrive = %d %s; a missing request = %d %s", stranger.status, stranger.body, missing.status, missing.body)
 		}
 		if n, err := b.store.CountCallbackBacklog(b.ctx); err != nil || n != 0 {
@@ -105,7 +106,7 @@ func TestHookRedrive(t *testing.T) {
 			t.Fatalf("cancel of other-agent's request = %d %s", r.status, r.body)
 		}
 		r = b.do(t, http.MethodPost, "/v1/requests/"+other.Key+"/redrive", otherToken, nil, nil)
-		if code, _ := r.errorCode(t); r.status != http.StatusConflict || code != CodeNoCallback {
+		if code, _ := r.errorCode(t); r.status != http.StatusConflict || code != approvals.CodeNoCallback {
 			t.Errorf("redrive without a callback = %d %s", r.status, r.body)
 		}
 	})

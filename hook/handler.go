@@ -1,15 +1,17 @@
-package approvals
+package hook
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 )
 
@@ -18,7 +20,7 @@ const MaxWait = 60 * time.Second
 
 // Handler serves the agent HTTP hook (README.md, "Agent API").
 type Handler struct {
-	svc      *Service
+	svc      *approvals.Service
 	agents   Agents
 	listener store.Notifier
 	logger   *slog.Logger
@@ -27,7 +29,7 @@ type Handler struct {
 }
 
 // NewHandler returns the hook's routes under /v1/.
-func NewHandler(svc *Service, agents Agents, listener store.Notifier, logger *slog.Logger, metrics *Metrics) *Handler {
+func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, logger *slog.Logger, metrics *Metrics) *Handler {
 	h := &Handler{svc: svc, agents: agents, listener: listener, logger: logger, metrics: metrics, mux: http.NewServeMux()}
 	h.mux.Handle("POST /v1/requests", h.route("create", h.create))
 	h.mux.Handle("GET /v1/requests/{ref}", h.route("get", h.get))
@@ -41,7 +43,7 @@ func NewHandler(svc *Service, agents Agents, listener store.Notifier, logger *sl
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 // route authenticates the agent and times the request.
-func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Request, agent Agent) int) http.Handler {
+func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		agent, ok := h.agents.Authenticate(r.Header.Get("Authorization"))
@@ -50,7 +52,7 @@ func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Requ
 			if name == "create" {
 				h.metrics.Intake.WithLabelValues("unauthorized").Inc()
 			}
-			status = writeRefusal(w, RefusalFor(ErrUnauthorized))
+			status = writeRefusal(w, approvals.RefusalFor(approvals.ErrUnauthorized))
 		} else {
 			status = fn(w, r, agent)
 		}
@@ -58,19 +60,19 @@ func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Requ
 	})
 }
 
-func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent Agent) int {
-	if r.ContentLength > MaxBodyBytes {
-		return writeRefusal(w, RefusalFor(ErrTooLarge))
+func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
+	if r.ContentLength > approvals.MaxBodyBytes {
+		return writeRefusal(w, approvals.RefusalFor(approvals.ErrTooLarge))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, approvals.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return writeRefusal(w, RefusalFor(ErrTooLarge))
+			return writeRefusal(w, approvals.RefusalFor(approvals.ErrTooLarge))
 		}
-		return writeRefusal(w, RefusalFor(&InputError{Code: CodeMalformedJSON, Message: "The body could not be read."}))
+		return writeRefusal(w, approvals.RefusalFor(&approvals.InputError{Code: approvals.CodeMalformedJSON, Message: "The body could not be read."}))
 	}
-	in, err := DecodeIntent(body)
+	in, err := approvals.DecodeIntent(body)
 	if err == nil {
 		err = applyKeyHeader(&in, r.Header.Get("Idempotency-Key"))
 	}
@@ -81,14 +83,14 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent Agent) in
 	}
 	if err != nil {
 		outcome := "invalid"
-		switch code := RefusalFor(err).Code; code {
-		case CodeKeyReused, CodeUnavailable, CodeUnknownTool, CodeInvalidEffect:
+		switch code := approvals.RefusalFor(err).Code; code {
+		case approvals.CodeKeyReused, approvals.CodeUnavailable, approvals.CodeUnknownTool, approvals.CodeInvalidEffect:
 			outcome = code
 		}
 		h.metrics.Intake.WithLabelValues(outcome).Inc()
 		return h.writeServiceError(w, r, err)
 	}
-	view, err := h.svc.View(r.Context(), req)
+	view, err := viewOf(r.Context(), h.svc, req)
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}
@@ -103,11 +105,11 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent Agent) in
 
 // applyKeyHeader takes a client key from the Idempotency-Key header; it must
 // agree with the body's idempotency_key when both are sent.
-func applyKeyHeader(in *Intent, header string) error {
+func applyKeyHeader(in *approvals.Intent, header string) error {
 	if header == "" {
 		return nil
 	}
-	if !ValidClientKey(header) {
+	if !approvals.ValidClientKey(header) {
 		return invalid("Idempotency-Key", "the Idempotency-Key header must be 8 to 255 printable ASCII characters")
 	}
 	if in.IdempotencyKey != "" && in.IdempotencyKey != header {
@@ -117,15 +119,15 @@ func applyKeyHeader(in *Intent, header string) error {
 	return nil
 }
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent Agent) int {
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
 	query := r.URL.Query()
 	wait, err := parseWait(query.Get("wait"))
 	if err != nil {
-		return writeRefusal(w, RefusalFor(&InputError{Code: CodeInvalidRequest, Message: err.Error(), Field: "wait"}))
+		return writeRefusal(w, approvals.RefusalFor(&approvals.InputError{Code: approvals.CodeInvalidRequest, Message: err.Error(), Field: "wait"}))
 	}
 	since, err := parseSince(query.Get("since"))
 	if err != nil {
-		return writeRefusal(w, RefusalFor(&InputError{Code: CodeInvalidRequest, Message: err.Error(), Field: "since"}))
+		return writeRefusal(w, approvals.RefusalFor(&approvals.InputError{Code: approvals.CodeInvalidRequest, Message: err.Error(), Field: "since"}))
 	}
 	ref := r.PathValue("ref")
 	if wait == 0 {
@@ -133,7 +135,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent Agent) int {
 		if err != nil {
 			return h.writeServiceError(w, r, err)
 		}
-		view, err := h.svc.View(r.Context(), req)
+		view, err := viewOf(r.Context(), h.svc, req)
 		if err != nil {
 			return h.writeServiceError(w, r, err)
 		}
@@ -154,7 +156,7 @@ const recheckEvery = 5 * time.Second
 // is past since (since < 0: the version read first); otherwise it waits for
 // the version to move past it, or for wait to end. It subscribes before the
 // first read so no change between the read and the wait is missed.
-func (h *Handler) waitForChange(ctx context.Context, agent Agent, ref string, wait time.Duration, since int64) (View, error) {
+func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref string, wait time.Duration, since int64) (View, error) {
 	req, err := h.svc.Get(ctx, agent, ref)
 	if err != nil {
 		return View{}, err
@@ -189,12 +191,12 @@ func (h *Handler) waitForChange(ctx context.Context, agent Agent, ref string, wa
 }
 
 // read returns the representation of the request with id, as agent sees it.
-func (h *Handler) read(ctx context.Context, agent Agent, id string) (View, error) {
+func (h *Handler) read(ctx context.Context, agent approvals.Agent, id string) (View, error) {
 	req, err := h.svc.Get(ctx, agent, id)
 	if err != nil {
 		return View{}, err
 	}
-	return h.svc.View(ctx, req)
+	return viewOf(ctx, h.svc, req)
 }
 
 // parseSince reads ?since=N, a version the caller has seen; -1 when absent.
@@ -227,20 +229,24 @@ func parseWait(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent Agent) int {
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
 	req, err := h.svc.Cancel(r.Context(), agent, r.PathValue("ref"))
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}
-	view, err := h.svc.View(r.Context(), req)
+	view, err := viewOf(r.Context(), h.svc, req)
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}
 	return writeJSON(w, http.StatusOK, view)
 }
 
-func (h *Handler) redrive(w http.ResponseWriter, r *http.Request, agent Agent) int {
-	view, err := h.svc.Redrive(r.Context(), agent, r.PathValue("ref"), h.agents.hasCallback)
+func (h *Handler) redrive(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
+	req, err := h.svc.Redrive(r.Context(), agent, r.PathValue("ref"), h.agents.hasCallback)
+	if err != nil {
+		return h.writeServiceError(w, r, err)
+	}
+	view, err := viewOf(r.Context(), h.svc, req)
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}
@@ -254,12 +260,12 @@ func (h *Handler) writeServiceError(w http.ResponseWriter, r *http.Request, err 
 	if errors.Is(err, context.Canceled) {
 		return 499
 	}
-	ref := RefusalFor(err)
+	ref := approvals.RefusalFor(err)
 	switch ref.Code {
-	case CodeUnavailable:
+	case approvals.CodeUnavailable:
 		h.logger.Warn("hook request failed: database unavailable", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
-		w.Header().Set("Retry-After", strconv.Itoa(int(RetryAfter/time.Second)))
-	case CodeInternal:
+		w.Header().Set("Retry-After", strconv.Itoa(int(approvals.RetryAfter/time.Second)))
+	case approvals.CodeInternal:
 		h.logger.Error("hook request failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
 	return writeRefusal(w, ref)
@@ -273,11 +279,17 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// writeRefusal writes a refusal as the hook's error body.
-func writeRefusal(w http.ResponseWriter, ref Refusal) int {
+// invalid is an invalid_request naming field.
+func invalid(field, format string, args ...any) *approvals.InputError {
+	return &approvals.InputError{Code: approvals.CodeInvalidRequest, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// writeRefusal writes a refusal as the hook's error body, with its code's
+// status.
+func writeRefusal(w http.ResponseWriter, ref approvals.Refusal) int {
 	var body errorBody
 	body.Error.Code, body.Error.Message, body.Error.Field = ref.Code, ref.Message, ref.Field
-	return writeJSON(w, ref.Status, body)
+	return writeJSON(w, Status(ref.Code), body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) int {

@@ -1,4 +1,4 @@
-package approvals
+package hook
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 	"github.com/countersign/countersign/store/storetest"
@@ -109,8 +110,8 @@ func (p *tcpProxy) restore(t *testing.T) { p.listen(t, p.addr) }
 // expectUnavailable checks a 503 unavailable answer with its Retry-After.
 func expectUnavailable(t *testing.T, what string, r response) {
 	t.Helper()
-	if code, _ := r.errorCode(t); r.status != http.StatusServiceUnavailable || code != CodeUnavailable || r.header.Get("Retry-After") != "2" {
-		t.Errorf("%s = %d %s Retry-After %q, want 503 %s Retry-After 2", what, r.status, r.body, r.header.Get("Retry-After"), CodeUnavailable)
+	if code, _ := r.errorCode(t); r.status != http.StatusServiceUnavailable || code != approvals.CodeUnavailable || r.header.Get("Retry-After") != "2" {
+		t.Errorf("%s = %d %s Retry-After %q, want 503 %s Retry-After 2", what, r.status, r.body, r.header.Get("Retry-After"), approvals.CodeUnavailable)
 	}
 }
 
@@ -183,7 +184,7 @@ func TestHookClosedEmbeddedStoreAnswersUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := mustService(t, Config{DB: store.NewLedger(s), Tools: map[string]Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger})
+	svc := mustService(t, approvals.Config{DB: store.NewLedger(s), Tools: map[string]approvals.Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger})
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
 	if err != nil {

@@ -1,4 +1,4 @@
-package approvals
+package hook
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 )
@@ -113,7 +114,7 @@ func TestHookClientKey(t *testing.T) {
 		}
 		other := strings.Replace(vectorBody, "4200", "4300", 1)
 		r = b.do(t, http.MethodPost, "/v1/requests", testToken, strings.NewReader(other), hdr)
-		if code, _ := r.errorCode(t); r.status != http.StatusConflict || code != CodeKeyReused {
+		if code, _ := r.errorCode(t); r.status != http.StatusConflict || code != approvals.CodeKeyReused {
 			t.Fatalf("reuse = %d %s", r.status, r.body)
 		}
 		got := b.do(t, http.MethodGet, "/v1/requests/dispatch-inv_8841-01", testToken, nil, nil)
@@ -122,11 +123,11 @@ func TestHookClientKey(t *testing.T) {
 		}
 		bodyKey := strings.Replace(vectorBody, `"step": 6`, `"step": 6, "idempotency_key": "another-key-123"`, 1)
 		r = b.do(t, http.MethodPost, "/v1/requests", testToken, strings.NewReader(bodyKey), hdr)
-		if code, field := r.errorCode(t); r.status != http.StatusUnprocessableEntity || code != CodeInvalidRequest || field != "idempotency_key" {
+		if code, field := r.errorCode(t); r.status != http.StatusUnprocessableEntity || code != approvals.CodeInvalidRequest || field != "idempotency_key" {
 			t.Errorf("header and body keys differ = %d %s", r.status, r.body)
 		}
 		r = b.do(t, http.MethodPost, "/v1/requests", testToken, strings.NewReader(vectorBody), map[string]string{"Idempotency-Key": "short"})
-		if code, _ := r.errorCode(t); r.status != http.StatusUnprocessableEntity || code != CodeInvalidRequest {
+		if code, _ := r.errorCode(t); r.status != http.StatusUnprocessableEntity || code != approvals.CodeInvalidRequest {
 			t.Errorf("short header key = %d %s", r.status, r.body)
 		}
 	})
@@ -145,29 +146,29 @@ func TestHookErrorTable(t *testing.T) {
 			code   string
 			field  string
 		}{
-			{"unknown tool", testToken, strings.Replace(vectorBody, "billing.credit", "db.drop", 1), 422, CodeUnknownTool, ""},
-			{"missing run_id", testToken, strings.Replace(vectorBody, `"run_id": "r-7f3a",`, "", 1), 422, CodeInvalidRequest, "run_id"},
-			{"missing step", testToken, strings.Replace(vectorBody, `"step": 6,`, "", 1), 422, CodeInvalidRequest, "step"},
-			{"missing effect", testToken, `{"run_id":"r","step":1,"tool":"billing.credit"}`, 422, CodeInvalidRequest, "effect"},
-			{"empty tool", testToken, strings.Replace(vectorBody, `"billing.credit"`, `""`, 1), 422, CodeInvalidRequest, "tool"},
-			{"run_id not a string", testToken, strings.Replace(vectorBody, `"r-7f3a"`, `7`, 1), 422, CodeInvalidRequest, "run_id"},
-			{"step a float", testToken, strings.Replace(vectorBody, `"step": 6`, `"step": 6.5`, 1), 422, CodeInvalidRequest, "step"},
-			{"step an object", testToken, strings.Replace(vectorBody, `"step": 6`, `"step": {}`, 1), 422, CodeInvalidRequest, "step"},
-			{"summary not a string", testToken, strings.Replace(vectorBody, `"Credit 42.00 USD to inv_8841"`, `["x"]`, 1), 422, CodeInvalidRequest, "summary"},
-			{"unknown top-level field", testToken, strings.Replace(vectorBody, `"step": 6,`, `"step": 6, "model": "gpt",`, 1), 422, CodeInvalidRequest, "model"},
-			{"effect not an object", testToken, strings.Replace(vectorBody, `{"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}`, `[1,2]`, 1), 422, CodeInvalidRequest, "effect"},
-			{"effect a string", testToken, strings.Replace(vectorBody, `{"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}`, `"credit it"`, 1), 422, CodeInvalidRequest, "effect"},
-			{"duplicate top-level name", testToken, strings.Replace(vectorBody, `"step": 6,`, `"step": 6, "step": 7,`, 1), 422, CodeInvalidRequest, "step"},
-			{"duplicate name in effect", testToken, strings.Replace(vectorBody, `"amount_cents": 4200,`, `"amount_cents": 4200, "amount_cents": 1,`, 1), 422, CodeInvalidRequest, "effect.amount_cents"},
-			{"duplicate name deep in an array", testToken, strings.Replace(vectorBody, `"currency": "USD"}`, `"currency": "USD", "lines": [{"a": 1}, {"b": 1, "b": 2}]}`, 1), 422, CodeInvalidRequest, "effect.lines[1].b"},
-			{"integer too large to be exact", testToken, strings.Replace(vectorBody, `4200`, `12345678901234567890`, 1), 422, CodeInvalidRequest, "effect.amount_cents"},
-			{"body an array", testToken, `[1]`, 422, CodeInvalidRequest, ""},
-			{"malformed JSON", testToken, `{"run_id": "r-7f3a",`, 400, CodeMalformedJSON, ""},
-			{"trailing garbage", testToken, vectorBody + ` {}`, 400, CodeMalformedJSON, ""},
-			{"not UTF-8", testToken, strings.Replace(vectorBody, "inv_8841", "inv_\xff", 1), 400, CodeMalformedJSON, ""},
-			{"empty body", testToken, ``, 400, CodeMalformedJSON, ""},
-			{"no token", "", vectorBody, 401, CodeUnauthorized, ""},
-			{"bad token", "not-the-token", vectorBody, 401, CodeUnauthorized, ""},
+			{"unknown tool", testToken, strings.Replace(vectorBody, "billing.credit", "db.drop", 1), 422, approvals.CodeUnknownTool, ""},
+			{"missing run_id", testToken, strings.Replace(vectorBody, `"run_id": "r-7f3a",`, "", 1), 422, approvals.CodeInvalidRequest, "run_id"},
+			{"missing step", testToken, strings.Replace(vectorBody, `"step": 6,`, "", 1), 422, approvals.CodeInvalidRequest, "step"},
+			{"missing effect", testToken, `{"run_id":"r","step":1,"tool":"billing.credit"}`, 422, approvals.CodeInvalidRequest, "effect"},
+			{"empty tool", testToken, strings.Replace(vectorBody, `"billing.credit"`, `""`, 1), 422, approvals.CodeInvalidRequest, "tool"},
+			{"run_id not a string", testToken, strings.Replace(vectorBody, `"r-7f3a"`, `7`, 1), 422, approvals.CodeInvalidRequest, "run_id"},
+			{"step a float", testToken, strings.Replace(vectorBody, `"step": 6`, `"step": 6.5`, 1), 422, approvals.CodeInvalidRequest, "step"},
+			{"step an object", testToken, strings.Replace(vectorBody, `"step": 6`, `"step": {}`, 1), 422, approvals.CodeInvalidRequest, "step"},
+			{"summary not a string", testToken, strings.Replace(vectorBody, `"Credit 42.00 USD to inv_8841"`, `["x"]`, 1), 422, approvals.CodeInvalidRequest, "summary"},
+			{"unknown top-level field", testToken, strings.Replace(vectorBody, `"step": 6,`, `"step": 6, "model": "gpt",`, 1), 422, approvals.CodeInvalidRequest, "model"},
+			{"effect not an object", testToken, strings.Replace(vectorBody, `{"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}`, `[1,2]`, 1), 422, approvals.CodeInvalidRequest, "effect"},
+			{"effect a string", testToken, strings.Replace(vectorBody, `{"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}`, `"credit it"`, 1), 422, approvals.CodeInvalidRequest, "effect"},
+			{"duplicate top-level name", testToken, strings.Replace(vectorBody, `"step": 6,`, `"step": 6, "step": 7,`, 1), 422, approvals.CodeInvalidRequest, "step"},
+			{"duplicate name in effect", testToken, strings.Replace(vectorBody, `"amount_cents": 4200,`, `"amount_cents": 4200, "amount_cents": 1,`, 1), 422, approvals.CodeInvalidRequest, "effect.amount_cents"},
+			{"duplicate name deep in an array", testToken, strings.Replace(vectorBody, `"currency": "USD"}`, `"currency": "USD", "lines": [{"a": 1}, {"b": 1, "b": 2}]}`, 1), 422, approvals.CodeInvalidRequest, "effect.lines[1].b"},
+			{"integer too large to be exact", testToken, strings.Replace(vectorBody, `4200`, `12345678901234567890`, 1), 422, approvals.CodeInvalidRequest, "effect.amount_cents"},
+			{"body an array", testToken, `[1]`, 422, approvals.CodeInvalidRequest, ""},
+			{"malformed JSON", testToken, `{"run_id": "r-7f3a",`, 400, approvals.CodeMalformedJSON, ""},
+			{"trailing garbage", testToken, vectorBody + ` {}`, 400, approvals.CodeMalformedJSON, ""},
+			{"not UTF-8", testToken, strings.Replace(vectorBody, "inv_8841", "inv_\xff", 1), 400, approvals.CodeMalformedJSON, ""},
+			{"empty body", testToken, ``, 400, approvals.CodeMalformedJSON, ""},
+			{"no token", "", vectorBody, 401, approvals.CodeUnauthorized, ""},
+			{"bad token", "not-the-token", vectorBody, 401, approvals.CodeUnauthorized, ""},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -188,14 +189,14 @@ func TestHookBodyLimit(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		big := `{"run_id":"r","step":1,"tool":"billing.credit","effect":{"pad":"` + strings.Repeat("x", MaxBodyBytes) + `"}}`
+		big := `{"run_id":"r","step":1,"tool":"billing.credit","effect":{"pad":"` + strings.Repeat("x", approvals.MaxBodyBytes) + `"}}`
 		r := b.post(t, big)
-		if code, _ := r.errorCode(t); r.status != http.StatusRequestEntityTooLarge || code != CodeTooLarge {
+		if code, _ := r.errorCode(t); r.status != http.StatusRequestEntityTooLarge || code != approvals.CodeTooLarge {
 			t.Errorf("declared length = %d %s", r.status, r.body)
 		}
 		// Without a Content-Length (chunked), the reader stops at the limit.
 		r = b.do(t, http.MethodPost, "/v1/requests", testToken, io.MultiReader(strings.NewReader(big)), nil)
-		if code, _ := r.errorCode(t); r.status != http.StatusRequestEntityTooLarge || code != CodeTooLarge {
+		if code, _ := r.errorCode(t); r.status != http.StatusRequestEntityTooLarge || code != approvals.CodeTooLarge {
 			t.Errorf("chunked = %d %s", r.status, r.body)
 		}
 	})
@@ -212,14 +213,14 @@ func TestHookGetAndCancel(t *testing.T) {
 			}
 		}
 		r := b.do(t, http.MethodGet, "/v1/requests/wa_nope", testToken, nil, nil)
-		if code, _ := r.errorCode(t); r.status != 404 || code != CodeNotFound {
+		if code, _ := r.errorCode(t); r.status != 404 || code != approvals.CodeNotFound {
 			t.Errorf("GET unknown = %d %s", r.status, r.body)
 		}
 		if r := b.do(t, http.MethodGet, "/v1/requests/"+v.Key, "", nil, nil); r.status != 401 {
 			t.Errorf("GET without token = %d", r.status)
 		}
 		r = b.do(t, http.MethodGet, "/v1/requests/"+v.Key+"?wait=2m", testToken, nil, nil)
-		if code, _ := r.errorCode(t); r.status != 422 || code != CodeInvalidRequest {
+		if code, _ := r.errorCode(t); r.status != 422 || code != approvals.CodeInvalidRequest {
 			t.Errorf("wait=2m = %d %s", r.status, r.body)
 		}
 
@@ -228,7 +229,7 @@ func TestHookGetAndCancel(t *testing.T) {
 			t.Fatalf("cancel = %d %s", r.status, r.body)
 		}
 		r = b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/cancel", testToken, nil, nil)
-		if code, _ := r.errorCode(t); r.status != 409 || code != CodeAlreadyDecided {
+		if code, _ := r.errorCode(t); r.status != 409 || code != approvals.CodeAlreadyDecided {
 			t.Errorf("cancel again = %d %s", r.status, r.body)
 		}
 		// A replay after cancel returns the cancelled request.

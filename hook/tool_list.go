@@ -1,10 +1,12 @@
-package approvals
+package hook
 
 import (
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/countersign/countersign/approvals"
 )
 
 // ToolView is a tool as GET /v1/tools shows it to an agent.
@@ -24,7 +26,7 @@ type PolicyView struct {
 
 // tools answers GET /v1/tools: the tools the agent may request, by name. Every agent may
 // request every configured tool today.
-func (h *Handler) tools(w http.ResponseWriter, r *http.Request, _ Agent) int {
+func (h *Handler) tools(w http.ResponseWriter, r *http.Request, _ approvals.Agent) int {
 	views := make([]ToolView, 0, len(h.svc.Tools))
 	for name, t := range h.svc.Tools {
 		v := ToolView{

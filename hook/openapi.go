@@ -1,4 +1,4 @@
-package approvals
+package hook
 
 import (
 	_ "embed"

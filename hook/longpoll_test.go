@@ -1,4 +1,4 @@
-package approvals
+package hook
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 )
@@ -123,7 +124,7 @@ func TestHookLongPollSince(t *testing.T) {
 
 		for _, bad := range []string{"-1", "x", "1.5"} {
 			r := b.do(t, http.MethodGet, "/v1/requests/"+v.Key+"?wait=1s&since="+bad, testToken, nil, nil)
-			if code, field := r.errorCode(t); r.status != 422 || code != CodeInvalidRequest || field != "since" {
+			if code, field := r.errorCode(t); r.status != 422 || code != approvals.CodeInvalidRequest || field != "since" {
 				t.Errorf("since=%s = %d %s", bad, r.status, r.body)
 			}
 		}

@@ -1,4 +1,4 @@
-package approvals
+package hook
 
 import (
 	"crypto/sha256"
@@ -7,18 +7,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/approvals"
 )
 
-// Agent is a caller of the hook, known by the sha256 of its bearer token.
+// Agent is an agent the hook knows, by the sha256 of its bearer token.
 type Agent struct {
-	Name        string
+	approvals.Agent
 	TokenSHA256 [32]byte
-	// Admin agents read, wait on and cancel every agent's requests; the
-	// others only their own.
-	Admin bool
-	// Callback is whether the agent has a callback URL configured.
-	Callback bool
 }
 
 // ParseAgent builds an Agent from its configured name and sha256 hex.
@@ -27,15 +22,9 @@ func ParseAgent(name, tokenSHA256Hex string) (Agent, error) {
 	if err != nil || len(raw) != sha256.Size {
 		return Agent{}, fmt.Errorf("agent %q: token_sha256 must be 64 hex characters (the sha256 of the token)", name)
 	}
-	a := Agent{Name: name}
+	a := Agent{Agent: approvals.Agent{Name: name}}
 	copy(a.TokenSHA256[:], raw)
 	return a, nil
-}
-
-// Sees reports whether the agent may read, wait on and cancel req: its own
-// requests, or every request for an admin.
-func (a Agent) Sees(req store.Request) bool {
-	return a.Admin || req.RequestedBy == a.Name
 }
 
 // Agents authenticates bearer tokens.
@@ -44,17 +33,17 @@ type Agents []Agent
 // Authenticate returns the agent whose token is in the Authorization header.
 // Every configured hash is compared in constant time, and all are compared,
 // so timing reveals neither the token nor which agent matched.
-func (as Agents) Authenticate(authorization string) (Agent, bool) {
+func (as Agents) Authenticate(authorization string) (approvals.Agent, bool) {
 	token, ok := strings.CutPrefix(authorization, "Bearer ")
 	if !ok || token == "" {
-		return Agent{}, false
+		return approvals.Agent{}, false
 	}
 	sum := sha256.Sum256([]byte(token))
-	var agent Agent
+	var agent approvals.Agent
 	found := 0
 	for _, a := range as {
 		if subtle.ConstantTimeCompare(sum[:], a.TokenSHA256[:]) == 1 {
-			agent, found = a, 1
+			agent, found = a.Agent, 1
 		}
 	}
 	return agent, found == 1

@@ -1,8 +1,9 @@
-package approvals
+package hook
 
 import (
 	"errors"
 	"fmt"
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store/drivertest"
 	"io"
 	"net/http"
@@ -80,8 +81,8 @@ func TestHookNULIntentsFailOnlyThemselves(t *testing.T) {
 				continue
 			}
 			want := nulIntents[i/5].field
-			if code, field := resp.errorCode(t); r.status != http.StatusUnprocessableEntity || code != CodeInvalidRequest || field != want {
-				t.Errorf("NUL in %s = %d %s field %q, want 422 %s field %q (%s)", want, r.status, code, field, CodeInvalidRequest, want, r.body)
+			if code, field := resp.errorCode(t); r.status != http.StatusUnprocessableEntity || code != approvals.CodeInvalidRequest || field != want {
+				t.Errorf("NUL in %s = %d %s field %q, want 422 %s field %q (%s)", want, r.status, code, field, approvals.CodeInvalidRequest, want, r.body)
 				continue
 			}
 			refused++
@@ -99,14 +100,14 @@ func TestHookNULIntentsFailOnlyThemselves(t *testing.T) {
 func TestDecodeIntentNUL(t *testing.T) {
 	t.Parallel()
 	for _, tt := range nulIntents {
-		_, err := DecodeIntent([]byte(tt.body))
-		var input *InputError
-		if !errors.As(err, &input) || input.Code != CodeInvalidRequest || input.Field != tt.field || !strings.Contains(input.Message, "U+0000") {
+		_, err := approvals.DecodeIntent([]byte(tt.body))
+		var input *approvals.InputError
+		if !errors.As(err, &input) || input.Code != approvals.CodeInvalidRequest || input.Field != tt.field || !strings.Contains(input.Message, "U+0000") {
 			t.Errorf("%s: DecodeIntent = %v, want invalid_request naming %s and U+0000", tt.body, err, tt.field)
 		}
 	}
 	// A backslash followed by "u0000" is text, not U+0000.
-	in, err := DecodeIntent([]byte(`{"run_id":"r","step":1,"tool":"t","effect":{"note\\u0000":"\\u0000"},"summary":"\\u0000"}`))
+	in, err := approvals.DecodeIntent([]byte(`{"run_id":"r","step":1,"tool":"t","effect":{"note\\u0000":"\\u0000"},"summary":"\\u0000"}`))
 	if err != nil || in.Summary != `\u0000` || string(in.Snapshot) != `{"note\\u0000":"\\u0000"}` {
 		t.Errorf("escaped backslash = %q %s, %v; want it accepted", in.Summary, in.Snapshot, err)
 	}
@@ -121,8 +122,8 @@ func TestHookNULReferenceNotFound(t *testing.T) {
 			b.do(t, http.MethodGet, "/v1/requests/wa_%00", testToken, nil, nil),
 			b.do(t, http.MethodPost, "/v1/requests/%00/cancel", testToken, nil, nil),
 		} {
-			if code, _ := r.errorCode(t); r.status != http.StatusNotFound || code != CodeNotFound {
-				t.Errorf("= %d %s, want 404 %s", r.status, r.body, CodeNotFound)
+			if code, _ := r.errorCode(t); r.status != http.StatusNotFound || code != approvals.CodeNotFound {
+				t.Errorf("= %d %s, want 404 %s", r.status, r.body, approvals.CodeNotFound)
 			}
 		}
 	})

@@ -1,11 +1,13 @@
-package approvals
+package hook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"time"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 )
 
@@ -92,10 +94,10 @@ type ResponseView struct {
 	Body   json.RawMessage `json:"body"`
 }
 
-// View reads the request's decision and execution and returns its representation.
-func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
+// viewOf reads the request's decision and execution and returns its representation.
+func viewOf(ctx context.Context, s *approvals.Service, req store.Request) (View, error) {
 	v := View{
-		ID: req.ID, Key: req.Key, KeyShort: ShortKey(req.Key), Status: req.Status, Round: req.Round,
+		ID: req.ID, Key: req.Key, KeyShort: approvals.ShortKey(req.Key), Status: req.Status, Round: req.Round,
 		RunID: req.RunID, Step: req.Step, Tool: req.Tool, Effect: req.Snapshot,
 		Summary: req.Summary, Reason: req.Reason, RequestedBy: req.RequestedBy, RequestFor: req.RequestedFor,
 		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
@@ -144,6 +146,26 @@ func (s *Service) View(ctx context.Context, req store.Request) (View, error) {
 		return View{}, err
 	}
 	return v, nil
+}
+
+// Representation returns the representation of the request with requestID
+// as the hook's JSON body: what a callback carries.
+func Representation(ctx context.Context, s *approvals.Service, requestID string) ([]byte, error) {
+	req, err := s.DB.RequestByID(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	v, err := viewOf(ctx, s, req)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func voteViews(votes []store.Vote) []VoteView {

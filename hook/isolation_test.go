@@ -1,4 +1,4 @@
-package approvals
+package hook
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 	"github.com/countersign/countersign/store/storetest"
@@ -86,7 +87,7 @@ func forEachHookStore(t *testing.T, test func(t *testing.T, b *isolationBundle))
 			s, insertFirst := hs.open(t, ctx, logger)
 			batcher := store.NewIntakeBatcher(s, 2, 16)
 			go batcher.Run(ctx)
-			svc := mustService(t, Config{DB: s, Logger: logger, InsertFirst: insertFirst, Batcher: batcher, Tools: map[string]Tool{
+			svc := mustService(t, approvals.Config{DB: s, Logger: logger, InsertFirst: insertFirst, Batcher: batcher, Tools: map[string]approvals.Tool{
 				"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 			}})
 			var agents Agents
@@ -171,7 +172,7 @@ func TestHookAgentSeesOnlyItsOwnRequests(t *testing.T) {
 			"cancel": b.do(t, http.MethodPost, "/v1/requests/order-0000-none/cancel", tokenB, nil, nil),
 		}
 		for what, r := range missing {
-			if code, _ := r.errorCode(t); r.status != http.StatusNotFound || code != CodeNotFound {
+			if code, _ := r.errorCode(t); r.status != http.StatusNotFound || code != approvals.CodeNotFound {
 				t.Fatalf("%s of a missing request = %d %s", what, r.status, r.body)
 			}
 		}
@@ -271,7 +272,7 @@ func TestHookReplayOfAnotherAgentsKeyRevealsNothing(t *testing.T) {
 		for _, token := range []string{tokenB, tokenAdmin} {
 			for _, a := range attempts {
 				r := b.create(t, token, a.body, a.key)
-				if code, _ := r.errorCode(t); r.status != http.StatusConflict || code != CodeKeyReused {
+				if code, _ := r.errorCode(t); r.status != http.StatusConflict || code != approvals.CodeKeyReused {
 					t.Errorf("%s: %d %s, want 409 key_reused", a.name, r.status, r.body)
 				}
 				if r.header.Get("Idempotent-Replayed") != "" {

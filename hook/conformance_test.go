@@ -1,4 +1,4 @@
-package approvals
+package hook
 
 import (
 	"bytes"
@@ -22,7 +22,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/countersign/countersign/approvals/apitest"
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/hook/apitest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/embedded"
@@ -68,7 +69,7 @@ func TestOpenAPIDocumentCoversEveryRouteAndCode(t *testing.T) {
 	if len(served) < 5 || !slices.Equal(served, doc.Operations()) {
 		t.Errorf("the hook serves %v, the document describes %v", served, doc.Operations())
 	}
-	codes := slices.Sorted(slices.Values(RefusalCodes()))
+	codes := slices.Sorted(slices.Values(approvals.RefusalCodes()))
 	if documented := slices.Sorted(slices.Values(doc.ErrorCodes())); !slices.Equal(codes, documented) {
 		t.Errorf("RefusalCodes are %v, the document's ErrorCode is %v", codes, documented)
 	}
@@ -102,7 +103,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		{"POST", "/v1/requests", testToken, `{"run_id":"r","step":1,"tool":"billing.credit","effect":[]}`, nil},
 		{"POST", "/v1/requests", testToken, `{"run_id":"r","step":1,"tool":"billing.credit","effect":{"invoice":"x"}}`, nil},
 		{"POST", "/v1/requests", testToken, `{"run_id":"r","step":1,"tool":"db.drop","effect":{}}`, nil},
-		{"POST", "/v1/requests", testToken, strings.Repeat(" ", MaxBodyBytes+1), nil},
+		{"POST", "/v1/requests", testToken, strings.Repeat(" ", approvals.MaxBodyBytes+1), nil},
 		{"GET", "/v1/requests/" + key, testToken, "", nil},
 		{"GET", "/v1/requests/" + key + "?wait=1ms", testToken, "", nil},
 		{"GET", "/v1/requests/" + key + "?wait=forever", testToken, "", nil},
@@ -152,7 +153,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	for _, promised := range document(t).Promised() {
 		// No input provokes an internal error on the hook; its body is the
 		// same Error as every other refusal.
-		if promised.Code == CodeInternal {
+		if promised.Code == approvals.CodeInternal {
 			continue
 		}
 		if !seen[promised] {
@@ -223,7 +224,7 @@ func closedStoreHook(t *testing.T, answers *apitest.Recorder) *bundle {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	svc := mustService(t, Config{DB: store.NewLedger(s), Tools: map[string]Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger})
+	svc := mustService(t, approvals.Config{DB: store.NewLedger(s), Tools: map[string]approvals.Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger})
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
 	if err != nil {

@@ -1,0 +1,15 @@
+// Package hook is the agent-facing HTTP API: POST /v1/requests, GET and
+// long-poll /v1/requests/{ref}, cancel, redrive, GET /v1/tools and the
+// OpenAPI 3.1 document that describes them all (GET /v1/openapi.json,
+// openapi.json beside this file).
+//
+// It authenticates agents by the sha256 of their bearer tokens (Agents),
+// reads the body within approvals.MaxBodyBytes, and hands the intent to
+// approvals.Service, which owns intake, keys and decisions. It represents a
+// request as a View, which is also the body of a callback
+// (Representation), and answers every refusal with approvals' code and
+// words, its HTTP status (Status) and, for a database out of reach,
+// Retry-After.
+//
+// hook/apitest holds the handlers to the OpenAPI document in tests.
+package hook

@@ -1,0 +1,100 @@
+package hook
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/store/drivertest"
+)
+
+// creditSchema is the billing.credit effect as a JSON Schema.
+const creditSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "required": ["invoice", "amount_cents", "currency"],
+  "additionalProperties": false,
+  "properties": {
+    "invoice": {"type": "string", "pattern": "^inv_[0-9]+$"},
+    "amount_cents": {"type": "integer", "minimum": 1, "maximum": 1000000},
+    "currency": {"enum": ["USD", "EUR"]},
+    "lines": {"type": "array", "items": {"type": "object", "required": ["sku"], "properties": {"sku": {"type": "string"}}}}
+  }
+}`
+
+func mustSchema(t testing.TB, raw string) *approvals.EffectSchema {
+	t.Helper()
+	s, err := approvals.CompileEffectSchema("billing.credit", []byte(raw), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// withSchema gives billing.credit the credit schema on b's service.
+func (b *bundle) withSchema(t testing.TB) {
+	t.Helper()
+	tool := b.svc.Tools["billing.credit"]
+	tool.EffectSchema = mustSchema(t, creditSchema)
+	b.svc.Tools = map[string]approvals.Tool{"billing.credit": tool, "deploy.release": b.svc.Tools["deploy.release"]}
+}
+
+// An effect that fails the schema is refused 422 invalid_effect naming the
+// failing path and the reason, and nothing is stored.
+func TestEffectSchemaRefusalNamesThePath(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+		b := setupWith(t, d)
+		b.withSchema(t)
+		for _, tc := range []struct {
+			effect, path, reason string
+		}{
+			{`{"invoice":"inv_8841","amount_cents":0,"currency":"USD"}`, "/effect/amount_cents", "minimum"},
+			{`{"invoice":"inv_8841","amount_cents":"4200","currency":"USD"}`, "/effect/amount_cents", "want integer"},
+			{`{"invoice":"inv_8841","currency":"USD"}`, "/effect/amount_cents", "missing propert"},
+			{`{"invoice":"bill 8841","amount_cents":4200,"currency":"USD"}`, "/effect/invoice", "does not match pattern"},
+			{`{"invoice":"inv_8841","amount_cents":4200,"currency":"GBP"}`, "/effect/currency", "value must be one of"},
+			{`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD","lines":[{"sku":"a"},{"qty":2}]}`, "/effect/lines/1/sku", "missing propert"},
+			{`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD","note":"x"}`, "/effect", "additional properties 'note'"},
+		} {
+			body := `{"run_id":"r-schema","step":1,"tool":"billing.credit","effect":` + tc.effect + `}`
+			resp, got := post(t, b, body)
+			if resp.StatusCode != http.StatusUnprocessableEntity || got.Error.Code != approvals.CodeInvalidEffect {
+				t.Errorf("%s: %d %+v, want 422 invalid_effect", tc.effect, resp.StatusCode, got.Error)
+				continue
+			}
+			if got.Error.Field != tc.path || !strings.Contains(got.Error.Message, tc.path) || !strings.Contains(got.Error.Message, tc.reason) {
+				t.Errorf("%s: field %q, message %q; want the path %s and %q", tc.effect, got.Error.Field, got.Error.Message, tc.path, tc.reason)
+			}
+		}
+		b.expectCounts(t, map[string]int{
+			`SELECT count(*) FROM requests`: 0,
+			`SELECT count(*) FROM events`:   0,
+			`SELECT count(*) FROM outbox`:   0,
+		})
+		// The same tool takes an effect that satisfies its schema.
+		if resp, got := post(t, b, `{"run_id":"r-schema","step":1,"tool":"billing.credit","effect":{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}}`); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("a valid effect answered %d %+v", resp.StatusCode, got.Error)
+		}
+	})
+}
+
+// post sends an intent body to b's hook and decodes the answer.
+func post(t *testing.T, b *bundle, body string) (*http.Response, errorBody) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.server.URL+"/v1/requests", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got errorBody
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil && !errors.Is(err, http.ErrBodyNotAllowed) {
+		t.Fatal(err)
+	}
+	return resp, got
+}

@@ -1,0 +1,240 @@
+package hook
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/hook/apitest"
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/store/postgres"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+const (
+	testToken = "agent-token-123"
+	approverA = "U0APPROVERA"
+	approverB = "U0APPROVERB"
+	requester = "U024BE7LH"
+	outsider  = "U0OUTSIDER"
+	groupID   = "S0FINANCE"
+)
+
+// billingAgent is the agent the tests submit as.
+var billingAgent = approvals.Agent{Name: "billing-agent"}
+
+// fixedGroups resolves user groups from a map.
+type fixedGroups map[string][]string
+
+func (g fixedGroups) GroupMembers(_ context.Context, id string) ([]string, error) { return g[id], nil }
+
+type bundle struct {
+	store store.Store
+	// exec and queryInt run raw SQL on the same database ($1… in order).
+	exec     func(query string, args ...any) error
+	queryInt func(query string, args ...any) (int, error)
+	listener store.Notifier
+	svc      *approvals.Service
+	server   *httptest.Server
+	ctx      context.Context
+	// answers records what the hook answered, checked against its OpenAPI
+	// document as it went.
+	answers *apitest.Recorder
+}
+
+// setup returns a service on a fresh database, serving the hook.
+func setup(t testing.TB) *bundle {
+	t.Helper()
+	return setupOn(t, storetest.NewURL(t))
+}
+
+// setupOn is setup on the PostgreSQL database at url.
+func setupOn(t testing.TB, url string) *bundle {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("opening test database: %v", err)
+	}
+	t.Cleanup(db.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	listener, listen, listening := db.Notifier(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go listen(ctx)
+	select {
+	case <-listening:
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener did not start")
+	}
+	b := &bundle{
+		exec: func(query string, args ...any) error {
+			_, err := db.Pool.Exec(context.Background(), query, args...)
+			return err
+		},
+		queryInt: func(query string, args ...any) (n int, err error) {
+			err = db.Pool.QueryRow(context.Background(), query, args...).Scan(&n)
+			return n, err
+		},
+	}
+	b.serve(t, ctx, store.NewLedger(db), listener)
+	return b
+}
+
+// setupWith is setup on a fresh database of driver d.
+func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
+	t.Helper()
+	bk := d.Open(t, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	b := &bundle{exec: bk.Exec, queryInt: bk.QueryInt}
+	b.serve(t, ctx, bk.Store, bk.Notifier(t))
+	return b
+}
+
+// serve builds the service on s, inserting first where the driver is
+// remote (as serve does), and serves the hook.
+func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listener store.Notifier) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	batcher := store.NewIntakeBatcher(s, 2, 16)
+	go batcher.Run(ctx)
+	l, ok := s.(*store.Ledger)
+	insertFirst := ok && l.Driver().Remote()
+	svc := mustService(t, approvals.Config{
+		DB: s,
+		Tools: map[string]approvals.Tool{
+			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
+			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
+		},
+		Groups:      fixedGroups{groupID: {"U0GROUPMEMBER"}},
+		Logger:      logger,
+		Batcher:     batcher,
+		InsertFirst: insertFirst,
+	})
+	sum := sha256.Sum256([]byte(testToken))
+	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(svc, Agents{agent}, listener, logger, NewMetrics(prometheus.NewRegistry()))
+	b.answers = apitest.NewRecorder()
+	server := httptest.NewServer(apitest.Conform(t, document(t), b.answers, h))
+	t.Cleanup(server.Close)
+	b.store, b.listener, b.svc, b.server, b.ctx = s, listener, svc, server, ctx
+}
+
+// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
+func forEachDriver(t *testing.T, test func(t *testing.T, d *drivertest.Driver)) {
+	t.Parallel()
+	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
+		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
+	}
+}
+
+// intentOpts overrides parts of the default intent; nil fields keep the default.
+type intentOpts struct {
+	RunID  *string
+	Effect *string
+	Tool   *string
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// newIntent returns the published test vector's intent unless opts override it.
+func newIntent(opts *intentOpts) approvals.Intent {
+	in := approvals.Intent{
+		RunID:        "r-7f3a",
+		Step:         []byte(`6`),
+		Tool:         "billing.credit",
+		Effect:       []byte(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
+		Summary:      "Credit 42.00 USD to inv_8841",
+		Reason:       "customer reported duplicate charge per ticket 5512",
+		RequestedFor: requester,
+	}
+	if opts == nil {
+		return in
+	}
+	if opts.RunID != nil {
+		in.RunID = *opts.RunID
+	}
+	if opts.Effect != nil {
+		in.Effect = []byte(*opts.Effect)
+	}
+	if opts.Tool != nil {
+		in.Tool = *opts.Tool
+	}
+	return in
+}
+
+// submit stores an intent and fails the test on error.
+func (b *bundle) submit(t *testing.T, opts *intentOpts) store.Request {
+	t.Helper()
+	req, _, err := b.svc.Submit(b.ctx, "billing-agent", newIntent(opts))
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	return req
+}
+
+// count returns a single integer from a query.
+func (b *bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	n, err := b.queryInt(sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func approve(req store.Request, by string) approvals.Decision {
+	return approvals.Decision{RequestID: req.ID, Round: req.Round, PayloadHash: req.PayloadHash, Verdict: store.VerdictApprove, DecidedBy: by, Via: "slack"}
+}
+
+// hasWaiter reports whether a long-poll is subscribed to the request.
+func (b *bundle) hasWaiter(requestID string) bool { return b.listener.(waiter).Waiting(requestID) > 0 }
+
+// together runs fn(0) … fn(n-1) on n goroutines released at the same moment,
+// and returns when all have finished.
+func together(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// expectCounts checks each query's count.
+func (b *bundle) expectCounts(t *testing.T, want map[string]int) {
+	t.Helper()
+	for sql, n := range want {
+		if got := b.count(t, sql); got != n {
+			t.Errorf("%s = %d, want %d", sql, got, n)
+		}
+	}
+}
+
+// mustService builds the review service the tests use.
+func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
+	t.Helper()
+	svc, err := approvals.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
