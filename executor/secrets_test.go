@@ -21,6 +21,7 @@ import (
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/callback"
 	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/hook"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
@@ -74,12 +75,12 @@ func TestNoSurfaceShowsASecretFromAFailedCallsURL(t *testing.T) {
 	fake := bottest.New(t)
 	slackBot := bot.New(bot.Config{
 		Slack:  slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second})),
-		Review: review, Cards: approvals.NewCards(ledger), Lookup: lookup.Service{DB: ledger}, SigningSecret: "signing-secret",
+		Review: review, Cards: ledger, Lookup: lookup.Service{DB: ledger}, SigningSecret: "signing-secret",
 		Resolver: exec, Logger: logger, PostInterval: -1,
 	})
 	t.Cleanup(slackBot.Wait)
 	callbacks := callback.New(callback.Config{
-		DB: ledger, Render: review.Representation, Timeout: 2 * time.Second, RetryBase: time.Minute, Batch: 50, Logger: logger,
+		DB: ledger, Render: func(ctx context.Context, id string) ([]byte, error) { return hook.Representation(ctx, review, id) }, Timeout: 2 * time.Second, RetryBase: time.Minute, Batch: 50, Logger: logger,
 		Targets: map[string]callback.Target{"agent": {URL: withSecret("/hooks/countersign"), Secret: []byte("callback-secret")}},
 	})
 
