@@ -42,6 +42,10 @@ type options struct {
 	reviewNow func() time.Time
 	// driver is the database; nil is PostgreSQL.
 	driver *drivertest.Driver
+	// backend, when set, is the database already opened.
+	backend *drivertest.Backend
+	// toolName names the tool; "" is toolName.
+	toolName string
 }
 
 func setup(t *testing.T, opts *options) *bundle {
@@ -53,7 +57,10 @@ func setup(t *testing.T, opts *options) *bundle {
 	if opts.driver != nil {
 		driver = *opts.driver
 	}
-	b := &bundle{db: driver.Open(t, true), provider: providertest.New()}
+	b := &bundle{db: opts.backend, provider: providertest.New()}
+	if b.db == nil {
+		b.db = driver.Open(t, true)
+	}
 	b.provider.Secret = []byte(secret)
 	b.srv = providertest.Start(t, b.provider)
 	b.tool = executor.Tool{
@@ -64,14 +71,18 @@ func setup(t *testing.T, opts *options) *bundle {
 	if opts.tool != nil {
 		opts.tool(&b.tool)
 	}
+	name := toolName
+	if opts.toolName != "" {
+		name = opts.toolName
+	}
 	b.review = mustService(t, approvals.Config{
 		DB:     b.db.Store,
-		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
+		Tools:  map[string]approvals.Tool{name: {Name: name, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    opts.reviewNow,
 	})
 	cfg := executor.Config{
-		DB: b.db.Store, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		DB: b.db.Store, Tools: map[string]executor.Tool{name: b.tool}, Secret: []byte(secret),
 		Worker: "worker-a", BatchSize: 50, Concurrency: 16,
 		Backoff:      func(int) time.Duration { return 0 },
 		VerifyWindow: -1,
@@ -192,14 +203,6 @@ FROM outbox WHERE request_id = '%s' ORDER BY id`, requestID))
 		t.Fatal(err)
 	}
 	return out
-}
-
-// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
-func forEachDriver(t *testing.T, test func(t *testing.T, d *drivertest.Driver)) {
-	t.Parallel()
-	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
-		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
-	}
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -105,14 +105,6 @@ func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
 	return setupOn(t, nil, bk.Store, bk.QueryInt)
 }
 
-// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
-func forEachDriver(t *testing.T, test func(t *testing.T, drv *drivertest.Driver)) {
-	t.Parallel()
-	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
-		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
-	}
-}
-
 func setupOn(t testing.TB, db *postgres.Driver, s store.Store, rawCount func(string, ...any) (int, error)) *bundle {
 	t.Helper()
 	svc := mustService(t, approvals.Config{
