@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
@@ -75,7 +76,7 @@ func setup(t *testing.T, opts *options) *bundle {
 	if opts.toolName != "" {
 		name = opts.toolName
 	}
-	b.review = mustService(t, approvals.Config{
+	b.review = approvalstest.New(t, approvals.Config{
 		DB:     b.db.Store,
 		Tools:  map[string]approvals.Tool{name: {Name: name, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
 		Logger: slog.New(slog.DiscardHandler),
@@ -227,14 +228,4 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
-}
-
-// mustService builds the review service the tests use.
-func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
-	t.Helper()
-	svc, err := approvals.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
 }
