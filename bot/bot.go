@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
@@ -117,9 +118,9 @@ type Bot struct {
 
 	lookupAllowed []string // who may look requests up; empty: everyone
 
-	deliverEvery time.Duration
-	socket       *socketmode.Client
-	runState
+	deliverEvery   time.Duration
+	socket         *socketmode.Client
+	startstop.Base // the outbox loop and Socket Mode (run.go)
 }
 
 // New returns a Bot.

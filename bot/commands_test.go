@@ -64,7 +64,7 @@ func TestSlashCommandLookups(t *testing.T) {
 
 // Lookups answer many matches with at most five.
 func TestAmbiguousPrefixListsFive(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		for i := range 8 {
@@ -78,7 +78,7 @@ func TestAmbiguousPrefixListsFive(t *testing.T) {
 }
 
 func TestLookupShowsTheExpiryDate(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		req := b.submit(intent{})

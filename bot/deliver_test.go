@@ -17,7 +17,7 @@ import (
 )
 
 func TestPostCard(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		req := b.submit(intent{requestedFor: "UREQ"})
@@ -73,7 +73,7 @@ func TestPostCard(t *testing.T) {
 }
 
 func TestLongEffectIsCutWithTheRestReachable(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		lines := make([]string, 0, 300)
@@ -147,7 +147,7 @@ func sectionTexts(m bottest.Message) []string {
 // A post that lands while the worker never learns its ts (a 500 after the
 // message is stored) is found by its metadata before posting again.
 func TestUnknownPostOutcomeLeavesOneCard(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		b.fake.FailNext("chat.postMessage", bottest.Failure{Status: 500, Land: true})
@@ -174,7 +174,7 @@ func TestUnknownPostOutcomeLeavesOneCard(t *testing.T) {
 // runs out a fresh worker finds the card by its metadata and does not post
 // again.
 func TestCrashBetweenPostAndRecordLeavesOneCard(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv, lease: 300 * time.Millisecond})
 		req := b.submit(intent{})
@@ -204,7 +204,7 @@ func TestCrashBetweenPostAndRecordLeavesOneCard(t *testing.T) {
 
 // A 429 storm delays deliveries but loses none and duplicates none.
 func TestRateLimitStormLosesNothing(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		const n = 40
@@ -239,7 +239,7 @@ func TestRateLimitStormLosesNothing(t *testing.T) {
 }
 
 func TestTransientErrorIsRetried(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		b.fake.FailNext("chat.postMessage", bottest.Failure{Status: 503}, bottest.Failure{SlackError: "internal_error"})
@@ -273,7 +273,7 @@ func TestPermanentErrorIsRecorded(t *testing.T) {
 }
 
 func TestUpdateWaitsForItsCard(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		req := b.submit(intent{})
@@ -300,7 +300,7 @@ func decisionValue(r store.Request) string {
 // Agent-written text cannot mention anyone or link anywhere on the card or
 // in its notification (plain_text, such as the header, is never parsed).
 func TestAgentTextIsInert(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		req := b.submit(intent{invoice: "<!channel> <https://evil.example|click>"})
@@ -346,7 +346,7 @@ func mrkdwnTexts(m bottest.Message) []string {
 
 // Two workers (two replicas) draining one outbox post each card once.
 func TestTwoWorkersPostEachCardOnce(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		other := bot.New(bot.Config{Slack: b.slackClient(), Review: b.review, Cards: b.store, Lookup: lookup.Service{DB: b.store}, PostInterval: -1})

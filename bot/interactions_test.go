@@ -18,7 +18,7 @@ import (
 // Four concurrent deliveries of the same click for each of 200 requests
 // record exactly 200 decisions and produce exactly 200 card updates.
 func TestConcurrentClicksRecordOneDecisionEach(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		const n = 200
@@ -90,7 +90,7 @@ func TestConcurrentClicksRecordOneDecisionEach(t *testing.T) {
 // Requests that fail the signature checks are refused before parsing, and the
 // refusal never carries the signature the server computed.
 func TestSignatureChecks(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		req := b.submit(intent{})
@@ -139,7 +139,7 @@ func TestSignatureChecks(t *testing.T) {
 }
 
 func TestClickAnswers(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		b.fake.SetGroup("S0FINANCE", "UCAT")
@@ -211,7 +211,7 @@ func TestClickAnswers(t *testing.T) {
 }
 
 func TestGroupApprovers(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		b.fake.SetGroup("S0FINANCE", "UCAT", "UDAN")
@@ -250,7 +250,7 @@ type ctxT = context.Context
 // database lets exactly one decision stand per request and everyone else is
 // told who won.
 func TestConcurrentClicksByDifferentApprovers(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		b.fake.SetGroup("S0FINANCE", "UCAT")

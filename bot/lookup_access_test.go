@@ -50,7 +50,7 @@ func revealsNothing(t *testing.T, what, got string, req store.Request) {
 // the refusal and nothing about the request, and the refusal is logged.
 // Help still answers.
 func TestSlashCommandLookupAllowList(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		logs := &lockedBuffer{}
 		b := setup(t, &options{driver: drv,
@@ -120,7 +120,7 @@ func TestSlashCommandLookupAllowList(t *testing.T) {
 // A user group that cannot be resolved refuses nothing silently and allows
 // nothing: the user is asked to try again.
 func TestSlashCommandLookupGroupUnresolved(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv, lookupAllowed: []string{"USUP", supportGroup}})
 		req := b.submit(intent{})
@@ -139,7 +139,7 @@ func TestSlashCommandLookupGroupUnresolved(t *testing.T) {
 
 // Without slack.lookup_allowed, anyone in the workspace looks requests up.
 func TestSlashCommandLookupUnsetAllowsEveryone(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		req := b.submit(intent{})

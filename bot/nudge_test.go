@@ -47,7 +47,7 @@ func (b *bundle) replies(req store.Request) []bottest.Message {
 // naming escalate_to after escalate_after, each in the card's thread, each
 // once however often the sweep runs; both show in the lookup's timeline.
 func TestRemindThenEscalateInTheCardThread(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		b.withNudges(false)
@@ -103,7 +103,7 @@ func TestRemindThenEscalateInTheCardThread(t *testing.T) {
 // Nothing is queued for a request decided before the sweep, and a nudge
 // queued before a decision is not posted after it.
 func TestNoNudgeOnceDecided(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		b.withNudges(false)
@@ -130,7 +130,7 @@ func TestNoNudgeOnceDecided(t *testing.T) {
 // A reply whose post landed while its answer was lost is found in the
 // thread by its metadata on the next attempt, not posted twice.
 func TestReplyWithUnknownOutcomeIsPostedOnce(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv, lease: 50 * time.Millisecond})
 		b.withNudges(false)
@@ -156,7 +156,7 @@ func TestReplyWithUnknownOutcomeIsPostedOnce(t *testing.T) {
 // With escalate_adds_approvers, the people escalated to may decide the
 // round once it is escalated, and not before.
 func TestEscalationAddsApprovers(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		b.withNudges(true)
@@ -192,7 +192,7 @@ func TestEscalationAddsApprovers(t *testing.T) {
 // A reminder on a round that has votes mentions only the approvers who have
 // not voted.
 func TestReminderLeavesOutWhoHasVoted(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		tool := b.review.Tools["billing.quorum"]

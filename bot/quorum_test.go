@@ -22,7 +22,7 @@ func cardText(m bottest.Message) string { return string(m.Blocks) }
 // and shown, the same approver's second click changes nothing, and the
 // second approver's click decides, once.
 func TestTwoOfNDecidesOnTheSecondDistinctApprover(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		req := b.submit(intent{tool: "billing.quorum"})
@@ -85,7 +85,7 @@ func TestTwoOfNDecidesOnTheSecondDistinctApprover(t *testing.T) {
 // An approve and a reject racing on one request leave exactly one
 // decision, on a one-approval tool and on a 2-of-N tool.
 func TestApproveRejectRaceLeavesOneDecision(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		const n = 20
@@ -131,7 +131,7 @@ func TestApproveRejectRaceLeavesOneDecision(t *testing.T) {
 // The requester, and the owners of the agent that asked, may not approve:
 // each is answered, audited, and casts no vote.
 func TestRequesterAndOwnerMayNotApprove(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		req := b.submit(intent{tool: "billing.quorum", requestedFor: "UBEN"})
@@ -186,7 +186,7 @@ func (b *bundle) submitModal(user string, view json.RawMessage, reason string) s
 // decided is answered and changes nothing; a required reason left empty
 // keeps the modal open with the field's error.
 func TestRejectModalRecordsTheReason(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		req := b.submit(intent{tool: "billing.quorum"})
@@ -257,7 +257,7 @@ func TestRejectModalRecordsTheReason(t *testing.T) {
 // A tier matched at intake is frozen on the request: changing the tool's
 // configuration afterwards does not change a pending request's policy.
 func TestTierIsFrozenAtIntake(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: drv})
 		at := b.submit(intent{tool: "billing.quorum", effect: `{"amount_cents":100000}`})

@@ -3,8 +3,8 @@ package bot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 )
 
@@ -19,19 +19,22 @@ const maxDeliverRounds = 20
 // Start runs the outbox delivery loop and, when Config.Socket is set, Socket
 // Mode, and returns. They stop when ctx ends or Stop is called.
 func (b *Bot) Start(ctx context.Context) error {
-	b.runMu.Lock()
-	defer b.runMu.Unlock()
-	if b.cancel != nil {
-		return errors.New("bot already started")
+	ctx, err := b.StartInit(ctx)
+	if err != nil {
+		return fmt.Errorf("starting the bot: %w", err)
 	}
-	ctx, b.cancel = context.WithCancel(ctx)
-	b.loops.Go(func() { b.deliverLoop(ctx) })
+	ctx = b.UntilStopping(ctx) // neither loop has anything to finish
+	if err := b.Go(func() { b.deliverLoop(ctx) }); err != nil {
+		return err
+	}
 	if b.socket != nil {
-		b.loops.Go(func() {
+		if err := b.Go(func() {
 			if err := b.RunSocketMode(ctx, b.socket); err != nil {
 				b.logger.Error("socket mode stopped", slog.String("error", err.Error()))
 			}
-		})
+		}); err != nil {
+			return err
+		}
 		b.logger.Info("socket mode on")
 	}
 	return nil
@@ -40,14 +43,11 @@ func (b *Bot) Start(ctx context.Context) error {
 // Stop ends what Start runs and waits, until ctx ends, for it and for the
 // ephemeral answers still in flight.
 func (b *Bot) Stop(ctx context.Context) error {
-	b.runMu.Lock()
-	if b.cancel != nil {
-		b.cancel()
+	if err := b.Base.Stop(ctx); err != nil {
+		return fmt.Errorf("stopping the bot: %w", err)
 	}
-	b.runMu.Unlock()
 	done := make(chan struct{})
 	go func() {
-		b.loops.Wait()
 		b.Wait()
 		close(done)
 	}()
@@ -83,11 +83,4 @@ func (b *Bot) deliverLoop(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// runState is what Start and Stop share.
-type runState struct {
-	runMu  sync.Mutex
-	cancel context.CancelFunc
-	loops  sync.WaitGroup
 }

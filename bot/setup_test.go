@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/lookup"
@@ -100,7 +101,7 @@ func setup(t testing.TB, opts *options) *bundle {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	groups := bot.NewGroups(client, time.Minute)
-	review := mustService(t, approvals.Config{DB: ledger, Logger: logger, Groups: groups, Tools: map[string]approvals.Tool{
+	review := approvalstest.New(t, approvals.Config{DB: ledger, Logger: logger, Groups: groups, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
 		"fast.expiring":  {Name: "fast.expiring", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Millisecond},
@@ -323,21 +324,3 @@ func newClient(fake *bottest.Slack) *slack.Client {
 
 // slackClient is a second client on the bundle's fake Slack.
 func (b *bundle) slackClient() *slack.Client { return newClient(b.fake) }
-
-// mustService builds the review service the tests use.
-func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
-	t.Helper()
-	svc, err := approvals.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
-}
-
-// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
-func forEachDriver(t *testing.T, test func(t *testing.T, drv *drivertest.Driver)) {
-	t.Parallel()
-	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
-		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
-	}
-}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/internal/signature"
+	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/store"
 )
 
@@ -67,11 +68,7 @@ type Deliverer struct {
 	client *http.Client
 	lease  time.Duration
 
-	mu       sync.Mutex
-	started  bool
-	stopping chan struct{}
-	cancel   context.CancelFunc
-	done     chan struct{}
+	startstop.Base
 }
 
 // New returns a Deliverer; Start runs it in the background, or call RunOnce.
@@ -100,53 +97,32 @@ func New(cfg Config) *Deliverer {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &Deliverer{cfg: cfg, client: client, lease: 2*cfg.Timeout + 5*time.Second, stopping: make(chan struct{})}
+	return &Deliverer{cfg: cfg, client: client, lease: 2*cfg.Timeout + 5*time.Second}
 }
 
-// Start delivers in the background until Stop.
+// Start delivers in the background until Stop; the deliveries outlive
+// ctx, since Stop waits for those in flight.
 func (d *Deliverer) Start(ctx context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.started {
-		return errors.New("callback deliverer already started")
+	ctx, err := d.StartInit(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("starting callback delivery: %w", err)
 	}
-	d.started = true
-	ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	d.done = make(chan struct{})
-	go func() {
-		defer close(d.done)
-		d.run(ctx)
-	}()
-	return nil
+	return d.Go(func() { d.run(ctx) })
 }
 
 // Stop stops claiming and waits for the deliveries in flight; when ctx ends
 // first they are cut off, and their leases bring them back later.
 func (d *Deliverer) Stop(ctx context.Context) error {
-	d.mu.Lock()
-	if !d.started {
-		d.mu.Unlock()
-		return nil
+	if err := d.Base.Stop(ctx); err != nil {
+		return fmt.Errorf("stopping callback delivery: %w; the deliveries in flight are retried after their lease", context.Cause(ctx))
 	}
-	select {
-	case <-d.stopping:
-	default:
-		close(d.stopping)
-	}
-	d.mu.Unlock()
-	select {
-	case <-d.done:
-		return nil
-	case <-ctx.Done():
-	}
-	d.cancel()
-	<-d.done
-	return fmt.Errorf("stopping callback delivery: %w; the deliveries in flight are retried after their lease", context.Cause(ctx))
+	return nil
 }
 
 func (d *Deliverer) run(ctx context.Context) {
 	ticker := time.NewTicker(d.cfg.Poll)
 	defer ticker.Stop()
+	stopping := d.Stopping()
 	for {
 		// Drain: a full batch means more may be due.
 		for {
@@ -154,26 +130,17 @@ func (d *Deliverer) run(ctx context.Context) {
 			if err != nil && ctx.Err() == nil {
 				d.cfg.Logger.Warn("claiming callbacks failed", slog.String("error", err.Error()))
 			}
-			if err != nil || n < d.cfg.Batch || d.isStopping() {
+			if err != nil || n < d.cfg.Batch || d.IsStopping() {
 				break
 			}
 		}
 		select {
-		case <-d.stopping:
+		case <-stopping:
 			return
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
-	}
-}
-
-func (d *Deliverer) isStopping() bool {
-	select {
-	case <-d.stopping:
-		return true
-	default:
-		return false
 	}
 }
 

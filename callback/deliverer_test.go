@@ -96,16 +96,6 @@ func setup(t *testing.T, drv *drivertest.Driver, url string) *bundle {
 	return &bundle{b: b, d: d, registry: reg, metrics: m}
 }
 
-func forEachDriver(t *testing.T, test func(t *testing.T, drv *drivertest.Driver)) {
-	t.Parallel()
-	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
-		t.Run(d.Name, func(t *testing.T) {
-			t.Parallel()
-			test(t, &d)
-		})
-	}
-}
-
 // rejected inserts a request of agentName and rejects it, which queues one
 // request.settled callback.
 func rejected(t *testing.T, s store.Store, key string) store.Request {
@@ -155,7 +145,8 @@ func (b *bundle) drain(t *testing.T) {
 // One transition, one signed delivery of the representation, and nothing
 // more once it landed.
 func TestDeliveredOncePerTransitionSigned(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
 		e := newEndpoint(t)
 		b := setup(t, drv, e.URL)
 		req := rejected(t, b.b, "wa_cb_once")
@@ -191,7 +182,8 @@ func TestDeliveredOncePerTransitionSigned(t *testing.T) {
 
 // An agent that answers 500 twice gets the same delivery a third time.
 func TestRedeliveredAfterTwoFailures(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
 		e := newEndpoint(t, 500, 500)
 		b := setup(t, drv, e.URL)
 		req := rejected(t, b.b, "wa_cb_retry")
@@ -217,7 +209,8 @@ func TestRedeliveredAfterTwoFailures(t *testing.T) {
 
 // A redirect is not followed: the signed body never reaches where it points.
 func TestRedirectsAreNotFollowed(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
 		elsewhere := newEndpoint(t)
 		redirect := httptest.NewServer(http.RedirectHandler(elsewhere.URL, http.StatusTemporaryRedirect))
 		t.Cleanup(redirect.Close)
@@ -238,7 +231,8 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 
 // Past its retry window a delivery that keeps failing fails for good.
 func TestFailsAfterItsRetryWindow(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
 		e := newEndpoint(t, 503, 503, 503)
 		b := setup(t, drv, e.URL)
 		req := rejected(t, b.b, "wa_cb_window")

@@ -9,7 +9,7 @@ import (
 )
 
 func TestDispatchSendsTheApprovedBytesOnce(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d})
 		req := b.approve(t)
@@ -48,7 +48,7 @@ func TestDispatchSendsTheApprovedBytesOnce(t *testing.T) {
 }
 
 func TestDispatchRefusesASnapshotThatDoesNotMatchTheApprovedHash(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d})
 		req := b.approve(t)

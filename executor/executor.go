@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"context"
 	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -9,9 +8,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
+	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/store"
 )
 
@@ -81,16 +80,10 @@ type Executor struct {
 	wake     <-chan struct{}
 	poll     time.Duration
 
-	// The lifecycle (run.go): Stop closes stopping, so nothing more is
-	// claimed, and waits on work, which counts the loops Start runs and
-	// every dispatch in progress. When Stop's grace ends, cut cancels the
-	// sends still in flight.
-	mu       sync.Mutex
-	started  bool
-	stopping chan struct{}
-	work     sync.WaitGroup
-	cut      context.Context
-	cutOff   context.CancelFunc
+	// The lifecycle (run.go): Start's loops run through the base, and every
+	// dispatch enters it, so Stop waits for all of them; when Stop's grace
+	// ends the base cuts off the sends still in flight.
+	startstop.Base
 }
 
 // New returns an Executor for cfg.
@@ -114,9 +107,7 @@ func New(cfg Config) *Executor {
 		onSend:   cfg.OnSend,
 		wake:     cfg.Wake,
 		poll:     cfg.Poll,
-		stopping: make(chan struct{}),
 	}
-	e.cut, e.cutOff = context.WithCancel(context.Background())
 	longest := time.Duration(0)
 	for name, t := range cfg.Tools {
 		t = t.withDefaults()

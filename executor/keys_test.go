@@ -29,7 +29,7 @@ var verifyForms = []struct{ name, path string }{
 // plus, at a provider that ignores keys: the verify URL must ask for exactly
 // that key, find the write, and nothing is sent twice.
 func TestUncertainSendsUnderAwkwardKeys(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		for _, form := range verifyForms {
 			t.Run(form.name, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 )
 
 func TestMetricsCountAttemptsAndExecutions(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		reg := prometheus.NewRegistry()
 		m := executor.NewMetrics(reg)

@@ -16,7 +16,7 @@ import (
 // a real send to the fake provider and checks the state, the code, the audit
 // event and the objects created.
 func TestClassificationTableAtTheProvider(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.Timeout = 400 * time.Millisecond }})
 		rows := []struct {
@@ -94,7 +94,7 @@ func TestClassificationTableAtTheProvider(t *testing.T) {
 }
 
 func TestConnectionRefusedIsRetried(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -114,7 +114,7 @@ func TestConnectionRefusedIsRetried(t *testing.T) {
 }
 
 func TestAttemptsAreCappedOnTheRow(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d}) // max_attempts 3, no backoff
 		req := b.approve(t)
@@ -138,7 +138,7 @@ func TestAttemptsAreCappedOnTheRow(t *testing.T) {
 }
 
 func TestRetryThenSucceedUnderTheSameKey(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d})
 		req := b.approve(t)
@@ -159,7 +159,7 @@ func TestRetryThenSucceedUnderTheSameKey(t *testing.T) {
 }
 
 func TestRetryAfterIsHonoured(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d}) // the backoff is 0, so the delay is the provider's
 		req := b.approve(t)

@@ -51,7 +51,7 @@ func (b *bundle) sendAsTheDeadWorker(t *testing.T, c store.Claim) {
 }
 
 func TestCrashBeforeDispatchIsVerifiedThenSentOnce(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d})
 		req := b.approve(t)
@@ -82,7 +82,7 @@ func TestCrashBeforeDispatchIsVerifiedThenSentOnce(t *testing.T) {
 }
 
 func TestCrashAfterTheProviderProcessedIsVerifiedNotResent(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.KeyAware = false }})
 		b.provider.IgnoreKeys(true)
@@ -102,7 +102,7 @@ func TestCrashAfterTheProviderProcessedIsVerifiedNotResent(t *testing.T) {
 }
 
 func TestVerifyBeforeRetryAgainstAProviderThatIgnoresKeys(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.KeyAware = false }})
 		b.provider.IgnoreKeys(true)
@@ -129,7 +129,7 @@ func TestVerifyBeforeRetryAgainstAProviderThatIgnoresKeys(t *testing.T) {
 }
 
 func TestKeyAwareProviderWithoutVerifyIsResentUnderTheSameKey(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.Verify = nil }})
 		req := b.approve(t)
@@ -152,7 +152,7 @@ func TestKeyAwareProviderWithoutVerifyIsResentUnderTheSameKey(t *testing.T) {
 }
 
 func TestUnknownWithNoWayToVerifyGoesToAHuman(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.Verify, tool.KeyAware = nil, false }})
 		b.provider.IgnoreKeys(true)
@@ -174,7 +174,7 @@ func TestUnknownWithNoWayToVerifyGoesToAHuman(t *testing.T) {
 }
 
 func TestAStaleWorkerNeverOverwritesANewerOutcome(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d})
 		req := b.approve(t)
@@ -203,7 +203,7 @@ func TestAStaleWorkerNeverOverwritesANewerOutcome(t *testing.T) {
 }
 
 func TestInconclusiveVerificationWaitsThenEscalates(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, config: func(c *executor.Config) { c.VerifyWindow = time.Hour }})
 		req := b.approve(t)

@@ -23,7 +23,7 @@ func (b *bundle) inReview(t *testing.T) (store.Request, store.Execution) {
 }
 
 func TestResolveMarkSucceededAndMarkFailed(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d})
 		ctx := context.Background()
@@ -54,7 +54,7 @@ func TestResolveMarkSucceededAndMarkFailed(t *testing.T) {
 }
 
 func TestResolveResendRunsTheSameRowUnderTheSameKey(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.MaxAttempts = 1 }})
 		req, e := b.inReview(t)
@@ -76,7 +76,7 @@ func TestResolveResendRunsTheSameRowUnderTheSameKey(t *testing.T) {
 }
 
 func TestResolveRefusesWhatIsNotWaitingForAHuman(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d})
 		ctx := context.Background()

@@ -15,7 +15,7 @@ import (
 )
 
 func TestAnApprovalOlderThanItsTTLAsksForANewDecision(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		longAgo := time.Now().Add(-25 * time.Hour)
 		b := setup(t, &options{driver: d, reviewNow: func() time.Time { return longAgo }})
@@ -59,7 +59,7 @@ func TestAnApprovalOlderThanItsTTLAsksForANewDecision(t *testing.T) {
 }
 
 func TestAFailedPreconditionSupersedesInsteadOfWriting(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) {
 			tool.Precondition = &executor.Endpoint{URL: tool.URL[:len(tool.URL)-len("/credits")] + "/precondition"}
@@ -85,7 +85,7 @@ func TestAFailedPreconditionSupersedesInsteadOfWriting(t *testing.T) {
 }
 
 func TestRevalidationAfterTheProviderSaidNotDone(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d}) // approval_ttl 24h
 		req := b.approve(t)
@@ -107,7 +107,7 @@ func TestRevalidationAfterTheProviderSaidNotDone(t *testing.T) {
 }
 
 func TestNoRevalidationAfterAnAmbiguousOutcome(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.Verify = nil }}) // key-aware: resend under the same key
 		req := b.approve(t)

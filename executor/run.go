@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/countersign/countersign/internal/startstop"
 )
 
 // MaxShutdownGrace caps ShutdownGrace.
@@ -36,16 +38,16 @@ func (e *Executor) ShutdownGrace() time.Duration {
 // as Run's wake and poll do) and returns. The loops stop claiming when ctx
 // ends or Stop is called; Stop waits for what they have claimed.
 func (e *Executor) Start(ctx context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	ctx, err := e.StartInit(ctx)
 	switch {
-	case e.isStopping():
+	case errors.Is(err, startstop.ErrStopped):
 		return ErrStopped
-	case e.started:
-		return errors.New("executor already started")
+	case err != nil:
+		return fmt.Errorf("starting the executor: %w", err)
 	}
-	e.started = true
-	e.work.Go(func() { e.Run(ctx, e.wake, e.poll) })
+	if err := e.Go(func() { e.Run(ctx, e.wake, e.poll) }); err != nil {
+		return ErrStopped // Stop began between the two calls
+	}
 	return nil
 }
 
@@ -57,55 +59,21 @@ func (e *Executor) Start(ctx context.Context) error {
 // them. Stop returns once everything has unwound, with an error if ctx cut it
 // short. After Stop, Start, DispatchOnce and Drain return ErrStopped.
 func (e *Executor) Stop(ctx context.Context) error {
-	e.mu.Lock()
-	if !e.isStopping() {
-		close(e.stopping)
+	if err := e.Base.Stop(ctx); err != nil {
+		return fmt.Errorf("stopping the executor: %w; the sends still in flight were cut off, and the reconciler settles them", context.Cause(ctx))
 	}
-	e.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		e.work.Wait() // no work is added once stopping is closed
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-	}
-	e.cutOff()
-	<-done
-	return fmt.Errorf("stopping the executor: %w; the sends still in flight were cut off, and the reconciler settles them", context.Cause(ctx))
-}
-
-func (e *Executor) isStopping() bool {
-	select {
-	case <-e.stopping:
-		return true
-	default:
-		return false
-	}
+	return nil
 }
 
 // enter registers a dispatch with Stop, unless the executor is stopping or
 // ctx has ended. The context it returns is not cancelled with ctx, only when
 // Stop's grace ends: what is claimed runs to its outcome, which is recorded.
 func (e *Executor) enter(ctx context.Context) (context.Context, func(), error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.isStopping() {
+	work, leave, err := e.Enter(ctx)
+	if errors.Is(err, startstop.ErrStopped) {
 		return nil, nil, ErrStopped
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	e.work.Add(1)
-	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	unhook := context.AfterFunc(e.cut, cancel)
-	return work, func() {
-		unhook()
-		cancel()
-		e.work.Done()
-	}, nil
+	return work, leave, err
 }
 
 // Run keeps Lanes dispatch loops going until ctx ends or Stop is called, and
@@ -121,6 +89,7 @@ func (e *Executor) Run(ctx context.Context, wake <-chan struct{}, poll time.Dura
 	for i := range r.lanes {
 		r.lanes[i] = &lane{wake: make(chan struct{}, 1)}
 	}
+	stopping := e.Stopping()
 	var lanes sync.WaitGroup
 	defer lanes.Wait()
 	for _, l := range r.lanes {
@@ -130,7 +99,7 @@ func (e *Executor) Run(ctx context.Context, wake <-chan struct{}, poll time.Dura
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.stopping:
+		case <-stopping:
 			return
 		case <-wake:
 			r.start(nil)
@@ -176,11 +145,12 @@ func (e *Executor) runLane(ctx context.Context, r *runner, l *lane, poll time.Du
 		tick = ticker.C
 	}
 	full := func() { r.start(l) }
+	stopping := e.Stopping()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.stopping:
+		case <-stopping:
 			return
 		case <-l.wake:
 		case <-tick:

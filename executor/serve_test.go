@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
@@ -121,7 +122,7 @@ tools:
 	if err := os.WriteFile(c.config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.review = mustService(t, approvals.Config{
+	c.review = approvalstest.New(t, approvals.Config{
 		DB:     store.NewLedger(c.db),
 		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: 5}},
 		Logger: slog.New(slog.DiscardHandler),

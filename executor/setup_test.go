@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
@@ -42,6 +43,10 @@ type options struct {
 	reviewNow func() time.Time
 	// driver is the database; nil is PostgreSQL.
 	driver *drivertest.Driver
+	// backend, when set, is the database already opened.
+	backend *drivertest.Backend
+	// toolName names the tool; "" is toolName.
+	toolName string
 }
 
 func setup(t *testing.T, opts *options) *bundle {
@@ -53,7 +58,10 @@ func setup(t *testing.T, opts *options) *bundle {
 	if opts.driver != nil {
 		driver = *opts.driver
 	}
-	b := &bundle{db: driver.Open(t, true), provider: providertest.New()}
+	b := &bundle{db: opts.backend, provider: providertest.New()}
+	if b.db == nil {
+		b.db = driver.Open(t, true)
+	}
 	b.provider.Secret = []byte(secret)
 	b.srv = providertest.Start(t, b.provider)
 	b.tool = executor.Tool{
@@ -64,14 +72,18 @@ func setup(t *testing.T, opts *options) *bundle {
 	if opts.tool != nil {
 		opts.tool(&b.tool)
 	}
-	b.review = mustService(t, approvals.Config{
+	name := toolName
+	if opts.toolName != "" {
+		name = opts.toolName
+	}
+	b.review = approvalstest.New(t, approvals.Config{
 		DB:     b.db.Store,
-		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
+		Tools:  map[string]approvals.Tool{name: {Name: name, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    opts.reviewNow,
 	})
 	cfg := executor.Config{
-		DB: b.db.Store, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		DB: b.db.Store, Tools: map[string]executor.Tool{name: b.tool}, Secret: []byte(secret),
 		Worker: "worker-a", BatchSize: 50, Concurrency: 16,
 		Backoff:      func(int) time.Duration { return 0 },
 		VerifyWindow: -1,
@@ -194,14 +206,6 @@ FROM outbox WHERE request_id = '%s' ORDER BY id`, requestID))
 	return out
 }
 
-// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
-func forEachDriver(t *testing.T, test func(t *testing.T, d *drivertest.Driver)) {
-	t.Parallel()
-	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
-		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
-	}
-}
-
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -224,14 +228,4 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
-}
-
-// mustService builds the review service the tests use.
-func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
-	t.Helper()
-	svc, err := approvals.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
 }

@@ -2,10 +2,14 @@ package executor_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store"
@@ -24,7 +28,7 @@ func slowUnverifiable(tool *executor.Tool) {
 // TestRunWaitsForTheSendInFlight ends Run's context while a slow provider is
 // answering: Run returns only after the answer is in and recorded.
 func TestRunWaitsForTheSendInFlight(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: slowUnverifiable})
 		b.provider.Set(providertest.Behavior{Delay: time.Second})
@@ -55,7 +59,7 @@ func TestRunWaitsForTheSendInFlight(t *testing.T) {
 // provider is answering: Stop returns only once the outcome is recorded, and
 // nothing is claimed afterwards.
 func TestStopWaitsForTheSendInFlight(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		wake := make(chan struct{}, 1)
 		b := setup(t, &options{driver: d, tool: slowUnverifiable, config: func(cfg *executor.Config) { cfg.Wake = wake }})
@@ -95,7 +99,7 @@ func TestStopWaitsForTheSendInFlight(t *testing.T) {
 // TestStopWaitsForADispatchOnceInFlight: a sweep's DispatchOnce (serve's
 // cron runs one) is waited for like the loops' own.
 func TestStopWaitsForADispatchOnceInFlight(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: slowUnverifiable})
 		b.provider.Set(providertest.Behavior{Delay: time.Second})
@@ -133,7 +137,7 @@ func TestStopWaitsForADispatchOnceInFlight(t *testing.T) {
 // not hold Stop past its context; the send is cancelled, nothing is
 // recorded, and the claim is left to expire to the reconciler.
 func TestStopCutsOffSendsWhenItsGraceEnds(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) {
 			slowUnverifiable(tool)
@@ -190,4 +194,95 @@ func TestShutdownGrace(t *testing.T) {
 			t.Errorf("%d tools: grace %s, want %s", len(row.tools), got, row.want)
 		}
 	}
+}
+
+// shutdownRuns is how many times TestShutdownWhileTheWokenSendIsHeld plays
+// its choreography on each driver. The runs overlap, each with its own
+// database, executor and provider, so the test takes about one provider
+// delay whatever their number.
+const shutdownRuns = 20
+
+// TestShutdownWhileTheWokenSendIsHeld plays serve's shutdown against the
+// send an approval's wake-up started: the store's own notification wakes a
+// started executor, the provider holds the POST for 3s, and the signal
+// (ctx) and Stop come while it does. Every run must wait for the answer:
+// the execution succeeds and the provider saw exactly one POST.
+func TestShutdownWhileTheWokenSendIsHeld(t *testing.T) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
+		t.Parallel()
+		// One database, as replicas share one; each run has a tool of its
+		// own, which only its executor claims.
+		db := d.Open(t, true)
+		notifier := db.Notifier(t)
+		runs := make([]*bundle, shutdownRuns)
+		for i := range runs {
+			wake, unsubscribe := notifier.SubscribeReady()
+			t.Cleanup(unsubscribe)
+			runs[i] = setup(t, &options{backend: db, toolName: fmt.Sprintf("billing.credit.%d", i), tool: func(tool *executor.Tool) {
+				slowUnverifiable(tool)
+				tool.Timeout = 10 * time.Second
+			}, config: func(cfg *executor.Config) { cfg.Wake = wake; cfg.Worker = fmt.Sprintf("worker-%d", i) }})
+			runs[i].provider.Set(providertest.Behavior{Delay: 3 * time.Second})
+		}
+		var wg sync.WaitGroup
+		for i, r := range runs {
+			wg.Go(func() {
+				if err := shutdownWhileHeld(r, fmt.Sprintf("billing.credit.%d", i)); err != nil {
+					t.Errorf("run %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
+// shutdownWhileHeld is one run of TestShutdownWhileTheWokenSendIsHeld.
+func shutdownWhileHeld(b *bundle, tool string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := b.exec.Start(ctx); err != nil {
+		return err
+	}
+	approved := time.Now()
+	// Not approveIntent: this runs off the test's goroutine, where
+	// t.Fatal must not be called.
+	req, _, err := b.review.Submit(ctx, "agent", approvals.Intent{
+		RunID: fmt.Sprintf("shutdown-%d", seq.Add(1)), Step: json.RawMessage(`1`), Tool: tool,
+		Effect: json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`), Summary: "Credit 42.00 USD",
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := b.review.Decide(ctx, approvals.Decision{
+		RequestID: req.ID, Round: req.Round, PayloadHash: req.PayloadHash,
+		Verdict: store.VerdictApprove, DecidedBy: approver, Via: "slack",
+	}); err != nil {
+		return err
+	}
+	for b.provider.Received() == 0 {
+		if time.Since(approved) > 30*time.Second { // a loaded machine is slow, not wrong
+			return errors.New("the provider never received the write")
+		}
+		time.Sleep(time.Millisecond) // polling interval, not a wait for an event
+	}
+	cancel() // the signal
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), b.exec.ShutdownGrace())
+	defer stopCancel()
+	if err := b.exec.Stop(stopCtx); err != nil {
+		return fmt.Errorf("Stop: %w", err)
+	}
+	if took := time.Since(approved); took < 3*time.Second {
+		return fmt.Errorf("Stop returned %v after the approval, before the provider answered", took)
+	}
+	e, err := b.db.Store.LatestExecution(context.Background(), req.ID)
+	if err != nil {
+		return err
+	}
+	if e.State != store.ExecSucceeded {
+		return fmt.Errorf("the execution is %s, want succeeded", e.State)
+	}
+	if got := b.provider.Received(); got != 1 {
+		return fmt.Errorf("the provider received %d POSTs, want 1", got)
+	}
+	return nil
 }

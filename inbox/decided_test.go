@@ -10,7 +10,7 @@ import (
 
 // Requests that left pending are listed under the cards, with their state.
 func TestInboxListsRecentlyDecided(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		approved := b.submit(t, &intentOpts{Summary: ptr("approved one")})

@@ -14,7 +14,7 @@ import (
 
 // Everything an agent wrote reaches the page as text, never as markup.
 func TestPagesEscapeAgentText(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, &intentOpts{
@@ -48,7 +48,7 @@ func TestPagesEscapeAgentText(t *testing.T) {
 // The inbox shows each pending request as its card does, newest first, with
 // buttons that carry what a Slack button carries.
 func TestInboxShowsPendingCardsNewestFirst(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		older := b.submit(t, &intentOpts{Summary: ptr("older request")})
@@ -72,7 +72,7 @@ func TestInboxShowsPendingCardsNewestFirst(t *testing.T) {
 
 // Approving twice records one decision; the second click is told so.
 func TestApproveTwiceDecidesOnce(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, nil)
@@ -99,7 +99,7 @@ func TestApproveTwiceDecidesOnce(t *testing.T) {
 }
 
 func TestReject(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, nil)
@@ -116,7 +116,7 @@ func TestReject(t *testing.T) {
 // Each refusal of Service.Decide has its own code and words, those of
 // approvals.RefusalFor, and records nothing.
 func TestRefusedDecisionsSayWhy(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		asOutsider := b.serve(t, Options{Reviewer: outsider})
@@ -167,7 +167,7 @@ func TestRefusedDecisionsSayWhy(t *testing.T) {
 
 // A request page follows an approved write until it settles.
 func TestRequestPageFollowsARunningWrite(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, nil)
@@ -189,7 +189,7 @@ func TestRequestPageFollowsARunningWrite(t *testing.T) {
 }
 
 func TestBlankSummariesSaySo(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, &intentOpts{Summary: ptr("")})

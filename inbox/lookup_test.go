@@ -25,7 +25,7 @@ func keysIn(text string) []string {
 
 // The lookup box finds the same requests as /countersign does for the same text.
 func TestLookupAnswersAsTheSlashCommand(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		approved := b.submit(t, &intentOpts{Effect: ptr(`{"invoice":"inv_lookup_1","amount_cents":100}`)})

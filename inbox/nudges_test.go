@@ -12,7 +12,7 @@ import (
 // The request page's timeline shows a reminder and an escalation with
 // whom they mentioned, as the audit trail recorded them.
 func TestRequestPageShowsRemindersAndEscalations(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, nil)

@@ -13,7 +13,7 @@ import (
 // approval short of the policy is counted, a second one is a repeat; Reject
 // has a reason field, required here, and the reason reaches the page.
 func TestInboxShowsVotesAndTakesAReason(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		tool := b.svc.Tools[toolName]

@@ -14,7 +14,7 @@ import (
 // A page that reaches the listener under another name (DNS rebinding) is
 // refused before anything is read.
 func TestNonLoopbackHostIsForbidden(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		for host, want := range map[string]int{
@@ -49,7 +49,7 @@ func TestNonLoopbackHostIsForbidden(t *testing.T) {
 // A client on another machine is refused even when it writes a loopback Host:
 // serve may listen on every interface.
 func TestRemotePeerIsForbidden(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		srv := setupWith(t, drv).server
 		h, cookie := srv.Config.Handler, srv.sessionCookie()
@@ -76,7 +76,7 @@ func TestRemotePeerIsForbidden(t *testing.T) {
 // cookie (SameSite=Strict keeps browsers from sending it; the check does not
 // rely on that).
 func TestCrossOriginPostIsRefused(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		if b.server.sessionCookie() == nil {
@@ -101,7 +101,7 @@ func TestCrossOriginPostIsRefused(t *testing.T) {
 }
 
 func TestOversizeFormIsRefused(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		form := decisionForm(b.submit(t, nil), store.VerdictApprove)
@@ -119,7 +119,7 @@ func TestOversizeFormIsRefused(t *testing.T) {
 
 // The pages cannot be framed, so a hidden Approve button cannot be clickjacked.
 func TestPagesRefuseFraming(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		resp, err := b.server.client.Get(b.server.URL + DefaultPrefix + "/")

@@ -41,7 +41,7 @@ func assertRefused(t *testing.T, what string, status int, body string, req store
 // Without the session cookie every page and the decision form are refused,
 // and the refusal says how to get in without showing any request.
 func TestInboxWithoutSessionIsRefused(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, &intentOpts{Summary: ptr("Credit the secret invoice")})
@@ -67,7 +67,7 @@ func TestInboxWithoutSessionIsRefused(t *testing.T) {
 // The entry link sets an HttpOnly, SameSite=Strict cookie scoped to the
 // inbox, redirects to an address without the token, and works once.
 func TestEntryLinkWorksOnce(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, nil)
@@ -137,7 +137,7 @@ func TestEntryLinkWorksOnce(t *testing.T) {
 // Cookies the inbox did not issue open nothing: made up, empty, the entry
 // token itself, or another inbox's session.
 func TestForgedSessionCookieIsRefused(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, nil)
@@ -170,7 +170,7 @@ func TestForgedSessionCookieIsRefused(t *testing.T) {
 // which the address checks cannot tell from a local browser; without the
 // session cookie it still opens nothing.
 func TestLoopbackProxyWithoutSessionIsRefused(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		req := b.submit(t, &intentOpts{Summary: ptr("Credit the proxied invoice")})

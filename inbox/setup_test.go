@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/postgres"
@@ -105,17 +106,9 @@ func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
 	return setupOn(t, nil, bk.Store, bk.QueryInt)
 }
 
-// forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
-func forEachDriver(t *testing.T, test func(t *testing.T, drv *drivertest.Driver)) {
-	t.Parallel()
-	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
-		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
-	}
-}
-
 func setupOn(t testing.TB, db *postgres.Driver, s store.Store, rawCount func(string, ...any) (int, error)) *bundle {
 	t.Helper()
-	svc := mustService(t, approvals.Config{
+	svc := approvalstest.New(t, approvals.Config{
 		DB: s,
 		Tools: map[string]approvals.Tool{
 			toolName: {Name: toolName, Approvers: []string{reviewer, requester}, RequestTTL: time.Hour, MaxAttempts: 3},
@@ -268,14 +261,4 @@ func decide(t testing.TB, srv *site, form url.Values) (notice, page string) {
 		t.Fatalf("request page answered %d:\n%s", status, page)
 	}
 	return loc.Query().Get("notice"), page
-}
-
-// mustService builds the review service the tests use.
-func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
-	t.Helper()
-	svc, err := approvals.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
 }

@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/countersign/countersign/internal/startstop"
 )
 
 // batchTimeout bounds one batch's statement. It runs on its own context:
@@ -22,9 +25,10 @@ type batch[In, Out any] struct {
 	queue    chan *batchCall[In, Out]
 	maxBatch int
 	workers  int
-	stopErr  error              // what calls get once Run has ended
-	stopped  chan struct{}      // closed when Run has ended
-	cancel   context.CancelFunc // ends what Start runs
+	stopErr  error         // what calls get once Run has ended
+	stopped  chan struct{} // closed when Run has ended
+
+	startstop.Base // Start and Stop run Run in the background
 }
 
 type batchCall[In, Out any] struct {
@@ -70,29 +74,15 @@ func (b *batch[In, Out]) call(ctx context.Context, in In) (Out, error) {
 func (b *batch[In, Out]) Done() <-chan struct{} { return b.stopped }
 
 // Start runs Run in the background until Stop, not until ctx ends: calls
-// still finishing on shutdown need it.
+// still finishing on shutdown need it. Stop (the base's) ends it and waits
+// for the batch being served, whose statement batchTimeout bounds.
 func (b *batch[In, Out]) Start(ctx context.Context) error {
-	if b.cancel != nil {
-		return errors.New("batch already started")
+	ctx, err := b.StartInit(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("starting the batcher: %w", err)
 	}
-	ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	go b.Run(ctx)
-	return nil
-}
-
-// Stop ends what Start runs and waits, until ctx ends, for the batch being
-// served to finish.
-func (b *batch[In, Out]) Stop(ctx context.Context) error {
-	if b.cancel == nil {
-		return nil
-	}
-	b.cancel()
-	select {
-	case <-b.stopped:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	ctx = b.UntilStopping(ctx)
+	return b.Go(func() { b.Run(ctx) })
 }
 
 // Run serves batches from its workers until ctx ends; calls fail afterwards.

@@ -42,9 +42,10 @@ func TestCoreImportsNoDatabase(t *testing.T) {
 // never a service, never the other driver.
 func TestDriversImportOnlyTheCore(t *testing.T) {
 	allowed := map[string]bool{
-		"github.com/countersign/countersign/store":             true,
-		"github.com/countersign/countersign/migrations":        true,
-		"github.com/countersign/countersign/internal/namedsql": true,
+		"github.com/countersign/countersign/store":              true,
+		"github.com/countersign/countersign/migrations":         true,
+		"github.com/countersign/countersign/internal/namedsql":  true,
+		"github.com/countersign/countersign/internal/startstop": true,
 	}
 	for _, dir := range []string{"postgres", "embedded"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))

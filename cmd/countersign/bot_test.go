@@ -159,13 +159,3 @@ func TestStartBotLookupAllowed(t *testing.T) {
 		}
 	}
 }
-
-// mustService builds the review service the tests use.
-func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
-	t.Helper()
-	svc, err := approvals.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
-}

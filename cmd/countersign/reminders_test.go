@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
@@ -64,7 +65,7 @@ tools:
     escalate_after: 4s
     escalate_to: [S0ONCALL]
 `, hex.EncodeToString(sum[:]), nudgeTool, nudgeChannel))
-	c.review = mustService(t, approvals.Config{DB: c.db, Logger: slog.New(slog.DiscardHandler),
+	c.review = approvalstest.New(t, approvals.Config{DB: c.db, Logger: slog.New(slog.DiscardHandler),
 		Tools: map[string]approvals.Tool{nudgeTool: {Name: nudgeTool, Channel: nudgeChannel, Approvers: []string{"U0ANA", "S0FINANCE"}, RequestTTL: time.Hour}}})
 	return c
 }

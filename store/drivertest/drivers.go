@@ -165,3 +165,15 @@ func (c composed) Executor() store.Executor { return primitives{c.Driver.Executo
 func (c composed) InTx(ctx context.Context, durable bool, fn func(store.Executor) error) error {
 	return c.Driver.InTx(ctx, durable, func(ex store.Executor) error { return fn(primitives{ex}) })
 }
+
+// ForEach runs test once per driver a service runs on (PostgreSQL, then
+// SQLite), each as a subtest named after it; the two run in parallel with
+// the other tests, and test calls t.Parallel itself when its runs may
+// overlap.
+func ForEach(t *testing.T, test func(t *testing.T, d *Driver)) {
+	t.Helper()
+	t.Parallel()
+	for _, d := range []Driver{Postgres, SQLite} {
+		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
+	}
+}

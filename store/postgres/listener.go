@@ -2,11 +2,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/store"
 )
 
@@ -27,8 +28,7 @@ type Listener struct {
 	listening     chan struct{} // closed once the first LISTEN is in place
 	listeningOnce sync.Once
 
-	cancel context.CancelFunc // ends what Start runs
-	done   chan struct{}      // closed when what Start runs has ended
+	startstop.Base // Start and Stop run Run in the background
 }
 
 // newListener returns a Listener; run starts it.
@@ -45,32 +45,15 @@ func newListener(db *Driver, logger *slog.Logger) *Listener {
 func (l *Listener) Listening() <-chan struct{} { return l.listening }
 
 // Start runs Run in the background until Stop, not until ctx ends: waiters
-// still finishing on shutdown need their wake-ups.
+// still finishing on shutdown need their wake-ups. Stop (the base's) ends
+// it and waits for it to return.
 func (l *Listener) Start(ctx context.Context) error {
-	if l.cancel != nil {
-		return errors.New("listener already started")
+	ctx, err := l.StartInit(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("starting the listener: %w", err)
 	}
-	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	l.done = make(chan struct{})
-	go func() {
-		defer close(l.done)
-		l.Run(ctx)
-	}()
-	return nil
-}
-
-// Stop ends what Start runs and waits, until ctx ends, for it to return.
-func (l *Listener) Stop(ctx context.Context) error {
-	if l.cancel == nil {
-		return nil
-	}
-	l.cancel()
-	select {
-	case <-l.done:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	ctx = l.UntilStopping(ctx)
+	return l.Go(func() { l.Run(ctx) })
 }
 
 // Run listens until ctx ends, reconnecting after a lost connection.
