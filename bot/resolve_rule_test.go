@@ -30,7 +30,7 @@ func (r *executorResolver) Resolve(ctx context.Context, requestID string, execut
 // execution stays in needs_review, no event but the audited refusal, nothing
 // sent); an eligible approver resolves it.
 func TestResolutionFollowsTheVotingRule(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		// The first send is answered 501, an answer the executor was not taught:
 		// the write needs review. Later sends succeed.
 		var sent atomic.Int32

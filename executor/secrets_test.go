@@ -17,6 +17,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/callback"
@@ -67,7 +68,7 @@ func TestNoSurfaceShowsASecretFromAFailedCallsURL(t *testing.T) {
 		tools[name] = tool
 		reviewTools[name] = approvals.Tool{Name: name, Channel: channel, Approvers: []string{approver}, MaxAttempts: tool.MaxAttempts}
 	}
-	review := mustService(t, approvals.Config{DB: ledger, Tools: reviewTools, Logger: logger})
+	review := approvalstest.New(t, approvals.Config{DB: ledger, Tools: reviewTools, Logger: logger})
 	exec := executor.New(executor.Config{
 		DB: ledger, Tools: tools, Secret: []byte(secret), Worker: "worker-a", BatchSize: 50, Concurrency: 4,
 		Backoff: func(int) time.Duration { return 0 }, VerifyWindow: -1, Logger: logger,
