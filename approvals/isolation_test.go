@@ -53,7 +53,7 @@ var hookStores = []struct {
 		case <-time.After(10 * time.Second):
 			t.Fatal("listener did not start")
 		}
-		return hookStore{Store: store.NewLedger(db), notifier: listener, waiting: listener.(waiter).Waiting}, true
+		return hookStore{Store: store.NewLedger(db, store.Options{}), notifier: listener, waiting: listener.(waiter).Waiting}, true
 	}},
 	{"embedded", func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, bool) {
 		d, err := embedded.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
@@ -65,7 +65,7 @@ var hookStores = []struct {
 			t.Fatal(err)
 		}
 		notifier, _, _ := d.Notifier(logger)
-		return hookStore{Store: store.NewLedger(d), notifier: notifier, waiting: notifier.(waiter).Waiting}, false
+		return hookStore{Store: store.NewLedger(d, store.Options{}), notifier: notifier, waiting: notifier.(waiter).Waiting}, false
 	}},
 }
 

@@ -84,7 +84,7 @@ func setupOn(t testing.TB, url string) *bundle {
 			return n, err
 		},
 	}
-	b.serve(t, ctx, store.NewLedger(db), listener)
+	b.serve(t, ctx, store.NewLedger(db, store.Options{}), listener)
 	return b
 }
 

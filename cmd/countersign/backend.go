@@ -66,7 +66,7 @@ func openStore(ctx context.Context, cfg *Config) (*store.Ledger, string, error) 
 		if err != nil {
 			return nil, "", fmt.Errorf("COUNTERSIGN_DATABASE_URL (%s): %w", databaseURLForm, err)
 		}
-		return store.NewLedger(db), "PostgreSQL", nil
+		return store.NewLedger(db, store.Options{}), "PostgreSQL", nil
 	}
 	if cfg.dataDirErr != nil {
 		return nil, "", cfg.dataDirErr
@@ -79,7 +79,7 @@ func openStore(ctx context.Context, cfg *Config) (*store.Ledger, string, error) 
 	if err != nil {
 		return nil, "", err
 	}
-	return store.NewLedger(d), path, nil
+	return store.NewLedger(d, store.Options{}), path, nil
 }
 
 // makeDataDir creates the data directory, readable by its owner only: it

@@ -16,7 +16,6 @@ func (e executor) InsertExecution(ctx context.Context, x store.NewExecution) err
 			canonicalID(x.RequestID), x.DecisionID, x.MaxAttempts, micros(x.At)); err != nil {
 			return wrap("creating execution", err)
 		}
-		tx.executionMoved(canonicalID(x.RequestID), store.ExecReady)
 		return nil
 	})
 }
@@ -83,7 +82,6 @@ func (e executor) ClaimExecutionRows(ctx context.Context, p store.ClaimParams) (
 			if err != nil {
 				return wrap("claiming executions", err)
 			}
-			tx.executionMoved(c.RequestID, c.State)
 			claims = append(claims, c)
 		}
 		return nil
@@ -141,7 +139,6 @@ func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int
 			if _, err := tx.ExecContext(ctx, q.Get("expire_claim"), micros(at), c.ExecutionID); err != nil {
 				return wrap("expiring claims", err)
 			}
-			tx.executionMoved(c.RequestID, store.ExecUnknown)
 		}
 		return nil
 	})
@@ -182,8 +179,7 @@ func (e executor) UnresolvedRequestIDs(ctx context.Context, limit int) ([]string
 }
 
 // moved runs an UPDATE of one execution RETURNING its request id and then
-// dest, and records the move to state for the request's waiters; false when
-// no row matched.
+// dest; false when no row matched.
 func moved(ctx context.Context, tx *writeTx, what string, state store.ExecState, query string, args []any, requestID *string, dest ...any) (bool, error) {
 	err := tx.QueryRowContext(ctx, query, args...).Scan(append([]any{requestID}, dest...)...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -192,6 +188,5 @@ func moved(ctx context.Context, tx *writeTx, what string, state store.ExecState,
 	if err != nil {
 		return false, wrap(what, err)
 	}
-	tx.executionMoved(*requestID, state)
 	return true, nil
 }
