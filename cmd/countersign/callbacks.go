@@ -6,12 +6,10 @@ import (
 	"sort"
 
 	"github.com/countersign/countersign/callback"
-	"github.com/countersign/countersign/store"
 )
 
-// addCallbacks tells the ledger which agents have a callback, so their
-// requests' transitions queue deliveries, and adds the deliverer to the
-// start order. Stop lets the deliveries in flight finish within one POST's
+// addCallbacks adds the deliverer to the start order (the ledger was told
+// which agents have a callback when it was opened, ledgerOptions). Stop lets the deliveries in flight finish within one POST's
 // timeout; any cut off are sent again after their lease.
 func (a *app) addCallbacks() {
 	targets := a.cfg.CallbackTargets()
@@ -20,9 +18,6 @@ func (a *app) addCallbacks() {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	if l, ok := a.db.(*store.Ledger); ok {
-		l.SetCallbackAgents(names...)
-	}
 	logger := a.logger.With("component", "callbacks")
 	c := a.cfg.File.Callbacks
 	d := callback.New(callback.Config{
