@@ -166,7 +166,8 @@ type BatchExecutor interface {
 	Executor
 	// InsertRequestsBatch inserts ps (distinct keys) as InsertRequest does
 	// and writes owed[i] for each ps[i] it inserted; a key that exists
-	// already is returned and writes nothing.
+	// already is returned and writes nothing. Nobody can wait on a request
+	// before it exists, so an insert's Owed carries no wake-ups.
 	InsertRequestsBatch(ctx context.Context, ps []NewRequest, owed []Owed, now *time.Time) ([]InsertResult, error)
 	// ClaimExecutionsBatch claims as ClaimExecutionRows does and writes owed
 	// for every claim, each event's data merged with the claim's attempt,

@@ -93,7 +93,7 @@ func (e executor) TransitionExecutionRow(ctx context.Context, p store.Transition
 	err = e.write(ctx, func(tx *writeTx) error {
 		at = tx.clock(p.Now)
 		a.ExecutionID = t.ExecutionID
-		ok, err = moved(ctx, tx, "recording outcome", t.To, q.Get("transition_execution_row"),
+		ok, err = moved(ctx, tx, "recording outcome", q.Get("transition_execution_row"),
 			[]any{string(t.To), micros(at), t.Delay.Microseconds(), t.Status, nullBytes(t.Body), t.ProviderRef,
 				t.Code, t.Error, t.ExecutionID, string(p.From), t.Attempt, p.Worker}, &a.RequestID, &a.Round)
 		return err
@@ -104,7 +104,7 @@ func (e executor) TransitionExecutionRow(ctx context.Context, p store.Transition
 func (e executor) SupersedeExecution(ctx context.Context, p store.SupersedeParams) (s store.Superseded, ok bool, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		s.At = tx.clock(p.Now)
-		ok, err = moved(ctx, tx, "superseding execution", store.ExecSuperseded, q.Get("supersede_execution"),
+		ok, err = moved(ctx, tx, "superseding execution", q.Get("supersede_execution"),
 			[]any{p.Code, p.Message, micros(s.At), p.ExecutionID, p.Attempt, p.Worker}, &s.RequestID, &s.Round)
 		return err
 	})
@@ -115,7 +115,7 @@ func (e executor) ResolveExecution(ctx context.Context, p store.ResolveParams) (
 	err = e.write(ctx, func(tx *writeTx) error {
 		r.At = tx.clock(p.Now)
 		var id string
-		ok, err = moved(ctx, tx, "resolving execution", p.To, q.Get("resolve_execution"),
+		ok, err = moved(ctx, tx, "resolving execution", q.Get("resolve_execution"),
 			[]any{string(p.To), p.Code, micros(r.At), p.ExecutionID, canonicalID(p.RequestID)}, &id, &r.Attempts, &r.Round)
 		return err
 	})
@@ -180,7 +180,7 @@ func (e executor) UnresolvedRequestIDs(ctx context.Context, limit int) ([]string
 
 // moved runs an UPDATE of one execution RETURNING its request id and then
 // dest; false when no row matched.
-func moved(ctx context.Context, tx *writeTx, what string, state store.ExecState, query string, args []any, requestID *string, dest ...any) (bool, error) {
+func moved(ctx context.Context, tx *writeTx, what string, query string, args []any, requestID *string, dest ...any) (bool, error) {
 	err := tx.QueryRowContext(ctx, query, args...).Scan(append([]any{requestID}, dest...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
