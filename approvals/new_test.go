@@ -15,7 +15,7 @@ import (
 func TestNewDefaultsANilLogger(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewDB(t)
-	svc, err := New(Config{DB: store.NewLedger(db), Tools: map[string]Tool{
+	svc, err := New(Config{DB: store.NewLedger(db, store.Options{}), Tools: map[string]Tool{
 		"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}},
 	}})
 	if err != nil {
@@ -44,7 +44,7 @@ func TestNewReportsEveryMissingField(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	_, err = New(Config{DB: store.NewLedger(storetest.NewDB(t)), Tools: map[string]Tool{"a": {Name: "b"}}})
+	_, err = New(Config{DB: store.NewLedger(storetest.NewDB(t), store.Options{}), Tools: map[string]Tool{"a": {Name: "b"}}})
 	if err == nil || !strings.Contains(err.Error(), `tool "a" is named "b"`) {
 		t.Errorf("a misnamed tool: %v", err)
 	}

@@ -322,7 +322,7 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 	t.Cleanup(db.Close)
 	logger := slog.New(slog.DiscardHandler)
 	s := &surfaces{db: db, groups: &switchGroups{}, fake: bottest.New(t), metrics: prometheus.NewRegistry(), inboxes: map[string]*inboxSite{}, cleanup: t.Cleanup}
-	if s.svc, err = approvals.New(approvals.Config{DB: store.NewLedger(db), Logger: logger, Groups: s.groups, Tools: map[string]approvals.Tool{
+	if s.svc, err = approvals.New(approvals.Config{DB: store.NewLedger(db, store.Options{}), Logger: logger, Groups: s.groups, Tools: map[string]approvals.Tool{
 		surfaceTool: {Name: surfaceTool, Channel: surfaceChannel, Approvers: []string{deciderA, forWhom, financeGroup}, RequestTTL: time.Hour, MaxAttempts: 3},
 		"crm.note":  {Name: "crm.note", Channel: surfaceChannel, Approvers: []string{deciderA}, EffectSchema: noteSchema(t)},
 	}}); err != nil {
@@ -344,8 +344,8 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 	t.Cleanup(s.hook.Close)
 
 	client := slack.New("xoxb-test", slack.OptionAPIURL(s.fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
-	exec := executor.New(executor.Config{DB: store.NewLedger(db), Logger: logger, Metrics: executor.NewMetrics(prometheus.NewRegistry())})
-	s.bot = bot.New(bot.Config{Slack: client, Review: s.svc, Cards: store.NewLedger(db), Lookup: lookup.Service{DB: store.NewLedger(db)}, Groups: s.groups, SigningSecret: "surface-secret", Resolver: exec,
+	exec := executor.New(executor.Config{DB: store.NewLedger(db, store.Options{}), Logger: logger, Metrics: executor.NewMetrics(prometheus.NewRegistry())})
+	s.bot = bot.New(bot.Config{Slack: client, Review: s.svc, Cards: store.NewLedger(db, store.Options{}), Lookup: lookup.Service{DB: store.NewLedger(db, store.Options{})}, Groups: s.groups, SigningSecret: "surface-secret", Resolver: exec,
 		Logger: logger, PostInterval: -1, Metrics: bot.NewMetrics(s.metrics)})
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/interactions", s.bot.Interactions())

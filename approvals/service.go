@@ -19,11 +19,6 @@ type Config struct {
 	Logger *slog.Logger  // nil: discard
 	// Batcher, when set, group-commits new requests; nil inserts each alone.
 	Batcher *store.IntakeBatcher
-	// InsertFirst sends every intent straight to the insert, which answers a
-	// replay from the key's conflict: one round trip for a new intent on a
-	// remote store (store.Driver.Remote). Without it an intent is read first,
-	// which keeps replays off an in-process store's single writer.
-	InsertFirst bool
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
 	// Owners are the people who own each agent, by agent name: they may not
@@ -62,7 +57,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	return &Service{
 		DB: cfg.DB, Tools: cfg.Tools, Groups: cfg.Groups, Logger: cfg.Logger,
-		Batcher: cfg.Batcher, InsertFirst: cfg.InsertFirst, Now: cfg.Now, Owners: cfg.Owners, Metrics: cfg.Metrics,
+		Batcher: cfg.Batcher, Now: cfg.Now, Owners: cfg.Owners, Metrics: cfg.Metrics,
 	}, nil
 }
 
@@ -75,11 +70,6 @@ type Service struct {
 	Logger *slog.Logger
 	// Batcher, when set, group-commits new requests; nil inserts each alone.
 	Batcher *store.IntakeBatcher
-	// InsertFirst sends every intent straight to the insert, which answers a
-	// replay from the key's conflict: one round trip for a new intent on a
-	// remote store (store.Driver.Remote). Without it an intent is read first,
-	// which keeps replays off an in-process store's single writer.
-	InsertFirst bool
 	// Now pins the clock in tests; nil means the database clock.
 	Now func() time.Time
 	// Owners are the people who own each agent, by agent name.
@@ -136,52 +126,42 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		key = derivedKey
 	}
 
-	if !s.InsertFirst {
-		existing, postQueued, err := s.DB.ReplayRequest(ctx, key)
-		switch {
-		case err == nil:
-			return s.answerReplay(ctx, existing, postQueued, agent, basisHash)
-		case !errors.Is(err, store.ErrNotFound):
-			return store.Request{}, false, err
+	// The store reads the key first or inserts first, as suits it
+	// (store.Ledger.Intake); build runs only for an intent it has to store.
+	build := func() (store.NewRequest, error) {
+		snapshot := in.Snapshot
+		if snapshot == nil {
+			var err error
+			if snapshot, err = Canonicalize(in.Effect); err != nil {
+				return store.NewRequest{}, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)
+			}
 		}
-	}
-
-	snapshot := in.Snapshot
-	if snapshot == nil {
-		if snapshot, err = Canonicalize(in.Effect); err != nil {
-			return store.Request{}, false, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)
+		ttl := tool.RequestTTL
+		if ttl <= 0 {
+			ttl = DefaultRequestTTL
 		}
+		return store.NewRequest{
+			Key:          key,
+			BasisHash:    basisHash,
+			RunID:        in.RunID,
+			Step:         in.Step,
+			Tool:         in.Tool,
+			Snapshot:     snapshot,
+			PayloadHash:  PayloadHash(snapshot),
+			Summary:      in.Summary,
+			Reason:       in.Reason,
+			RequestedBy:  agent,
+			RequestedFor: in.RequestedFor,
+			TTL:          ttl,
+			Policy:       tool.PolicyFor(snapshot),
+			Now:          s.now(),
+		}, nil
 	}
-	ttl := tool.RequestTTL
-	if ttl <= 0 {
-		ttl = DefaultRequestTTL
-	}
-	insert := func(ctx context.Context, p store.NewRequest) (store.InsertResult, error) {
-		rs, err := s.DB.InsertRequests(ctx, []store.NewRequest{p}, p.Now)
-		if err != nil {
-			return store.InsertResult{}, err
-		}
-		return rs[0], nil
-	}
+	var insert func(context.Context, store.NewRequest) (store.InsertResult, error)
 	if s.Batcher != nil {
 		insert = s.Batcher.Insert
 	}
-	res, err := insert(ctx, store.NewRequest{
-		Key:          key,
-		BasisHash:    basisHash,
-		RunID:        in.RunID,
-		Step:         in.Step,
-		Tool:         in.Tool,
-		Snapshot:     snapshot,
-		PayloadHash:  PayloadHash(snapshot),
-		Summary:      in.Summary,
-		Reason:       in.Reason,
-		RequestedBy:  agent,
-		RequestedFor: in.RequestedFor,
-		TTL:          ttl,
-		Policy:       tool.PolicyFor(snapshot),
-		Now:          s.now(),
-	})
+	res, err := s.DB.Intake(ctx, key, build, insert)
 	if err != nil {
 		return store.Request{}, false, err
 	}

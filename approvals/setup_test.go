@@ -80,7 +80,7 @@ func setupOn(t testing.TB, url string) *bundle {
 			return n, err
 		},
 	}
-	b.serve(t, ctx, store.NewLedger(db), listener)
+	b.serve(t, ctx, store.NewLedger(db, store.Options{}), listener)
 	return b
 }
 
@@ -95,25 +95,21 @@ func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
 	return b
 }
 
-// serve builds the service on s, inserting first where the driver is
-// remote (as serve does).
+// serve builds the service on s.
 func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listener store.Notifier) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	batcher := store.NewIntakeBatcher(s, 2, 16)
 	go batcher.Run(ctx)
-	l, ok := s.(*store.Ledger)
-	insertFirst := ok && l.Driver().Remote()
 	svc := mustService(t, Config{
 		DB: s,
 		Tools: map[string]Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
 			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
 		},
-		Groups:      fixedGroups{groupID: {"U0GROUPMEMBER"}},
-		Logger:      logger,
-		Batcher:     batcher,
-		InsertFirst: insertFirst,
+		Groups:  fixedGroups{groupID: {"U0GROUPMEMBER"}},
+		Logger:  logger,
+		Batcher: batcher,
 	})
 	b.store, b.listener, b.svc, b.ctx = s, listener, svc, ctx
 }

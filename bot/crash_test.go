@@ -42,10 +42,10 @@ func runWorker(dbURL, slackURL string) {
 		os.Exit(3)
 	}
 	client := slack.New("xoxb-test", slack.OptionAPIURL(slackURL+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
-	review := must(approvals.New(approvals.Config{DB: store.NewLedger(db), Logger: slog.New(slog.DiscardHandler), Tools: map[string]approvals.Tool{
+	review := must(approvals.New(approvals.Config{DB: store.NewLedger(db, store.Options{}), Logger: slog.New(slog.DiscardHandler), Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA"}},
 	}}))
-	w := bot.New(bot.Config{Slack: client, Review: review, Cards: store.NewLedger(db), Lookup: lookup.Service{DB: store.NewLedger(db)}, PostInterval: -1, Lease: 500 * time.Millisecond})
+	w := bot.New(bot.Config{Slack: client, Review: review, Cards: store.NewLedger(db, store.Options{}), Lookup: lookup.Service{DB: store.NewLedger(db, store.Options{})}, PostInterval: -1, Lease: 500 * time.Millisecond})
 	for {
 		if _, err := w.DeliverOnce(ctx); err != nil {
 			os.Exit(4)

@@ -84,7 +84,7 @@ func setup(t testing.TB, opts *options) *bundle {
 		} else {
 			db = storetest.NewDB(t)
 		}
-		ledger = store.NewLedger(db)
+		ledger = store.NewLedger(db, store.Options{})
 		rawCount = func(query string, args ...any) (n int, err error) {
 			err = db.Pool.QueryRow(context.Background(), query, args...).Scan(&n)
 			return n, err

@@ -43,13 +43,13 @@ func TestSocketModeServesTheSameHandlers(t *testing.T) {
 	db := storetest.NewDB(t)
 	fake := bottest.New(t)
 	client := slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
-	review, err := approvals.New(approvals.Config{DB: store.NewLedger(db), Logger: discard(), Tools: map[string]approvals.Tool{
+	review, err := approvals.New(approvals.Config{DB: store.NewLedger(db, store.Options{}), Logger: discard(), Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: "C1", Approvers: []string{"UANA"}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{Slack: client, Review: review, Cards: store.NewLedger(db), Lookup: lookup.Service{DB: store.NewLedger(db)}, Logger: discard(), PostInterval: -1})
+	b := New(Config{Slack: client, Review: review, Cards: store.NewLedger(db, store.Options{}), Lookup: lookup.Service{DB: store.NewLedger(db, store.Options{})}, Logger: discard(), PostInterval: -1})
 	req, _, err := review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
 		Effect: json.RawMessage(`{"invoice":"inv_1"}`)})
 	if err != nil {
@@ -87,13 +87,13 @@ func TestSocketModeAnswersTheRejectForm(t *testing.T) {
 	db := storetest.NewDB(t)
 	fake := bottest.New(t)
 	client := slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
-	review, err := approvals.New(approvals.Config{DB: store.NewLedger(db), Logger: discard(), Tools: map[string]approvals.Tool{
+	review, err := approvals.New(approvals.Config{DB: store.NewLedger(db, store.Options{}), Logger: discard(), Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: "C1", Approvers: []string{"UANA"}, RejectReason: approvals.ReasonRequired},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{Slack: client, Review: review, Cards: store.NewLedger(db), Lookup: lookup.Service{DB: store.NewLedger(db)}, Logger: discard(), PostInterval: -1})
+	b := New(Config{Slack: client, Review: review, Cards: store.NewLedger(db, store.Options{}), Lookup: lookup.Service{DB: store.NewLedger(db, store.Options{})}, Logger: discard(), PostInterval: -1})
 	req, _, err := review.Submit(ctx, "agent", approvals.Intent{RunID: "r", Step: json.RawMessage("1"), Tool: "billing.credit",
 		Effect: json.RawMessage(`{"invoice":"inv_1"}`)})
 	if err != nil {

@@ -123,7 +123,7 @@ tools:
 		t.Fatal(err)
 	}
 	c.review = approvalstest.New(t, approvals.Config{
-		DB:     store.NewLedger(c.db),
+		DB:     store.NewLedger(c.db, store.Options{}),
 		Tools:  map[string]approvals.Tool{toolName: {Name: toolName, Approvers: []string{approver}, MaxAttempts: 5}},
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -226,7 +226,7 @@ func (p *process) terminate(t *testing.T, within time.Duration) int {
 
 func (c *cluster) execution(t *testing.T, requestID string) store.Execution {
 	t.Helper()
-	e, err := store.NewLedger(c.db).LatestExecution(context.Background(), requestID)
+	e, err := store.NewLedger(c.db, store.Options{}).LatestExecution(context.Background(), requestID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestKillAfterTheProviderProcessed(t *testing.T) {
 		t.Fatalf("the provider received %d writes, want 1", got)
 	}
 	wantObjects(t, c.provider, req.Key, 1)
-	if kinds := eventKinds(t, store.NewLedger(c.db), req.ID); !containsInOrder(kinds, "claimed", "unknown", "succeeded") {
+	if kinds := eventKinds(t, store.NewLedger(c.db, store.Options{}), req.ID); !containsInOrder(kinds, "claimed", "unknown", "succeeded") {
 		t.Fatalf("events %v", kinds)
 	}
 }
@@ -341,7 +341,7 @@ func TestSigtermRecordsTheSendInFlight(t *testing.T) {
 	if got := c.provider.Received(); got != 1 {
 		t.Fatalf("the provider received %d writes, want 1", got)
 	}
-	if kinds := eventKinds(t, store.NewLedger(c.db), req.ID); !containsInOrder(kinds, "claimed", "succeeded") {
+	if kinds := eventKinds(t, store.NewLedger(c.db, store.Options{}), req.ID); !containsInOrder(kinds, "claimed", "succeeded") {
 		t.Fatalf("events %v", kinds)
 	}
 }

@@ -224,7 +224,7 @@ func closedStoreHook(t *testing.T, answers *apitest.Recorder) *bundle {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	svc := mustService(t, approvals.Config{DB: store.NewLedger(s), Tools: map[string]approvals.Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger})
+	svc := mustService(t, approvals.Config{DB: store.NewLedger(s, store.Options{}), Tools: map[string]approvals.Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger})
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
 	if err != nil {

@@ -43,9 +43,9 @@ type hookStore struct {
 // as serve runs it) and the embedded store.
 var hookStores = []struct {
 	name string
-	open func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, bool)
+	open func(t *testing.T, ctx context.Context, logger *slog.Logger) hookStore
 }{
-	{"postgres", func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, bool) {
+	{"postgres", func(t *testing.T, ctx context.Context, logger *slog.Logger) hookStore {
 		db := storetest.NewDB(t)
 		listener, listen, listening := db.Notifier(logger)
 		go listen(ctx)
@@ -54,9 +54,9 @@ var hookStores = []struct {
 		case <-time.After(10 * time.Second):
 			t.Fatal("listener did not start")
 		}
-		return hookStore{Store: store.NewLedger(db), notifier: listener, waiting: listener.(waiter).Waiting}, true
+		return hookStore{Store: store.NewLedger(db, store.Options{}), notifier: listener, waiting: listener.(waiter).Waiting}
 	}},
-	{"embedded", func(t *testing.T, ctx context.Context, logger *slog.Logger) (hookStore, bool) {
+	{"embedded", func(t *testing.T, ctx context.Context, logger *slog.Logger) hookStore {
 		d, err := embedded.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +66,7 @@ var hookStores = []struct {
 			t.Fatal(err)
 		}
 		notifier, _, _ := d.Notifier(logger)
-		return hookStore{Store: store.NewLedger(d), notifier: notifier, waiting: notifier.(waiter).Waiting}, false
+		return hookStore{Store: store.NewLedger(d, store.Options{}), notifier: notifier, waiting: notifier.(waiter).Waiting}
 	}},
 }
 
@@ -84,10 +84,10 @@ func forEachHookStore(t *testing.T, test func(t *testing.T, b *isolationBundle))
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			logger := slog.New(slog.DiscardHandler)
-			s, insertFirst := hs.open(t, ctx, logger)
+			s := hs.open(t, ctx, logger)
 			batcher := store.NewIntakeBatcher(s, 2, 16)
 			go batcher.Run(ctx)
-			svc := mustService(t, approvals.Config{DB: s, Logger: logger, InsertFirst: insertFirst, Batcher: batcher, Tools: map[string]approvals.Tool{
+			svc := mustService(t, approvals.Config{DB: s, Logger: logger, Batcher: batcher, Tools: map[string]approvals.Tool{
 				"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 			}})
 			var agents Agents

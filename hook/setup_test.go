@@ -85,7 +85,7 @@ func setupOn(t testing.TB, url string) *bundle {
 			return n, err
 		},
 	}
-	b.serve(t, ctx, store.NewLedger(db), listener)
+	b.serve(t, ctx, store.NewLedger(db, store.Options{}), listener)
 	return b
 }
 
@@ -100,25 +100,21 @@ func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
 	return b
 }
 
-// serve builds the service on s, inserting first where the driver is
-// remote (as serve does), and serves the hook.
+// serve builds the service on s and serves the hook.
 func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listener store.Notifier) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	batcher := store.NewIntakeBatcher(s, 2, 16)
 	go batcher.Run(ctx)
-	l, ok := s.(*store.Ledger)
-	insertFirst := ok && l.Driver().Remote()
 	svc := mustService(t, approvals.Config{
 		DB: s,
 		Tools: map[string]approvals.Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
 			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
 		},
-		Groups:      fixedGroups{groupID: {"U0GROUPMEMBER"}},
-		Logger:      logger,
-		Batcher:     batcher,
-		InsertFirst: insertFirst,
+		Groups:  fixedGroups{groupID: {"U0GROUPMEMBER"}},
+		Logger:  logger,
+		Batcher: batcher,
 	})
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))

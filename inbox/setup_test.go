@@ -93,7 +93,7 @@ func (s *site) sessionCookie() *http.Cookie {
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	db := storetest.NewDB(t)
-	return setupOn(t, db, store.NewLedger(db), func(query string, args ...any) (n int, err error) {
+	return setupOn(t, db, store.NewLedger(db, store.Options{}), func(query string, args ...any) (n int, err error) {
 		err = db.Pool.QueryRow(context.Background(), query, args...).Scan(&n)
 		return n, err
 	})

@@ -25,8 +25,8 @@ func TestDatabaseOutageAsksToTryAgain(t *testing.T) {
 	}
 	t.Cleanup(down.Close)
 	svc := *b.svc
-	svc.DB = store.NewLedger(down)
-	srv := b.serve(t, Options{Reviewer: reviewer, Service: &svc, Store: store.NewLedger(down)})
+	svc.DB = store.NewLedger(down, store.Options{})
+	srv := b.serve(t, Options{Reviewer: reviewer, Service: &svc, Store: store.NewLedger(down, store.Options{})})
 
 	check := func(what string, resp *http.Response) {
 		t.Helper()

@@ -121,7 +121,9 @@ type Executor interface {
 	RecordCard(ctx context.Context, c Card) (Card, error)
 	MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error
 	CardState(ctx context.Context, requestID string, round int) (string, error)
-	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
+	// EnqueueStaleCards queues the convergence sweep's deliveries (see
+	// Ledger.EnqueueStaleCards) with the thresholds, kinds and data in p.
+	EnqueueStaleCards(ctx context.Context, p StaleCardsParams) (int, error)
 
 	// InsertCallbacks queues agent callbacks; a zero At is the database clock.
 	// Each row's retry window is CallbackRetryWindow from its At.
@@ -146,18 +148,62 @@ type Executor interface {
 	QueueNudge(ctx context.Context, requestID string, round int, data map[string]any) (at time.Time, ok bool, err error)
 	NudgeQueued(ctx context.Context, requestID string, round int, kind NudgeKind) (bool, error)
 	PendingByTool(ctx context.Context) ([]PendingTool, error)
+
+	// Notify wakes w's waiters, in this process and in every other sharing
+	// the database, once the transaction commits (at once outside one). It
+	// writes no row; a rolled-back transaction wakes nobody.
+	Notify(ctx context.Context, w Wakeups) error
 }
 
 // BatchExecutor is an Executor with one-statement versions of the hottest
-// units, each writing its own audit events and outbox rows as the Ledger
-// would from the primitives (the driver test suite holds them to it). The
-// Ledger uses them when a driver has them: on PostgreSQL one statement
-// saves a round trip per row.
+// units. The Ledger builds what each row owes (its audit events, outbox
+// rows, callbacks and wake-ups) and the statement writes it beside the row
+// it moves, taking the row's request id, round and time from it: the rules
+// stay in the Ledger, the round trip stays one (the driver test suite holds
+// the batches to the primitives). The Ledger uses them when a driver has
+// them: on PostgreSQL one statement saves a round trip per row.
 type BatchExecutor interface {
 	Executor
-	InsertRequestsBatch(ctx context.Context, ps []NewRequest, now *time.Time) ([]InsertResult, error)
-	ClaimExecutionsBatch(ctx context.Context, p ClaimParams) ([]Claim, error)
-	TransitionExecutionsBatch(ctx context.Context, p TransitionParams, ts []Transition) ([]Applied, error)
+	// InsertRequestsBatch inserts ps (distinct keys) as InsertRequest does
+	// and writes owed[i] for each ps[i] it inserted; a key that exists
+	// already is returned and writes nothing. Nobody can wait on a request
+	// before it exists, so an insert's Owed carries no wake-ups.
+	InsertRequestsBatch(ctx context.Context, ps []NewRequest, owed []Owed, now *time.Time) ([]InsertResult, error)
+	// ClaimExecutionsBatch claims as ClaimExecutionRows does and writes owed
+	// for every claim, each event's data merged with the claim's attempt,
+	// execution id and claim expiry (ClaimFacts).
+	ClaimExecutionsBatch(ctx context.Context, p ClaimParams, owed Owed) ([]Claim, error)
+	// TransitionExecutionsBatch moves each ts[i] as TransitionExecutionRow
+	// does and writes owed[i] for each one that moved.
+	TransitionExecutionsBatch(ctx context.Context, p TransitionParams, ts []Transition, owed []Owed) ([]Applied, error)
+}
+
+// Owed is what a batch statement writes beside one row it moves, as the
+// Ledger built it: the request id, round and At of its events, outbox rows
+// and callbacks are left zero and taken from the row. A callback goes to
+// the request's agent, and only when that agent is one of the transition's
+// CallbackAgents.
+type Owed struct {
+	Events    []Event
+	Outbox    []NewOutbox
+	Callbacks []CallbackEvent
+	// WakeChange wakes the waiters on the row's request, and WakeReady the
+	// dispatcher, once the statement commits (as Notify does).
+	WakeChange, WakeReady bool
+}
+
+// StaleCardsParams is what the convergence sweep queues: for up to Limit
+// unsettled cards whose shown state differs from the ledger's, an
+// UpdateKind row, and for pending rounds never posted for UnpostedAfter, a
+// PostKind row, both with Data, unless one is pending or failed within
+// RetryAfter.
+type StaleCardsParams struct {
+	Limit         int
+	RetryAfter    time.Duration
+	UnpostedAfter time.Duration
+	UpdateKind    OutboxKind
+	PostKind      OutboxKind
+	Data          map[string]any
 }
 
 // Replayed is what ReplayRequest reads for one key.

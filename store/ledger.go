@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -17,12 +19,50 @@ type Ledger struct {
 	driver Driver
 	// callbacks names the agents whose requests queue callbacks.
 	callbacks atomic.Pointer[callbackAgents]
+	// insertFirst sends intake straight to the insert (Intake).
+	insertFirst bool
+	staleCards  StaleCardsParams
 }
 
 var _ Store = (*Ledger)(nil)
 
-// NewLedger returns the Store on d.
-func NewLedger(d Driver) *Ledger { return &Ledger{driver: d} }
+// Options are the ledger's knobs; the zero value is the defaults.
+type Options struct {
+	// CallbackAgents names the agents whose requests queue callbacks (see
+	// SetCallbackAgents).
+	CallbackAgents []string
+	// CardRetryAfter is how long a failed card delivery keeps the
+	// convergence sweep from queueing the same card again (zero: ten
+	// minutes), and CardUnpostedAfter how long a pending round may go
+	// without a card before the sweep posts one (zero: a minute).
+	CardRetryAfter    time.Duration
+	CardUnpostedAfter time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultCardRetryAfter    = 10 * time.Minute
+	DefaultCardUnpostedAfter = time.Minute
+)
+
+// NewLedger returns the Store on d, configured by opts and by what d says
+// of itself: on a remote database intake inserts first (see Intake).
+func NewLedger(d Driver, opts Options) *Ledger {
+	l := &Ledger{driver: d, insertFirst: d.Remote(), staleCards: StaleCardsParams{
+		RetryAfter:    cmp.Or(opts.CardRetryAfter, DefaultCardRetryAfter),
+		UnpostedAfter: cmp.Or(opts.CardUnpostedAfter, DefaultCardUnpostedAfter),
+		UpdateKind:    OutboxUpdateCard,
+		PostKind:      OutboxPostCard,
+		Data:          map[string]any{"reason": OutboxReasonConverge},
+	}}
+	if opts.CallbackAgents != nil {
+		l.SetCallbackAgents(opts.CallbackAgents...)
+	}
+	return l
+}
+
+// OutboxReasonConverge marks a delivery the convergence sweep queued.
+const OutboxReasonConverge = "converge"
 
 // Driver returns the database the ledger runs on.
 func (l *Ledger) Driver() Driver { return l.driver }
@@ -39,9 +79,6 @@ func (l *Ledger) Ping(ctx context.Context) error { return l.driver.Ping(ctx) }
 
 // Close closes the database.
 func (l *Ledger) Close() { l.driver.Close() }
-
-// executorActor is the audit actor of an executor worker.
-func executorActor(worker string) string { return "executor:" + worker }
 
 // inTx runs fn in one durable transaction.
 func (l *Ledger) inTx(ctx context.Context, fn func(Executor) error) error {
@@ -93,16 +130,17 @@ func (l *Ledger) InsertRequests(ctx context.Context, ps []NewRequest, now *time.
 			}
 		}
 	}
+	owed := make([]Owed, len(ps))
+	for i, p := range ps {
+		owed[i] = requested(p)
+	}
 	if b, ok := l.ex().(BatchExecutor); ok {
-		return b.InsertRequestsBatch(ctx, ps, now)
+		return b.InsertRequestsBatch(ctx, ps, owed, now)
 	}
 	var results []InsertResult
 	err := l.inTx(ctx, func(ex Executor) error {
 		results = make([]InsertResult, len(ps))
-		var (
-			events []Event
-			outbox []NewOutbox
-		)
+		var o owing
 		for i, p := range ps {
 			req, inserted, err := ex.InsertRequest(ctx, p, now)
 			var postQueued bool
@@ -121,17 +159,47 @@ func (l *Ledger) InsertRequests(ctx context.Context, ps []NewRequest, now *time.
 			}
 			results[i] = InsertResult{Request: req, Inserted: inserted, PostQueued: postQueued}
 			if inserted {
-				events = append(events, Event{RequestID: req.ID, At: req.CreatedAt, Actor: "agent:" + req.RequestedBy,
-					Kind: "requested", Data: map[string]any{"key": req.Key, "round": req.Round}})
-				outbox = append(outbox, NewOutbox{Kind: OutboxPostCard, RequestID: req.ID, Round: req.Round, At: req.CreatedAt})
+				o.add(owed[i], req.ID, req.Round, req.CreatedAt)
 			}
 		}
-		return write(ctx, ex, events, outbox)
+		return o.write(ctx, ex)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return results, nil
+}
+
+// Intake stores the request build returns under key, or returns the request
+// key already names (Inserted false, with PostQueued as ReplayRequest says).
+// On an in-process store it reads the key first: a replay never waits for
+// the single writer, and build is not called for it. On a remote store it
+// inserts first and learns of a replay from the key's conflict, one round
+// trip for a new intent. insert, when set, stores the request (an
+// IntakeBatcher's Insert); nil stores it alone.
+func (l *Ledger) Intake(ctx context.Context, key string, build func() (NewRequest, error),
+	insert func(context.Context, NewRequest) (InsertResult, error)) (InsertResult, error) {
+	if !l.insertFirst {
+		req, postQueued, err := l.ReplayRequest(ctx, key)
+		switch {
+		case err == nil:
+			return InsertResult{Request: req, PostQueued: postQueued}, nil
+		case !errors.Is(err, ErrNotFound):
+			return InsertResult{}, err
+		}
+	}
+	p, err := build()
+	if err != nil {
+		return InsertResult{}, err
+	}
+	if insert != nil {
+		return insert(ctx, p)
+	}
+	rs, err := l.InsertRequests(ctx, []NewRequest{p}, p.Now)
+	if err != nil {
+		return InsertResult{}, err
+	}
+	return rs[0], nil
 }
 
 // ReplayRequest returns the request stored under key, and whether a card post
@@ -210,9 +278,12 @@ func (l *Ledger) CancelRequest(ctx context.Context, id, actor string, now *time.
 		if err := l.queueCallback(ctx, ex, req.ID, req.RequestedBy, CallbackSettled, req.UpdatedAt); err != nil {
 			return err
 		}
-		return write(ctx, ex,
+		if err := write(ctx, ex,
 			[]Event{{RequestID: req.ID, At: req.UpdatedAt, Actor: actor, Kind: "cancelled", Data: map[string]any{"round": req.Round}}},
-			[]NewOutbox{updateCard(req.ID, req.Round, req.UpdatedAt)})
+			[]NewOutbox{updateCard(req.ID, req.Round, req.UpdatedAt)}); err != nil {
+			return err
+		}
+		return notify(ctx, ex, changed(req.ID))
 	})
 	if err != nil {
 		return Request{}, false, err
@@ -227,15 +298,18 @@ func (l *Ledger) ExpireDue(ctx context.Context, now *time.Time, limit int) (reqs
 		if reqs, err = ex.ExpireRequests(ctx, now, limit); err != nil {
 			return fmt.Errorf("expiring requests: %w", err)
 		}
-		events, outbox := make([]Event, len(reqs)), make([]NewOutbox, len(reqs))
-		for i, r := range reqs {
-			events[i] = Event{RequestID: r.ID, At: r.UpdatedAt, Actor: "system", Kind: "expired", Data: map[string]any{"round": r.Round}}
-			outbox[i] = updateCard(r.ID, r.Round, r.UpdatedAt)
+		var o owing
+		for _, r := range reqs {
+			o.add(Owed{
+				Events:     []Event{{Actor: "system", Kind: "expired", Data: map[string]any{"round": r.Round}}},
+				Outbox:     []NewOutbox{{Kind: OutboxUpdateCard}},
+				WakeChange: true,
+			}, r.ID, r.Round, r.UpdatedAt)
 			if err := l.queueCallback(ctx, ex, r.ID, r.RequestedBy, CallbackSettled, r.UpdatedAt); err != nil {
 				return err
 			}
 		}
-		return write(ctx, ex, events, outbox)
+		return o.write(ctx, ex)
 	})
 	if err != nil {
 		return nil, err
@@ -297,6 +371,11 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 	err = write(ctx, ex,
 		[]Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: "decided", Data: data}},
 		[]NewOutbox{updateCard(req.ID, req.Round, d.DecidedAt)})
+	if err == nil {
+		// An approval's execution is ready: the dispatcher wakes with the
+		// request's waiters.
+		err = notify(ctx, ex, Wakeups{Changed: []string{req.ID}, Ready: p.Verdict == VerdictApprove})
+	}
 	return req, d, err == nil, err
 }
 
@@ -358,20 +437,19 @@ func (l *Ledger) ClaimExecutions(ctx context.Context, p ClaimParams) (claims []C
 	if p.Limit <= 0 || len(p.ClaimTimeouts) == 0 {
 		return nil, nil
 	}
+	owed := claimed(p.Worker)
 	if b, ok := l.ex().(BatchExecutor); ok {
-		return b.ClaimExecutionsBatch(ctx, p)
+		return b.ClaimExecutionsBatch(ctx, p, owed)
 	}
 	err = l.inTx(ctx, func(ex Executor) error {
 		if claims, err = ex.ClaimExecutionRows(ctx, p); err != nil {
 			return fmt.Errorf("claiming executions: %w", err)
 		}
-		events, outbox := make([]Event, len(claims)), make([]NewOutbox, len(claims))
-		for i, c := range claims {
-			events[i] = Event{RequestID: c.RequestID, At: c.UpdatedAt, Actor: executorActor(p.Worker), Kind: "claimed",
-				Data: map[string]any{"attempt": c.Attempts, "execution_id": c.ID, "claim_expires_at": c.ClaimExpiresAt}}
-			outbox[i] = updateCard(c.RequestID, c.Round, c.UpdatedAt)
+		var o owing
+		for _, c := range claims {
+			o.addData(owed, c.RequestID, c.Round, c.UpdatedAt, ClaimFacts(c))
 		}
-		return write(ctx, ex, events, outbox)
+		return o.write(ctx, ex)
 	})
 	if err != nil {
 		return nil, err
@@ -390,20 +468,21 @@ func (l *Ledger) TransitionExecutions(ctx context.Context, p TransitionParams, t
 		return nil, nil
 	}
 	p.CallbackAgents = l.callbackAgentsOf().list
+	owed := make([]Owed, len(ts))
+	for i, t := range ts {
+		owed[i] = transitioned(p, t)
+	}
 	if b, ok := l.ex().(BatchExecutor); ok && !p.AsyncCommit {
-		return b.TransitionExecutionsBatch(ctx, p, ts)
+		return b.TransitionExecutionsBatch(ctx, p, ts, owed)
 	}
 	err = l.driver.InTx(ctx, !p.AsyncCommit, func(ex Executor) error {
 		if b, ok := ex.(BatchExecutor); ok {
-			applied, err = b.TransitionExecutionsBatch(ctx, p, ts)
+			applied, err = b.TransitionExecutionsBatch(ctx, p, ts, owed)
 			return err
 		}
 		applied = nil
-		var (
-			events []Event
-			outbox []NewOutbox
-		)
-		for _, t := range ts {
+		var o owing
+		for i, t := range ts {
 			a, at, ok, err := ex.TransitionExecutionRow(ctx, p, t)
 			if err != nil {
 				return fmt.Errorf("recording outcomes: %w", err)
@@ -412,19 +491,14 @@ func (l *Ledger) TransitionExecutions(ctx context.Context, p TransitionParams, t
 				continue
 			}
 			applied = append(applied, a)
-			if event, ok := callbackEventFor(t.To); ok {
+			for _, event := range owed[i].Callbacks {
 				if err := l.queueCallback(ctx, ex, a.RequestID, "", event, at); err != nil {
 					return err
 				}
 			}
-			events = append(events, Event{RequestID: a.RequestID, At: at, Actor: p.Actor, Kind: t.Event, Data: t.EventData})
-			outbox = append(outbox, updateCard(a.RequestID, a.Round, at))
-			if t.Reply != "" {
-				outbox = append(outbox, NewOutbox{Kind: OutboxThreadReply, RequestID: a.RequestID, Round: a.Round,
-					Data: map[string]any{"reason": t.Reply}, At: at})
-			}
+			o.add(owed[i], a.RequestID, a.Round, at)
 		}
-		return write(ctx, ex, events, outbox)
+		return o.write(ctx, ex)
 	})
 	if err != nil {
 		return nil, err
@@ -449,6 +523,9 @@ func (l *Ledger) Supersede(ctx context.Context, p SupersedeParams) (newRound int
 			return err
 		}
 		if err := l.queueCallback(ctx, ex, s.RequestID, "", CallbackNeedsReview, s.At); err != nil {
+			return err
+		}
+		if err := notify(ctx, ex, changed(s.RequestID)); err != nil {
 			return err
 		}
 		return write(ctx, ex,
@@ -494,6 +571,9 @@ func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, e
 				return err
 			}
 		}
+		if err := notify(ctx, ex, Wakeups{Changed: []string{p.RequestID}, Ready: wakesReady(p.To)}); err != nil {
+			return err
+		}
 		return write(ctx, ex,
 			[]Event{{RequestID: p.RequestID, At: r.At, Actor: p.By, Kind: "resolved", Data: map[string]any{
 				"execution_id": p.ExecutionID, "action": p.Action, "attempt": r.Attempts, "state": p.To}}},
@@ -517,13 +597,16 @@ func (l *Ledger) ExpireClaims(ctx context.Context, now *time.Time, limit int) (m
 			return fmt.Errorf("expiring claims: %w", err)
 		}
 		moved = len(expired)
-		events, outbox := make([]Event, len(expired)), make([]NewOutbox, len(expired))
-		for i, e := range expired {
-			events[i] = Event{RequestID: e.RequestID, At: e.At, Actor: executorActor("reconciler"), Kind: "unknown",
-				Data: map[string]any{"attempt": e.Attempts, "execution_id": e.ExecutionID, "code": "claim_timeout", "held_by": e.HeldBy}}
-			outbox[i] = updateCard(e.RequestID, e.Round, e.At)
+		var o owing
+		for _, e := range expired {
+			o.add(Owed{
+				Events: []Event{{Actor: executorActor("reconciler"), Kind: "unknown",
+					Data: map[string]any{"attempt": e.Attempts, "execution_id": e.ExecutionID, "code": "claim_timeout", "held_by": e.HeldBy}}},
+				Outbox:     []NewOutbox{{Kind: OutboxUpdateCard}},
+				WakeChange: true,
+			}, e.RequestID, e.Round, e.At)
 		}
-		return write(ctx, ex, events, outbox)
+		return o.write(ctx, ex)
 	})
 	if err != nil {
 		return 0, err
@@ -632,13 +715,16 @@ func (l *Ledger) CardState(ctx context.Context, requestID string, round int) (st
 
 // EnqueueStaleCards is the convergence sweep's write: it queues an update for
 // up to limit unsettled cards whose shown state differs from the ledger's
-// and that have no update waiting (nor one that failed in the last ten
-// minutes), and a post for pending rounds whose card was never recorded and
-// has no post waiting (nor one failed in the last ten minutes). It returns
+// and that have no update waiting (nor one that failed within
+// Options.CardRetryAfter), and a post for pending rounds left without a
+// card for Options.CardUnpostedAfter that have no post waiting (nor one
+// failed within CardRetryAfter). It returns
 // how many deliveries it queued. Safe on every replica at once: a duplicate
 // delivery renders the same state.
 func (l *Ledger) EnqueueStaleCards(ctx context.Context, limit int) (int, error) {
-	return l.ex().EnqueueStaleCards(ctx, limit)
+	p := l.staleCards
+	p.Limit = limit
+	return l.ex().EnqueueStaleCards(ctx, p)
 }
 
 // RequestsByKeyPrefix returns up to limit requests whose key starts with

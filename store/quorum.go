@@ -53,6 +53,11 @@ func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err er
 		if err := write(ctx, ex, []Event{{RequestID: req.ID, At: res.Vote.VotedAt, Actor: p.DecidedBy, Kind: "voted", Data: data}}, nil); err != nil {
 			return fmt.Errorf("auditing vote: %w", err)
 		}
+		// A vote is a change an agent can see (the representation lists
+		// the round's votes).
+		if err := notify(ctx, ex, changed(req.ID)); err != nil {
+			return err
+		}
 		if p.Verdict == VerdictApprove && approvals < req.Policy.Needed() {
 			// The round stays pending, so the card's state does not change:
 			// the row says why it must be drawn again anyway.

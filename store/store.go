@@ -18,6 +18,8 @@ type Store interface {
 	Close()
 
 	// Intake.
+	Intake(ctx context.Context, key string, build func() (NewRequest, error),
+		insert func(context.Context, NewRequest) (InsertResult, error)) (InsertResult, error)
 	InsertRequest(ctx context.Context, p NewRequest) (req Request, inserted bool, err error)
 	InsertRequests(ctx context.Context, ps []NewRequest, now *time.Time) ([]InsertResult, error)
 	ReplayRequest(ctx context.Context, key string) (req Request, postQueued bool, err error)

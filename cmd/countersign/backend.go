@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
@@ -20,9 +21,6 @@ type backend struct {
 	// listener delivers PostgreSQL's notifications; nil for the embedded
 	// store, which wakes its own subscribers after each commit.
 	listener component
-	// remote is whether each statement is a network round trip
-	// (store.Driver.Remote): intake then inserts first.
-	remote bool
 	// where names the store for people: PostgreSQL, or the embedded file.
 	where string
 }
@@ -45,7 +43,7 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 	if n > 0 {
 		logger.Info("applied migrations", slog.Int("count", n))
 	}
-	b := &backend{store: s, where: where, remote: s.Driver().Remote()}
+	b := &backend{store: s, where: where}
 	notifier, run, _ := s.Driver().Notifier(logger.With("component", "listener"))
 	b.notifier = notifier
 	if c, ok := notifier.(component); ok && run != nil {
@@ -59,14 +57,16 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 }
 
 // openStore opens PostgreSQL when COUNTERSIGN_DATABASE_URL is set, else the
-// embedded store in the data directory (created, owner only, if missing).
+// embedded store in the data directory (created, owner only, if missing),
+// and the ledger on it as the configuration sets it.
 func openStore(ctx context.Context, cfg *Config) (*store.Ledger, string, error) {
+	opts := ledgerOptions(cfg)
 	if cfg.DatabaseURL != "" {
 		db, err := postgres.Open(ctx, cfg.DatabaseURL)
 		if err != nil {
 			return nil, "", fmt.Errorf("COUNTERSIGN_DATABASE_URL (%s): %w", databaseURLForm, err)
 		}
-		return store.NewLedger(db), "PostgreSQL", nil
+		return store.NewLedger(db, opts), "PostgreSQL", nil
 	}
 	if cfg.dataDirErr != nil {
 		return nil, "", cfg.dataDirErr
@@ -79,7 +79,19 @@ func openStore(ctx context.Context, cfg *Config) (*store.Ledger, string, error) 
 	if err != nil {
 		return nil, "", err
 	}
-	return store.NewLedger(d), path, nil
+	return store.NewLedger(d, opts), path, nil
+}
+
+// ledgerOptions are the ledger's knobs from the configuration: the agents
+// whose requests queue callbacks.
+func ledgerOptions(cfg *Config) store.Options {
+	targets := cfg.CallbackTargets()
+	names := make([]string, 0, len(targets))
+	for name := range targets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return store.Options{CallbackAgents: names}
 }
 
 // makeDataDir creates the data directory, readable by its owner only: it

@@ -7,13 +7,12 @@ import (
 
 	"github.com/countersign/countersign/callback"
 	"github.com/countersign/countersign/hook"
-	"github.com/countersign/countersign/store"
 )
 
-// addCallbacks tells the ledger which agents have a callback, so their
-// requests' transitions queue deliveries, and adds the deliverer to the
-// start order. Stop lets the deliveries in flight finish within one POST's
-// timeout; any cut off are sent again after their lease.
+// addCallbacks adds the deliverer to the start order (the ledger was told
+// which agents have a callback when it was opened, ledgerOptions). Stop
+// lets the deliveries in flight finish within one POST's timeout; any cut
+// off are sent again after their lease.
 func (a *app) addCallbacks() {
 	targets := a.cfg.CallbackTargets()
 	names := make([]string, 0, len(targets))
@@ -21,9 +20,6 @@ func (a *app) addCallbacks() {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	if l, ok := a.db.(*store.Ledger); ok {
-		l.SetCallbackAgents(names...)
-	}
 	logger := a.logger.With("component", "callbacks")
 	c := a.cfg.File.Callbacks
 	d := callback.New(callback.Config{

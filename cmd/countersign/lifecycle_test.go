@@ -66,7 +66,7 @@ func TestLifecycleStopsInReverseOrderAndWaits(t *testing.T) {
 
 	notifier, _, listening := db.Notifier(logger)
 	listener := notifier.(component)
-	ledger := store.NewLedger(db)
+	ledger := store.NewLedger(db, store.Options{})
 	batcher := store.NewIntakeBatcher(ledger, 1, 8)
 	sched := newScheduler(logger)
 	sweeping := make(chan struct{})

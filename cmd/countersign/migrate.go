@@ -39,6 +39,12 @@ func parseMigrateArgs(args []string, stdout, stderr io.Writer) (opts migrateOpti
 	return opts, code, ok
 }
 
+// appRoleGranter is a driver that can prepare the role serve runs as:
+// PostgreSQL's.
+type appRoleGranter interface {
+	GrantAppRole(ctx context.Context, name string) (postgres.AppRole, error)
+}
+
 // migrate applies pending migrations to the configured store and, with
 // --app-role, prepares the role serve runs as.
 func migrate(ctx context.Context, opts migrateOptions, getenv func(string) string, stdout io.Writer) error {
@@ -67,7 +73,7 @@ func migrate(ctx context.Context, opts migrateOptions, getenv func(string) strin
 	if opts.appRole == "" {
 		return nil
 	}
-	db, ok := s.Driver().(*postgres.Driver)
+	db, ok := s.Driver().(appRoleGranter)
 	if !ok {
 		return errors.New("--app-role needs PostgreSQL")
 	}

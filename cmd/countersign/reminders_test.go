@@ -48,7 +48,7 @@ func newNudgeCluster(t *testing.T) *nudgeCluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	c.pg, c.db = d, store.NewLedger(d)
+	c.pg, c.db = d, store.NewLedger(d, store.Options{})
 	sum := sha256.Sum256([]byte(smokeToken))
 	c.config = writeConfig(t, fmt.Sprintf(`
 executor:

@@ -176,7 +176,7 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	}
 	a.reviewMetrics, a.hookMetrics = approvals.NewMetrics(a.registry), hook.NewMetrics(a.registry)
 	if a.review, err = approvals.New(approvals.Config{
-		DB: b.store, Tools: cfg.ReviewTools(), Groups: groups, Batcher: batcher, InsertFirst: b.remote,
+		DB: b.store, Tools: cfg.ReviewTools(), Groups: groups, Batcher: batcher,
 		Logger: logger.With("component", "approvals"), Owners: cfg.AgentOwners(), Metrics: a.reviewMetrics,
 	}); err != nil {
 		return nil, err

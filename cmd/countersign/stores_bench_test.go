@@ -39,7 +39,7 @@ func BenchmarkStores(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			return store.NewLedger(db)
+			return store.NewLedger(db, store.Options{})
 		}},
 		{"embedded", func(b *testing.B) store.Store {
 			s, err := embedded.Open(context.Background(), filepath.Join(b.TempDir(), storeFile))
@@ -49,7 +49,7 @@ func BenchmarkStores(b *testing.B) {
 			if _, err := s.Migrate(context.Background(), nil); err != nil {
 				b.Fatal(err)
 			}
-			return store.NewLedger(s)
+			return store.NewLedger(s, store.Options{})
 		}},
 	}
 	for _, s := range stores {

@@ -140,7 +140,7 @@ func measure(ctx context.Context, o options) (result, error) {
 		return result{}, err
 	}
 	defer db.Close()
-	ledger := store.NewLedger(db)
+	ledger := store.NewLedger(db, store.Options{})
 	if _, err := db.Migrate(ctx, nil); err != nil {
 		return result{}, err
 	}

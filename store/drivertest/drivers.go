@@ -71,7 +71,7 @@ func openPostgres(t *testing.T, name, storeURL, ownerURL string, wrap func(store
 		d = wrap(db)
 	}
 	return &Backend{
-		Store: store.NewLedger(d),
+		Store: store.NewLedger(d, store.Options{}),
 		Name:  name,
 		Exec: func(query string, args ...any) error {
 			_, err := owner.Pool.Exec(ctx, query, args...)
@@ -126,7 +126,7 @@ func openSQLite(t *testing.T, migrated bool) *Backend {
 	t.Cleanup(func() { raw.Close() })
 	n, _, _ := d.Notifier(nil)
 	return &Backend{
-		Store: store.NewLedger(d),
+		Store: store.NewLedger(d, store.Options{}),
 		Name:  "sqlite",
 		Exec: func(query string, args ...any) error {
 			_, err := raw.ExecContext(ctx, query, args...)

@@ -96,6 +96,9 @@ var contract = []struct {
 	{"CallbacksQueueWithTheirTransition", testCallbacksQueueWithTheirTransition},
 	{"CallbackClaimRetryDeliverRedrive", testCallbackClaimRetryDeliverRedrive},
 	{"CallbackClaimsAreExclusiveUnderConcurrency", testCallbackClaimsAreExclusiveUnderConcurrency},
+	{"NotifyWakesOnCommitOnly", testNotifyWakesOnCommitOnly},
+	{"EnqueueStaleCardsTakesItsThresholds", testEnqueueStaleCardsTakesItsThresholds},
+	{"BatchesWriteWhatTheyAreOwed", testBatchesWriteWhatTheyAreOwed},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	"github.com/countersign/countersign/store"
 )
@@ -58,18 +57,15 @@ func (e executor) CardState(ctx context.Context, requestID string, round int) (s
 	return state.String, nil
 }
 
-// convergeAfter is how long a failed delivery keeps the sweep from queueing
-// the same card again, and unpostedAfter how long a pending round may go
-// without a card before the sweep posts one (both as in PostgreSQL).
-const (
-	convergeAfter = 10 * time.Minute
-	unpostedAfter = time.Minute
-)
-
-func (e executor) EnqueueStaleCards(ctx context.Context, limit int) (queued int, err error) {
+func (e executor) EnqueueStaleCards(ctx context.Context, p store.StaleCardsParams) (queued int, err error) {
+	data, err := encodeData(p.Data)
+	if err != nil {
+		return 0, err
+	}
 	err = e.write(ctx, func(tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, q.Get("enqueue_stale_cards"),
-			micros(tx.clock(nil)), limit, convergeAfter.Microseconds(), unpostedAfter.Microseconds())
+			micros(tx.clock(nil)), p.Limit, p.RetryAfter.Microseconds(), p.UnpostedAfter.Microseconds(),
+			string(p.UpdateKind), string(p.PostKind), data)
 		if err != nil {
 			return wrap("queueing stale cards", err)
 		}

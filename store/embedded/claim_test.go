@@ -25,7 +25,7 @@ func TestClaimsAreExclusiveAcrossStoresOnOneFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(d.Close)
-		s := store.NewLedger(d)
+		s := store.NewLedger(d, store.Options{})
 		if _, err := s.Migrate(ctx, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,6 @@ func (e executor) InsertExecution(ctx context.Context, x store.NewExecution) err
 			canonicalID(x.RequestID), x.DecisionID, x.MaxAttempts, micros(x.At)); err != nil {
 			return wrap("creating execution", err)
 		}
-		tx.executionMoved(canonicalID(x.RequestID), store.ExecReady)
 		return nil
 	})
 }
@@ -83,7 +82,6 @@ func (e executor) ClaimExecutionRows(ctx context.Context, p store.ClaimParams) (
 			if err != nil {
 				return wrap("claiming executions", err)
 			}
-			tx.executionMoved(c.RequestID, c.State)
 			claims = append(claims, c)
 		}
 		return nil
@@ -95,7 +93,7 @@ func (e executor) TransitionExecutionRow(ctx context.Context, p store.Transition
 	err = e.write(ctx, func(tx *writeTx) error {
 		at = tx.clock(p.Now)
 		a.ExecutionID = t.ExecutionID
-		ok, err = moved(ctx, tx, "recording outcome", t.To, q.Get("transition_execution_row"),
+		ok, err = moved(ctx, tx, "recording outcome", q.Get("transition_execution_row"),
 			[]any{string(t.To), micros(at), t.Delay.Microseconds(), t.Status, nullBytes(t.Body), t.ProviderRef,
 				t.Code, t.Error, t.ExecutionID, string(p.From), t.Attempt, p.Worker}, &a.RequestID, &a.Round)
 		return err
@@ -106,7 +104,7 @@ func (e executor) TransitionExecutionRow(ctx context.Context, p store.Transition
 func (e executor) SupersedeExecution(ctx context.Context, p store.SupersedeParams) (s store.Superseded, ok bool, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		s.At = tx.clock(p.Now)
-		ok, err = moved(ctx, tx, "superseding execution", store.ExecSuperseded, q.Get("supersede_execution"),
+		ok, err = moved(ctx, tx, "superseding execution", q.Get("supersede_execution"),
 			[]any{p.Code, p.Message, micros(s.At), p.ExecutionID, p.Attempt, p.Worker}, &s.RequestID, &s.Round)
 		return err
 	})
@@ -117,7 +115,7 @@ func (e executor) ResolveExecution(ctx context.Context, p store.ResolveParams) (
 	err = e.write(ctx, func(tx *writeTx) error {
 		r.At = tx.clock(p.Now)
 		var id string
-		ok, err = moved(ctx, tx, "resolving execution", p.To, q.Get("resolve_execution"),
+		ok, err = moved(ctx, tx, "resolving execution", q.Get("resolve_execution"),
 			[]any{string(p.To), p.Code, micros(r.At), p.ExecutionID, canonicalID(p.RequestID)}, &id, &r.Attempts, &r.Round)
 		return err
 	})
@@ -141,7 +139,6 @@ func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int
 			if _, err := tx.ExecContext(ctx, q.Get("expire_claim"), micros(at), c.ExecutionID); err != nil {
 				return wrap("expiring claims", err)
 			}
-			tx.executionMoved(c.RequestID, store.ExecUnknown)
 		}
 		return nil
 	})
@@ -182,9 +179,8 @@ func (e executor) UnresolvedRequestIDs(ctx context.Context, limit int) ([]string
 }
 
 // moved runs an UPDATE of one execution RETURNING its request id and then
-// dest, and records the move to state for the request's waiters; false when
-// no row matched.
-func moved(ctx context.Context, tx *writeTx, what string, state store.ExecState, query string, args []any, requestID *string, dest ...any) (bool, error) {
+// dest; false when no row matched.
+func moved(ctx context.Context, tx *writeTx, what string, query string, args []any, requestID *string, dest ...any) (bool, error) {
 	err := tx.QueryRowContext(ctx, query, args...).Scan(append([]any{requestID}, dest...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -192,6 +188,5 @@ func moved(ctx context.Context, tx *writeTx, what string, state store.ExecState,
 	if err != nil {
 		return false, wrap(what, err)
 	}
-	tx.executionMoved(*requestID, state)
 	return true, nil
 }

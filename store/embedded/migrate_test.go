@@ -29,7 +29,7 @@ func TestMigrateAcrossStoresOnAFreshFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stores[i] = store.NewLedger(d)
+			stores[i] = store.NewLedger(d, store.Options{})
 			defer stores[i].Close()
 		}
 		applied := make([]int, len(stores))

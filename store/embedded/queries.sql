@@ -167,8 +167,9 @@ END FROM requests r WHERE r.id = ?1);
 
 -- name: enqueue_stale_cards
 -- ?3 is how long a failed delivery keeps the sweep from queueing the same
--- card again (ten minutes), ?4 how long a pending round may go without a
--- card (a minute), both as in PostgreSQL.
+-- card again and ?4 how long a pending round may go without a card (both in
+-- microseconds), ?5 and ?6 the kinds of an update and a post, ?7 their data
+-- (store.StaleCardsParams).
 WITH stale AS (
 	SELECT c.request_id, c.round FROM cards c
 	WHERE NOT c.settled
@@ -180,7 +181,7 @@ WITH stale AS (
 	ELSE r.status
 END FROM requests r WHERE r.id = c.request_id)
 		AND NOT EXISTS (SELECT 1 FROM outbox o
-			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = 'update_card'
+			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = ?5
 				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > ?1 - ?3)))
 	ORDER BY c.rendered_at
 	LIMIT ?2
@@ -189,15 +190,15 @@ END FROM requests r WHERE r.id = c.request_id)
 	WHERE r.status = 'pending' AND r.updated_at < ?1 - ?4
 		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round)
 		AND NOT EXISTS (SELECT 1 FROM outbox o
-			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card'
+			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = ?6
 				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > ?1 - ?3)))
 	ORDER BY r.expires_at
 	LIMIT ?2
 )
 INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-SELECT 'update_card', request_id, round, '{"reason":"converge"}', ?1, ?1 FROM stale
+SELECT ?5, request_id, round, ?7, ?1, ?1 FROM stale
 UNION ALL
-SELECT 'post_card', request_id, round, '{"reason":"converge"}', ?1, ?1 FROM unposted;
+SELECT ?6, request_id, round, ?7, ?1, ?1 FROM unposted;
 
 -- name: requests_by_key_prefix
 SELECT {{request_columns}} FROM requests

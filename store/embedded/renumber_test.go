@@ -53,7 +53,7 @@ func TestFileMigratedBeforeSharedNumbersUpgrades(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			l := store.NewLedger(d)
+			l := store.NewLedger(d, store.Options{})
 			// Migrations numbered after the shared 00005 apply on top.
 			if n, err := l.Migrate(ctx, nil); err != nil || n != tc.wantNew+migrationsAfter(t, 5) {
 				t.Fatalf("Migrate = %d, %v; want %d applied", n, err, tc.wantNew+migrationsAfter(t, 5))

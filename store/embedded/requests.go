@@ -60,8 +60,7 @@ func (e executor) ReplayRequests(ctx context.Context, keys []string) (map[string
 	return out, nil
 }
 
-// updateRequest runs an UPDATE … RETURNING {{request_columns}} and records the
-// change for the request's waiters.
+// updateRequest runs an UPDATE … RETURNING {{request_columns}}.
 func (e executor) updateRequest(ctx context.Context, what, query string, args func(tx *writeTx) []any) (reqs []store.Request, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		rows, err := tx.QueryContext(ctx, query, args(tx)...)
@@ -70,9 +69,6 @@ func (e executor) updateRequest(ctx context.Context, what, query string, args fu
 		}
 		if reqs, err = collect(rows, scanRequest); err != nil {
 			return wrap(what, err)
-		}
-		for _, r := range reqs {
-			tx.requestChanged(r.ID)
 		}
 		return nil
 	})

@@ -17,31 +17,35 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// writeTx is a write transaction that remembers which wake-ups its commit
-// owes, as PostgreSQL's triggers queue NOTIFYs that fire on commit.
+// writeTx is a write transaction that holds the wake-ups the Ledger handed
+// it (Notify) until it commits, as PostgreSQL holds a transaction's NOTIFYs.
 type writeTx struct {
 	*sql.Tx
 	// now is the clock of the whole transaction, as PostgreSQL's now().
-	now     time.Time
-	changed map[string]struct{}
-	ready   bool
+	now  time.Time
+	wake store.Wakeups
 }
 
-// requestChanged records a change to a request's status or round, or to the
-// state of one of its executions.
-func (tx *writeTx) requestChanged(requestID string) {
-	if tx.changed == nil {
-		tx.changed = make(map[string]struct{})
+// Notify wakes w's waiters once the transaction commits, or at once outside
+// one. Only this process shares the file, so the Hub is every waiter.
+func (e executor) Notify(_ context.Context, w store.Wakeups) error {
+	if e.tx == nil {
+		wake(e.d.hub, w)
+		return nil
 	}
-	tx.changed[requestID] = struct{}{}
+	e.tx.wake.Changed = append(e.tx.wake.Changed, w.Changed...)
+	e.tx.wake.Ready = e.tx.wake.Ready || w.Ready
+	return nil
 }
 
-// executionMoved records an execution entering state: its request changed,
-// and a ready execution wakes the dispatcher.
-func (tx *writeTx) executionMoved(requestID string, state store.ExecState) {
-	tx.requestChanged(requestID)
-	if state == store.ExecReady {
-		tx.ready = true
+// wake signals the hub's subscribers on each changed request and, when
+// w.Ready, the dispatcher.
+func wake(hub *store.Hub, w store.Wakeups) {
+	for _, id := range w.Changed {
+		hub.NotifyChange(canonicalID(id))
+	}
+	if w.Ready {
+		hub.NotifyReady()
 	}
 }
 
@@ -90,7 +94,7 @@ func (tx *writeTx) clock(now *time.Time) time.Time {
 
 // transact runs fn in one transaction on the writer connection (BEGIN
 // IMMEDIATE) and commits when fn returns nil; after the commit it wakes the
-// subscribers of what changed. A transaction that is not durable commits
+// subscribers the Ledger asked for (Notify). A transaction that is not durable commits
 // without syncing the WAL (synchronous NORMAL): it survives a crash of the
 // process but may be lost with the machine, like PostgreSQL's
 // synchronous_commit off. SQLite refuses to change synchronous inside a
@@ -120,12 +124,7 @@ func (s *Driver) transact(ctx context.Context, durable bool, fn func(tx *writeTx
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("committing: %w", translate(err))
 	}
-	for id := range tx.changed {
-		s.hub.NotifyChange(id)
-	}
-	if tx.ready {
-		s.hub.NotifyReady()
-	}
+	wake(s.hub, tx.wake)
 	return nil
 }
 

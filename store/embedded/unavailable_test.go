@@ -24,7 +24,7 @@ func openMigrated(t *testing.T, path string, busyTimeout time.Duration) *store.L
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	s := store.NewLedger(d)
+	s := store.NewLedger(d, store.Options{})
 	if _, err := s.Migrate(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}

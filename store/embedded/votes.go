@@ -34,7 +34,6 @@ func (e executor) InsertVote(ctx context.Context, v store.Vote) (out store.Vote,
 		switch {
 		case err == nil:
 			cast = true
-			tx.requestChanged(out.RequestID)
 		case errors.Is(err, store.ErrNotFound):
 			err = nil // the voter voted in this round already
 		default:

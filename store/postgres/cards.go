@@ -33,8 +33,13 @@ func (e executor) CardState(ctx context.Context, requestID string, round int) (s
 	return *state, nil
 }
 
-func (e executor) EnqueueStaleCards(ctx context.Context, limit int) (int, error) {
-	tag, err := e.db.Exec(ctx, q.Get("enqueue_stale_cards"), limit)
+func (e executor) EnqueueStaleCards(ctx context.Context, p store.StaleCardsParams) (int, error) {
+	data, err := encode(p.Data)
+	if err != nil {
+		return 0, wrap("encoding outbox data", err)
+	}
+	tag, err := e.db.Exec(ctx, q.Get("enqueue_stale_cards"), p.Limit, p.RetryAfter.Microseconds(),
+		p.UnpostedAfter.Microseconds(), string(p.UpdateKind), string(p.PostKind), data)
 	if err != nil {
 		return 0, wrap("queueing stale cards", err)
 	}

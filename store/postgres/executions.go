@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -54,11 +53,16 @@ func (e executor) ClaimExecutionRows(ctx context.Context, p store.ClaimParams) (
 	return collect[store.Claim]("claiming executions", rows, err)
 }
 
-// ClaimExecutionsBatch is ClaimExecutions in one statement, with each
-// claim's "claimed" event (actor executor:<worker>) and card update.
-func (e executor) ClaimExecutionsBatch(ctx context.Context, p store.ClaimParams) ([]store.Claim, error) {
+// ClaimExecutionsBatch is ClaimExecutions in one statement, with what each
+// claim owes.
+func (e executor) ClaimExecutionsBatch(ctx context.Context, p store.ClaimParams, owed store.Owed) ([]store.Claim, error) {
 	tools, micros := claimTimeouts(p)
-	rows, err := e.db.Query(ctx, q.Get("claim_executions_batch"), p.Now, p.Limit, tools, p.Worker, micros)
+	o, err := flatten([]store.Owed{owed})
+	if err != nil {
+		return nil, wrap("claiming executions", err)
+	}
+	rows, err := e.db.Query(ctx, q.Get("claim_executions_batch"), p.Now, p.Limit, tools, p.Worker, micros,
+		o.evActor, o.evKind, o.evData, o.obKind, o.obData, owed.WakeChange, channelChange)
 	return collect[store.Claim]("claiming executions", rows, err)
 }
 
@@ -77,8 +81,8 @@ func (e executor) TransitionExecutionRow(ctx context.Context, p store.Transition
 }
 
 // TransitionExecutionsBatch is TransitionExecutions in one statement, with
-// each move's event (actor p.Actor), card update and thread reply.
-func (e executor) TransitionExecutionsBatch(ctx context.Context, p store.TransitionParams, ts []store.Transition) ([]store.Applied, error) {
+// what each move owes.
+func (e executor) TransitionExecutionsBatch(ctx context.Context, p store.TransitionParams, ts []store.Transition, owed []store.Owed) ([]store.Applied, error) {
 	n := len(ts)
 	var (
 		ids      = make([]int64, n)
@@ -90,28 +94,21 @@ func (e executor) TransitionExecutionsBatch(ctx context.Context, p store.Transit
 		codes    = make([]string, n)
 		errs     = make([]string, n)
 		delays   = make([]int64, n)
-		kinds    = make([]string, n)
-		data     = make([]string, n)
-		replies  = make([]string, n)
 	)
 	for i, t := range ts {
 		ids[i], attempts[i], states[i] = t.ExecutionID, int32(t.Attempt), string(t.To)
 		statuses[i], bodies[i], refs[i] = int32(t.Status), t.Body, t.ProviderRef
 		codes[i], errs[i], delays[i] = t.Code, t.Error, t.Delay.Microseconds()
-		kinds[i], replies[i] = t.Event, t.Reply
-		d := t.EventData
-		if d == nil {
-			d = map[string]any{}
-		}
-		raw, err := json.Marshal(d)
-		if err != nil {
-			return nil, wrap("encoding event data", err)
-		}
-		data[i] = string(raw)
+	}
+	o, err := flatten(owed)
+	if err != nil {
+		return nil, wrap("recording outcomes", err)
 	}
 	rows, err := e.db.Query(ctx, q.Get("transition_executions_batch"),
-		ids, attempts, states, statuses, bodies, refs, codes, errs, delays, kinds, data, replies,
-		p.Now, string(p.From), p.Worker, p.Actor, callbackAgents(p), store.CallbackRetryWindow.Microseconds())
+		ids, attempts, states, statuses, bodies, refs, codes, errs, delays, o.wakeChange, o.wakeReady,
+		p.Now, string(p.From), p.Worker,
+		o.evOrd, o.evActor, o.evKind, o.evData, o.obOrd, o.obKind, o.obData, o.cbOrd, o.cbEvent,
+		callbackAgents(p), store.CallbackRetryWindow.Microseconds(), channelChange, channelReady)
 	return collect[store.Applied]("recording outcomes", rows, err)
 }
 

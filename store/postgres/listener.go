@@ -11,7 +11,8 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-// Notification channels written by the schema's triggers.
+// Notification channels: Notify and the batch statements send on them,
+// the Listener listens on them.
 const (
 	channelChange = "countersign_change" // payload: request id
 	channelReady  = "countersign_ready"  // an execution became ready

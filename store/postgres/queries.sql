@@ -64,15 +64,22 @@ SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1 AND request_id = $2);
 {{claim_cte}}{{claim_select}};
 
 -- name: claim_executions_batch
+-- What each claim owes, as the Ledger built it (store.Owed): events ($6
+-- actor, $7 kind, $8 data, merged with the claim's facts, store.ClaimFacts)
+-- and outbox rows ($9 kind, $10 data) for every row claimed; $11 wakes the
+-- waiters on each claimed request (channel $12).
 {{claim_cte}}, ev AS (
 	INSERT INTO events (request_id, at, actor, kind, data)
-	SELECT request_id, updated_at, 'executor:' || claimed_by, 'claimed',
-		jsonb_build_object('attempt', attempts, 'execution_id', id, 'claim_expires_at', claim_expires_at)
-	FROM r
+	SELECT r.request_id, r.updated_at, x.actor, x.kind, x.data::jsonb || to_jsonb(f)
+	FROM r CROSS JOIN unnest($6::text[], $7::text[], $8::text[]) AS x(actor, kind, data)
+	CROSS JOIN LATERAL (SELECT r.attempts AS attempt, r.id AS execution_id, r.claim_expires_at) AS f
 ), ob AS (
-	INSERT INTO outbox (kind, request_id, round, next_attempt_at, created_at)
-	SELECT 'update_card', request_id, decision_round, updated_at, updated_at FROM r
-){{claim_select}};
+	INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
+	SELECT x.kind, r.request_id, r.decision_round, x.data::jsonb, r.updated_at, r.updated_at
+	FROM r CROSS JOIN unnest($9::text[], $10::text[]) AS x(kind, data)
+)
+SELECT {{execution_columns}}, decision_round AS round, coalesce($1::timestamptz, now()) AS db_now
+FROM r LEFT JOIN LATERAL (SELECT pg_notify($12, r.request_id::text) WHERE $11::boolean) n ON true;
 
 -- name: transition_execution_row
 UPDATE executions e SET
@@ -91,47 +98,56 @@ WHERE e.id = $1 AND e.state = $11 AND e.attempts = $2 AND ($12 = '' OR e.claimed
 RETURNING e.id, e.request_id::text, d.round, e.updated_at;
 
 -- name: transition_executions_batch
+-- $1-$11 are the transitions, $10 and $11 whether each one's move wakes its
+-- request's waiters (channel $26) and the dispatcher (channel $27). What
+-- each move owes comes as the Ledger built it (store.Owed), joined to the
+-- move by the transition's position (ord): events ($15-$18), outbox rows
+-- ($19-$21) and callbacks ($22-$23, for the agents in $24 only, retried for
+-- $25 microseconds).
 WITH i AS (
 	SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[], $5::bytea[], $6::text[],
-		$7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[])
-		AS i(id, attempt, state, status, body, ref, code, err, delay_us, kind, data, reply)
+		$7::text[], $8::text[], $9::bigint[], $10::boolean[], $11::boolean[]) WITH ORDINALITY
+		AS i(id, attempt, state, status, body, ref, code, err, delay_us, wake_change, wake_ready, ord)
 ), u AS (
 	UPDATE executions e SET
 		state = i.state,
 		claimed_by = CASE WHEN i.state = 'claimed' THEN e.claimed_by END,
 		claim_expires_at = CASE WHEN i.state = 'claimed' THEN e.claim_expires_at END,
-		next_attempt_at = coalesce($13::timestamptz, now()) + i.delay_us * interval '1 microsecond',
+		next_attempt_at = coalesce($12::timestamptz, now()) + i.delay_us * interval '1 microsecond',
 		response_status = coalesce(nullif(i.status, 0), e.response_status),
 		response_body = coalesce(i.body, e.response_body),
 		provider_ref = coalesce(nullif(i.ref, ''), e.provider_ref),
 		last_code = nullif(i.code, ''),
 		last_error = nullif(i.err, ''),
-		updated_at = coalesce($13::timestamptz, now())
+		updated_at = coalesce($12::timestamptz, now())
 	FROM i
-	WHERE e.id = i.id AND e.state = $14 AND e.attempts = i.attempt
-		AND ($15 = '' OR e.claimed_by = $15)
-	RETURNING e.id, e.request_id, e.decision_id, e.updated_at, e.state, i.kind, i.data, i.reply
+	WHERE e.id = i.id AND e.state = $13 AND e.attempts = i.attempt
+		AND ($14 = '' OR e.claimed_by = $14)
+	RETURNING e.id, e.request_id, e.decision_id, e.updated_at, i.ord, i.wake_change, i.wake_ready
 ), r AS (
 	SELECT u.*, (SELECT d.round FROM decisions d WHERE d.id = u.decision_id) AS round FROM u
 ), ev AS (
 	INSERT INTO events (request_id, at, actor, kind, data)
-	SELECT request_id, updated_at, $16, kind, data::jsonb FROM r
+	SELECT r.request_id, r.updated_at, x.actor, x.kind, x.data::jsonb
+	FROM unnest($15::bigint[], $16::text[], $17::text[], $18::text[]) AS x(ord, actor, kind, data)
+	JOIN r ON r.ord = x.ord
 ), ob AS (
 	INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-	SELECT 'update_card', request_id, round, '{}', updated_at, updated_at FROM r
-	UNION ALL
-	SELECT 'thread_reply', request_id, round, jsonb_build_object('reason', reply), updated_at, updated_at
-	FROM r WHERE reply <> ''
+	SELECT x.kind, r.request_id, r.round, x.data::jsonb, r.updated_at, r.updated_at
+	FROM unnest($19::bigint[], $20::text[], $21::text[]) AS x(ord, kind, data)
+	JOIN r ON r.ord = x.ord
 ), cb AS (
-	-- The callbacks of agents that have one ($17), as store.Ledger queues them.
 	INSERT INTO callbacks (request_id, agent, event, next_attempt_at, give_up_at, created_at)
-	SELECT r.request_id, q.requested_by,
-		CASE WHEN r.state = 'needs_review' THEN 'request.needs_review' ELSE 'request.settled' END,
-		r.updated_at, r.updated_at + $18::bigint * interval '1 microsecond', r.updated_at
-	FROM r JOIN requests q ON q.id = r.request_id
-	WHERE r.state IN ('succeeded', 'failed', 'needs_review') AND q.requested_by = ANY($17::text[])
+	SELECT r.request_id, q.requested_by, x.event,
+		r.updated_at, r.updated_at + $25::bigint * interval '1 microsecond', r.updated_at
+	FROM unnest($22::bigint[], $23::text[]) AS x(ord, event)
+	JOIN r ON r.ord = x.ord
+	JOIN requests q ON q.id = r.request_id
+	WHERE q.requested_by = ANY($24::text[])
 )
-SELECT id AS execution_id, request_id::text AS request_id, round FROM r;
+SELECT r.id AS execution_id, r.request_id::text AS request_id, r.round FROM r
+LEFT JOIN LATERAL (SELECT pg_notify($26, r.request_id::text) WHERE r.wake_change) nc ON true
+LEFT JOIN LATERAL (SELECT pg_notify($27, '') WHERE r.wake_ready) nr ON true;
 
 -- name: supersede_execution
 UPDATE executions e SET state = 'superseded', claimed_by = NULL, claim_expires_at = NULL,
@@ -300,29 +316,33 @@ WHERE request_id = $1 AND round = $2;
 SELECT countersign_card_state($1, $2);
 
 -- name: enqueue_stale_cards
+-- $2 is how long a failed delivery keeps the sweep from queueing the same
+-- card again and $3 how long a pending round may go without a card (both in
+-- microseconds), $4 and $5 the kinds of an update and a post, $6 their data
+-- (store.StaleCardsParams).
 WITH stale AS (
 	SELECT c.request_id, c.round FROM cards c
 	WHERE NOT c.settled
 		AND c.rendered_state IS DISTINCT FROM countersign_card_state(c.request_id, c.round)
 		AND NOT EXISTS (SELECT 1 FROM outbox o
-			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = 'update_card'
-				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > now() - interval '10 minutes')))
+			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = $4
+				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > now() - $2::bigint * interval '1 microsecond')))
 	ORDER BY c.rendered_at
 	LIMIT $1
 ), unposted AS (
 	SELECT r.id AS request_id, r.round FROM requests r
-	WHERE r.status = 'pending' AND r.updated_at < now() - interval '1 minute'
+	WHERE r.status = 'pending' AND r.updated_at < now() - $3::bigint * interval '1 microsecond'
 		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round)
 		AND NOT EXISTS (SELECT 1 FROM outbox o
-			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card'
-				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > now() - interval '10 minutes')))
+			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = $5
+				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > now() - $2::bigint * interval '1 microsecond')))
 	ORDER BY r.expires_at
 	LIMIT $1
 )
 INSERT INTO outbox (kind, request_id, round, data)
-SELECT 'update_card', request_id, round, '{"reason":"converge"}'::jsonb FROM stale
+SELECT $4, request_id, round, $6::jsonb FROM stale
 UNION ALL
-SELECT 'post_card', request_id, round, '{"reason":"converge"}'::jsonb FROM unposted;
+SELECT $5, request_id, round, $6::jsonb FROM unposted;
 
 -- name: requests_by_key_prefix
 SELECT {{request_columns}} FROM requests
@@ -408,10 +428,14 @@ WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
 		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending');
 
 -- name: insert_requests
+-- What each inserted request owes comes as the Ledger built it (store.Owed),
+-- joined to the request by its input's position (ord): events ($16 ord, $17
+-- actor, $18 kind, $19 data) and outbox rows ($20 ord, $21 kind, $22 data),
+-- each taking the request's id, round and creation time.
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[], $15::text[])
-		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings, policy)
+		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[], $15::text[]) WITH ORDINALITY
+		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings, policy, ord)
 ), r AS (
 	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
 		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)
@@ -423,12 +447,18 @@ WITH input AS (
 	ORDER BY key -- batches take their key locks in one order, so two never deadlock
 	ON CONFLICT (key) DO NOTHING
 	RETURNING *
+), rk AS (
+	SELECT r.id, r.round, r.created_at, input.ord FROM r JOIN input ON input.key = r.key
 ), e AS (
 	INSERT INTO events (request_id, at, actor, kind, data)
-	SELECT id, created_at, 'agent:' || requested_by, 'requested', jsonb_build_object('key', key, 'round', round) FROM r
+	SELECT rk.id, rk.created_at, x.actor, x.kind, x.data::jsonb
+	FROM unnest($16::bigint[], $17::text[], $18::text[], $19::text[]) AS x(ord, actor, kind, data)
+	JOIN rk ON rk.ord = x.ord
 ), o AS (
-	INSERT INTO outbox (kind, request_id, round, next_attempt_at)
-	SELECT 'post_card', id, round, created_at FROM r
+	INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
+	SELECT x.kind, rk.id, rk.round, x.data::jsonb, rk.created_at, rk.created_at
+	FROM unnest($20::bigint[], $21::text[], $22::text[]) AS x(ord, kind, data)
+	JOIN rk ON rk.ord = x.ord
 )
 SELECT {{request_columns}}, true AS inserted, false AS post_queued FROM r;
 
@@ -514,3 +544,10 @@ RETURNING {{callback_columns}};
 
 -- name: count_callback_backlog
 SELECT count(*) FROM callbacks WHERE state = 'pending';
+
+-- name: notify
+-- Wakes the waiters on each request in $2 (channel $1) and, when $4, the
+-- dispatcher (channel $3), once the transaction commits.
+SELECT count(pg_notify($1, id)) FROM unnest($2::text[]) AS t(id)
+UNION ALL
+SELECT count(pg_notify($3, '')) WHERE $4::boolean;

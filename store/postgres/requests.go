@@ -136,11 +136,10 @@ func (e executor) RedriveCard(ctx context.Context, id string) error {
 	return wrap("re-driving card", err)
 }
 
-// InsertRequestsBatch stores new requests, each with its "requested" audit
-// event and card post, in one statement and one commit; keys must be
-// distinct. A key that exists already is returned and writes nothing (ON
+// InsertRequestsBatch stores new requests, each with what it owes, in one
+// statement and one commit; keys must be distinct. A key that exists already is returned and writes nothing (ON
 // CONFLICT DO NOTHING takes no transaction id).
-func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest, now *time.Time) ([]store.InsertResult, error) {
+func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest, owed []store.Owed, now *time.Time) ([]store.InsertResult, error) {
 	byKey := make(map[string]store.InsertResult, len(ps))
 	missing := ps
 	// The insert returns only the rows it inserted; a key that conflicted is
@@ -150,7 +149,7 @@ func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest
 	// key whose insert then rolled back is neither inserted nor found, and is
 	// inserted again.
 	for range 2 {
-		if err := e.insertRequests(ctx, missing, now, byKey); err != nil {
+		if err := e.insertRequests(ctx, missing, owedOf(ps, owed, missing), now, byKey); err != nil {
 			return nil, err
 		}
 		missing = slices.DeleteFunc(slices.Clone(missing), func(p store.NewRequest) bool { _, ok := byKey[p.Key]; return ok })
@@ -184,7 +183,23 @@ func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest
 	return results, nil
 }
 
-func (e executor) insertRequests(ctx context.Context, ps []store.NewRequest, now *time.Time, into map[string]store.InsertResult) error {
+// owedOf returns what each of some, a subset of ps in order, owes.
+func owedOf(ps []store.NewRequest, owed []store.Owed, some []store.NewRequest) []store.Owed {
+	if len(some) == len(ps) {
+		return owed
+	}
+	byKey := make(map[string]store.Owed, len(ps))
+	for i, p := range ps {
+		byKey[p.Key] = owed[i]
+	}
+	out := make([]store.Owed, len(some))
+	for i, p := range some {
+		out[i] = byKey[p.Key]
+	}
+	return out
+}
+
+func (e executor) insertRequests(ctx context.Context, ps []store.NewRequest, owed []store.Owed, now *time.Time, into map[string]store.InsertResult) error {
 	n := len(ps)
 	keys, basis, runs, steps, tools := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	snapshots, hashes, summaries, reasons := make([][]byte, n), make([]string, n), make([]string, n), make([]string, n)
@@ -201,8 +216,13 @@ func (e executor) insertRequests(ctx context.Context, ps []store.NewRequest, now
 		}
 		policies[i] = string(policy)
 	}
+	o, err := flatten(owed)
+	if err != nil {
+		return wrap("inserting requests", err)
+	}
 	rows, err := e.db.Query(ctx, q.Get("insert_requests"),
-		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, strs, now, policies)
+		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, strs, now, policies,
+		o.evOrd, o.evActor, o.evKind, o.evData, o.obOrd, o.obKind, o.obData)
 	found, err := collect[store.InsertResult]("inserting requests", rows, err)
 	if err != nil {
 		return err

@@ -59,8 +59,7 @@ var appFunctions = []string{"countersign_card_state"}
 // runtime role executes only appFunctions.
 var schemaFunctions = []string{
 	"countersign_card_state", "countersign_effect_strings",
-	"events_append_only", "notify_request_change", "notify_execution_change",
-	"bump_request_version", "countersign_vote_cast",
+	"events_append_only", "bump_request_version", "countersign_vote_cast",
 }
 
 // AppRole is the runtime role GrantAppRole prepared.

@@ -41,8 +41,6 @@ var appRolePrivileges = map[string][]string{
 	"function countersign_card_state":     {"EXECUTE"},
 	"function countersign_effect_strings": nil,
 	"function events_append_only":         nil,
-	"function notify_request_change":      nil,
-	"function notify_execution_change":    nil,
 	"function bump_request_version":       nil,
 	"function countersign_vote_cast":      nil,
 
@@ -187,8 +185,8 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	owner, app, _ := asAppRole(t)
-	req := insertRequest(t, store.NewLedger(app), "wa_role_audit")
-	if _, _, ok, err := store.NewLedger(app).Decide(ctx, decide(req, store.VerdictApprove, "U1")); err != nil || !ok {
+	req := insertRequest(t, store.NewLedger(app, store.Options{}), "wa_role_audit")
+	if _, _, ok, err := store.NewLedger(app, store.Options{}).Decide(ctx, decide(req, store.VerdictApprove, "U1")); err != nil || !ok {
 		t.Fatalf("deciding as the runtime role: %v, %v", ok, err)
 	}
 	eventsBefore := countRows(t, owner, `SELECT count(*) FROM events`)
@@ -221,7 +219,7 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 		`CREATE TABLE shadow (id int)`,
 		`CREATE VIEW shadow AS SELECT 1`,
 		`CREATE FUNCTION shadow() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
-		`CREATE TRIGGER shadow BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION notify_request_change()`,
+		`CREATE TRIGGER shadow BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION events_append_only()`,
 		`CREATE SCHEMA shadow`,
 		`SELECT countersign_effect_strings('{}')`,
 		`SET ROLE postgres`,

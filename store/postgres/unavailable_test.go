@@ -56,7 +56,7 @@ func TestIsUnavailableOnRealOutages(t *testing.T) {
 	}
 	defer down.Close()
 	errs["ping through a pool on a closed port"] = down.Ping(ctx)
-	_, errs["read through a pool on a closed port"] = store.NewLedger(down).RequestByKey(ctx, "wa_x")
+	_, errs["read through a pool on a closed port"] = store.NewLedger(down, store.Options{}).RequestByKey(ctx, "wa_x")
 
 	// The server ends the connection (as on shutdown or a restart).
 	db, err := postgres.Open(ctx, dbURL)
@@ -90,7 +90,7 @@ func TestIsUnavailableOnRealOutages(t *testing.T) {
 
 	// The pool is closed (as serve shuts down).
 	db.Close()
-	_, errs["read through a closed pool"] = store.NewLedger(db).RequestByKey(ctx, "wa_x")
+	_, errs["read through a closed pool"] = store.NewLedger(db, store.Options{}).RequestByKey(ctx, "wa_x")
 
 	for name, err := range errs {
 		// What went through the driver is classified already; the raw
@@ -108,7 +108,7 @@ func TestIsUnavailableNotForAnswers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := storetest.NewDB(t)
-	ledger := store.NewLedger(db)
+	ledger := store.NewLedger(db, store.Options{})
 	errs := map[string]error{"nil": nil, "not found": store.ErrNotFound}
 	_, errs["division by zero"] = db.Pool.Exec(ctx, `SELECT 1/0`)
 	_, errs["text with NUL"] = db.Pool.Exec(ctx, `SELECT $1::text`, "a\x00")
