@@ -35,18 +35,13 @@ func (e executor) QueueNudge(ctx context.Context, requestID string, round int, d
 }
 
 func (e executor) NudgeQueued(ctx context.Context, requestID string, round int, kind store.NudgeKind) (bool, error) {
-	var queued bool
-	err := e.read().QueryRowContext(ctx, q.Get("nudge_queued"), canonicalID(requestID), round, string(kind)).Scan(&queued)
-	return queued, wrap("reading outbox", err)
+	return e.exists(ctx, "reading outbox", q.Get("nudge_queued"), canonicalID(requestID), round, string(kind))
 }
 
 func (e executor) PendingByTool(ctx context.Context) ([]store.PendingTool, error) {
 	now := clock(nil)
 	rows, err := e.read().QueryContext(ctx, q.Get("pending_by_tool"))
-	if err != nil {
-		return nil, wrap("counting pending requests", err)
-	}
-	counts, err := collect(rows, func(row scanner) (store.PendingTool, error) {
+	return collect("counting pending requests", func(row scanner) (store.PendingTool, error) {
 		var (
 			p      store.PendingTool
 			oldest int64
@@ -56,6 +51,5 @@ func (e executor) PendingByTool(ctx context.Context) ([]store.PendingTool, error
 		}
 		p.Oldest, p.Now = fromMicros(oldest), now
 		return p, nil
-	})
-	return counts, wrap("counting pending requests", err)
+	}, rows, err)
 }

@@ -47,9 +47,5 @@ func (e executor) InsertVote(ctx context.Context, v store.Vote) (out store.Vote,
 
 func (e executor) VotesFor(ctx context.Context, requestID string, round int) ([]store.Vote, error) {
 	rows, err := e.read().QueryContext(ctx, q.Get("votes_for"), canonicalID(requestID), round)
-	if err != nil {
-		return nil, wrap("reading votes", err)
-	}
-	votes, err := collect(rows, scanVote)
-	return votes, wrap("reading votes", err)
+	return collect("reading votes", scanVote, rows, err)
 }
