@@ -56,14 +56,8 @@ func (e executor) RedriveCallback(ctx context.Context, requestID string, window 
 	err = e.write(ctx, func(tx *writeTx) error {
 		cb, err = scanCallback(tx.QueryRowContext(ctx, q.Get("redrive_callback"), canonicalID(requestID),
 			micros(tx.clock(nil)), window.Microseconds()))
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return nil
-		case err != nil:
-			return wrap("redriving callback", err)
-		}
-		ok = true
-		return nil
+		ok, err = found("redriving callback", err)
+		return err
 	})
 	return cb, ok, err
 }

@@ -36,6 +36,15 @@ func wrap(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// found is wrap for a conditional statement: no row is ok false, not an
+// error.
+func found(what string, err error) (ok bool, _ error) {
+	if err = wrap(what, err); errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // errClosed is what database/sql answers once a *sql.DB is closed. It does
 // not export it, so it is taken from a pool closed for the purpose (sql.Open
 // connects to nothing).

@@ -2,8 +2,6 @@ package embedded
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -22,14 +20,10 @@ func (e executor) QueueNudge(ctx context.Context, requestID string, round int, d
 	err = e.write(ctx, func(tx *writeTx) error {
 		var created int64
 		err := tx.QueryRowContext(ctx, q.Get("queue_nudge"), canonicalID(requestID), round, raw, micros(tx.clock(nil))).Scan(&created)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+		if ok, err = found("queueing nudge", err); ok {
+			at = fromMicros(created)
 		}
-		if err != nil {
-			return wrap("queueing nudge", err)
-		}
-		at, ok = fromMicros(created), true
-		return nil
+		return err
 	})
 	return at, ok, err
 }
