@@ -72,13 +72,13 @@ type Cards interface {
 	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]store.OutboxRow, error)
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
-	RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error
+	RetryOutbox(ctx context.Context, p store.RetryOutboxParams) error
 	PostPending(ctx context.Context, requestID string, round int) (bool, error)
 	OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error)
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
 	CardFor(ctx context.Context, requestID string, round int) (store.Card, error)
 	RecordCard(ctx context.Context, c store.Card) (store.Card, error)
-	MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error
+	MarkCardRendered(ctx context.Context, p store.MarkCardRenderedParams) error
 	CardState(ctx context.Context, requestID string, round int) (string, error)
 	RequestByID(ctx context.Context, id string) (store.Request, error)
 	DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error)

@@ -101,7 +101,7 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 	if until := b.pausedUntil(channel); !until.IsZero() {
 		b.metrics.Deliveries.WithLabelValues(kind, "postponed").Inc()
 		b.record(ctx, log, func(ctx context.Context) error {
-			return b.db.RetryOutbox(ctx, row.ID, time.Until(until), "channel paused by a rate limit", false)
+			return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Delay: time.Until(until), Reason: "channel paused by a rate limit"})
 		})
 		return
 	}
@@ -135,7 +135,7 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 	case errors.As(err, &p):
 		b.metrics.Deliveries.WithLabelValues(kind, "postponed").Inc()
 		b.record(ctx, log, func(ctx context.Context) error {
-			return b.db.RetryOutbox(ctx, row.ID, p.delay, p.reason, false)
+			return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Delay: p.delay, Reason: p.reason})
 		})
 	case errors.As(err, &rl):
 		wait := max(rl.RetryAfter, time.Second)
@@ -143,7 +143,7 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 		b.metrics.Deliveries.WithLabelValues(kind, "rate_limited").Inc()
 		log.Warn("slack rate limit", slog.String("channel", channel), slog.Duration("retry_after", wait))
 		b.record(ctx, log, func(ctx context.Context) error {
-			return b.db.RetryOutbox(ctx, row.ID, wait, reasonRateLimited, true)
+			return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Delay: wait, Reason: reasonRateLimited, Attempted: true})
 		})
 	case errors.As(err, &se) && !slices.Contains(transientErrors, se.Err), errors.Is(err, errPermanent):
 		b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
@@ -152,7 +152,7 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 		if row.Kind == store.OutboxUpdateCard && se.Err == "message_not_found" {
 			// Someone deleted the card: stop the sweep from updating it for ever.
 			b.record(ctx, log, func(ctx context.Context) error {
-				return b.db.MarkCardRendered(ctx, row.RequestID, row.Round, "message_not_found", true)
+				return b.db.MarkCardRendered(ctx, store.MarkCardRenderedParams{RequestID: row.RequestID, Round: row.Round, State: "message_not_found", Settled: true})
 			})
 		}
 	default:
@@ -165,7 +165,7 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 		b.metrics.Deliveries.WithLabelValues(kind, "retry").Inc()
 		log.Warn("slack delivery will be retried", slog.Int("attempts", row.Attempts), slog.String("error", why))
 		b.record(ctx, log, func(ctx context.Context) error {
-			return b.db.RetryOutbox(ctx, row.ID, backoff(row.Attempts), why, true)
+			return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Delay: backoff(row.Attempts), Reason: why, Attempted: true})
 		})
 	}
 }
@@ -332,7 +332,7 @@ func (b *Bot) update(ctx context.Context, row store.OutboxRow) (string, error) {
 		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(cardMetadata(v.Request, row.Round))); err != nil {
 		return "", err
 	}
-	return "", b.db.MarkCardRendered(ctx, row.RequestID, row.Round, v.State, v.settled())
+	return "", b.db.MarkCardRendered(ctx, store.MarkCardRenderedParams{RequestID: row.RequestID, Round: row.Round, State: v.State, Settled: v.settled()})
 }
 
 // reply answers in a card's thread: when its write failed or needs review,

@@ -183,7 +183,7 @@ func (d *Deliverer) deliver(ctx context.Context, row store.Callback) {
 		}
 		logger.Debug("callback delivered", slog.Int("status", status))
 	} else {
-		state, err := d.cfg.DB.RetryCallback(record, row, d.backoff(row.Attempts), status, reason)
+		state, err := d.cfg.DB.RetryCallback(record, store.RetryCallbackParams{Claimed: row, Delay: d.backoff(row.Attempts), Status: status, Reason: reason})
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			logger.Info("callback attempt superseded: a redrive or a later claim sends it again")

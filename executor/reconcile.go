@@ -37,7 +37,7 @@ func (e *Executor) ReconcileOnce(ctx context.Context) (ReconcileReport, error) {
 		}
 	}
 	for {
-		unknowns, err := e.db.LeaseUnknowns(ctx, e.now(), e.lease, reconcileBatch)
+		unknowns, err := e.db.LeaseUnknowns(ctx, store.LeaseUnknownsParams{Now: e.now(), Lease: e.lease, Limit: reconcileBatch})
 		if err != nil {
 			return rep, err
 		}

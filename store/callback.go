@@ -146,16 +146,8 @@ func (l *Ledger) MarkCallbackDelivered(ctx context.Context, claimed Callback, st
 // delivery back after delay, or fails it for good once its retry window has
 // passed. It returns the state the row is left in, or ErrNotFound when the
 // attempt is no longer the row's (a redrive or a later claim took it over).
-func (l *Ledger) RetryCallback(ctx context.Context, claimed Callback, delay time.Duration, status int, reason string) (CallbackState, error) {
-	return l.ex().RetryCallback(ctx, claimed, delay, status, reason)
-}
-
-// LatestCallback returns the request's newest delivery, or ErrNotFound.
-func (l *Ledger) LatestCallback(ctx context.Context, requestID string) (Callback, error) {
-	if !IsUUID(requestID) {
-		return Callback{}, ErrNotFound
-	}
-	return l.ex().LatestCallback(ctx, requestID)
+func (l *Ledger) RetryCallback(ctx context.Context, p RetryCallbackParams) (CallbackState, error) {
+	return l.ex().RetryCallback(ctx, p)
 }
 
 // RedriveCallback sends the request's newest delivery again, under the same
@@ -168,7 +160,11 @@ func (l *Ledger) RedriveCallback(ctx context.Context, requestID string) (cb Call
 	return l.ex().RedriveCallback(ctx, requestID, CallbackRetryWindow)
 }
 
-// CountCallbackBacklog returns how many deliveries are pending.
-func (l *Ledger) CountCallbackBacklog(ctx context.Context) (int, error) {
-	return l.ex().CountCallbackBacklog(ctx)
+// RetryCallbackParams is a failed attempt at Claimed (Status 0: no answer)
+// and how long to wait before the next.
+type RetryCallbackParams struct {
+	Claimed Callback
+	Delay   time.Duration
+	Status  int
+	Reason  string
 }

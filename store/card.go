@@ -9,3 +9,11 @@ type Card struct {
 	RenderedState string
 	Settled       bool
 }
+
+// MarkCardRenderedParams is the state a request round's card now shows.
+type MarkCardRenderedParams struct {
+	RequestID string
+	Round     int
+	State     string
+	Settled   bool
+}

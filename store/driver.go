@@ -33,19 +33,102 @@ type Driver interface {
 	Remote() bool
 }
 
-// Executor answers the primitives the Ledger composes: each is one
-// statement (or, on SQLite, what one statement does) and translates its
-// errors to ErrNotFound, ErrConflict and ErrUnavailable. A nil *time.Time
-// means the database clock, read once per transaction.
-type Executor interface {
-	// InsertRequest inserts one request unless its key exists (inserted
-	// false, zero Request). It writes no event and no outbox row.
-	InsertRequest(ctx context.Context, p NewRequest, now *time.Time) (req Request, inserted bool, err error)
+// Reader answers the ledger's reads, each one statement. Services call it
+// directly: Store embeds it and the Ledger promotes its driver's, so a read
+// is written once per driver and nowhere else. An argument that can name no
+// row (an id that is not a UUID, text holding NUL) finds nothing, as any
+// other missing row: ErrNotFound for one row, an empty list, false.
+type Reader interface {
+	// RequestByKey returns the request stored under key.
 	RequestByKey(ctx context.Context, key string) (Request, error)
+	// RequestByID returns the request with the given id.
 	RequestByID(ctx context.Context, id string) (Request, error)
 	// ReplayRequests reads keys with whether each one's current round has a
 	// card post queued; missing keys are left out.
 	ReplayRequests(ctx context.Context, keys []string) (map[string]Replayed, error)
+
+	// VotesFor returns a request round's votes, oldest first.
+	VotesFor(ctx context.Context, requestID string, round int) ([]Vote, error)
+	// DecisionFor returns the decision recorded for a request round.
+	DecisionFor(ctx context.Context, requestID string, round int) (Decision, error)
+	// LatestDecision returns the decision of the request's highest decided
+	// round.
+	LatestDecision(ctx context.Context, requestID string) (Decision, error)
+	// EventsFor returns a request's audit trail, oldest first.
+	EventsFor(ctx context.Context, requestID string) ([]Event, error)
+
+	// LatestExecution returns the newest execution of a request.
+	LatestExecution(ctx context.Context, requestID string) (Execution, error)
+	// ExecutionsFor returns every execution of a request, oldest first.
+	ExecutionsFor(ctx context.Context, requestID string) ([]Execution, error)
+	// ExecutionForDecision returns the newest execution created by a
+	// decision.
+	ExecutionForDecision(ctx context.Context, decisionID int64) (Execution, error)
+	// ExecutionExists reports whether execution id belongs to the request.
+	ExecutionExists(ctx context.Context, id int64, requestID string) (bool, error)
+	// CountUnsettled returns how many executions are unknown and how many
+	// wait for a human.
+	CountUnsettled(ctx context.Context) (unknown, needsReview int, err error)
+	// UnresolvedRequestIDs lists the requests of up to limit executions in
+	// unknown or needs_review, oldest change first.
+	UnresolvedRequestIDs(ctx context.Context, limit int) ([]string, error)
+
+	// PostPending reports whether a post of the request round's card is
+	// still waiting to be delivered.
+	PostPending(ctx context.Context, requestID string, round int) (bool, error)
+	// OtherPostRows reports whether the round of row's request has post
+	// rows besides row, in any state: an earlier one may have posted the
+	// card.
+	OtherPostRows(ctx context.Context, row OutboxRow) (bool, error)
+	// CardFor returns the card of a request round, or ErrNotFound if it was
+	// never recorded.
+	CardFor(ctx context.Context, requestID string, round int) (Card, error)
+	// CardState returns what a round's card must show: "superseded",
+	// "pending", "rejected", "expired", "cancelled", or
+	// "approved/<execution state>/<attempts>".
+	CardState(ctx context.Context, requestID string, round int) (string, error)
+
+	// LatestCallback returns the request's newest delivery, or ErrNotFound.
+	LatestCallback(ctx context.Context, requestID string) (Callback, error)
+	// CountCallbackBacklog returns how many deliveries are pending.
+	CountCallbackBacklog(ctx context.Context) (int, error)
+
+	// RequestsByKeyPrefix returns up to limit requests whose key starts
+	// with prefix, in key order, by a range scan on the key's unique index
+	// (byte order), so a prefix never becomes a LIKE pattern.
+	RequestsByKeyPrefix(ctx context.Context, prefix string, limit int) ([]Request, error)
+	// RequestsByEffectString returns up to limit requests, newest first,
+	// whose effect holds value as a string at any depth (EffectStrings,
+	// stored at intake and indexed).
+	RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error)
+	// PendingRequests returns up to limit pending requests, soonest expiry
+	// first.
+	PendingRequests(ctx context.Context, limit int) ([]Request, error)
+	// RecentlyDecided returns up to limit requests that left pending
+	// (decided, expired or cancelled), most recently changed first.
+	RecentlyDecided(ctx context.Context, limit int) ([]Request, error)
+
+	// DueNudges lists up to p.Limit requests due a nudge (see
+	// DueNudgesParams), longest waiting first. A request whose card is not
+	// posted yet waits: there is no thread to reply in.
+	DueNudges(ctx context.Context, p DueNudgesParams) ([]Request, error)
+	// NudgeQueued reports whether a nudge of kind is queued for the
+	// request round.
+	NudgeQueued(ctx context.Context, requestID string, round int, kind NudgeKind) (bool, error)
+	// PendingByTool counts the pending requests of each tool that has any.
+	PendingByTool(ctx context.Context) ([]PendingTool, error)
+}
+
+// Executor answers the primitives the Ledger composes: the reads, and the
+// writes, each one statement (or, on SQLite, what one statement does). Each
+// translates its errors to ErrNotFound, ErrConflict and ErrUnavailable. A
+// nil *time.Time means the database clock, read once per transaction.
+type Executor interface {
+	Reader
+
+	// InsertRequest inserts one request unless its key exists (inserted
+	// false, zero Request). It writes no event and no outbox row.
+	InsertRequest(ctx context.Context, p NewRequest, now *time.Time) (req Request, inserted bool, err error)
 	// DecideRequest moves a request pending in p.Round with p.PayloadHash and
 	// not expired to the verdict's status; ok false when it was not so.
 	DecideRequest(ctx context.Context, p DecideParams) (req Request, ok bool, err error)
@@ -55,9 +138,10 @@ type Executor interface {
 	// ExpireRequests moves up to limit pending requests past their expiry
 	// to expired, skipping rows another transaction holds.
 	ExpireRequests(ctx context.Context, now *time.Time, limit int) ([]Request, error)
-	// ReopenRequest sends an approved request in round back to pending in
-	// round+1 at at, its expiry at least at+ttl; ok false when it moved on.
-	ReopenRequest(ctx context.Context, id string, round int, at time.Time, ttl time.Duration) (newRound int, ok bool, err error)
+	// ReopenRequest sends a request approved in p.Round back to pending in
+	// the next round at p.At, its expiry at least p.At+p.TTL; ok false when
+	// it moved on.
+	ReopenRequest(ctx context.Context, p ReopenRequestParams) (newRound int, ok bool, err error)
 	SetCard(ctx context.Context, id, channel, ts string) error
 	// RedriveCard queues a post of a pending request's card when it was
 	// never posted and none is queued (one conditional insert).
@@ -70,26 +154,16 @@ type Executor interface {
 	// InsertVote records a vote unless the voter voted in that round already
 	// (cast false, zero Vote). A zero VotedAt is the database clock.
 	InsertVote(ctx context.Context, v Vote) (out Vote, cast bool, err error)
-	// VotesFor returns a request round's votes, oldest first.
-	VotesFor(ctx context.Context, requestID string, round int) ([]Vote, error)
-
 	InsertDecision(ctx context.Context, d Decision) (Decision, error)
-	DecisionFor(ctx context.Context, requestID string, round int) (Decision, error)
-	LatestDecision(ctx context.Context, requestID string) (Decision, error)
 
 	// InsertEvents appends audit events; a zero At is the database clock.
 	InsertEvents(ctx context.Context, events []Event) error
-	EventsFor(ctx context.Context, requestID string) ([]Event, error)
 	// InsertOutbox queues deliveries; a zero At is the database clock.
 	InsertOutbox(ctx context.Context, rows []NewOutbox) error
 
 	// InsertExecution creates the ready execution of an approval, copying
 	// the request's key, tool and snapshot.
 	InsertExecution(ctx context.Context, e NewExecution) error
-	LatestExecution(ctx context.Context, requestID string) (Execution, error)
-	ExecutionsFor(ctx context.Context, requestID string) ([]Execution, error)
-	ExecutionForDecision(ctx context.Context, decisionID int64) (Execution, error)
-	ExecutionExists(ctx context.Context, id int64, requestID string) (bool, error)
 	// ClaimExecutionRows moves due ready executions to claimed (see
 	// ClaimExecutions) and writes nothing else.
 	ClaimExecutionRows(ctx context.Context, p ClaimParams) ([]Claim, error)
@@ -104,23 +178,15 @@ type Executor interface {
 	ResolveExecution(ctx context.Context, p ResolveParams) (r Resolved, ok bool, err error)
 	// ExpireClaimRows moves up to limit claims past their expiry to unknown.
 	ExpireClaimRows(ctx context.Context, now *time.Time, limit int) ([]ExpiredClaim, error)
-	LeaseUnknowns(ctx context.Context, now *time.Time, lease time.Duration, limit int) ([]Unknown, error)
-	CountUnsettled(ctx context.Context) (unknown, needsReview int, err error)
-	// UnresolvedRequestIDs lists the requests of up to limit executions in
-	// unknown or needs_review, oldest change first.
-	UnresolvedRequestIDs(ctx context.Context, limit int) ([]string, error)
+	LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Unknown, error)
 
 	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]OutboxRow, error)
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
-	RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error
-	PostPending(ctx context.Context, requestID string, round int) (bool, error)
-	OtherPostRows(ctx context.Context, row OutboxRow) (bool, error)
+	RetryOutbox(ctx context.Context, p RetryOutboxParams) error
 
-	CardFor(ctx context.Context, requestID string, round int) (Card, error)
 	RecordCard(ctx context.Context, c Card) (Card, error)
-	MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error
-	CardState(ctx context.Context, requestID string, round int) (string, error)
+	MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error
 	// EnqueueStaleCards queues the convergence sweep's deliveries (see
 	// Ledger.EnqueueStaleCards) with the thresholds, kinds and data in p.
 	EnqueueStaleCards(ctx context.Context, p StaleCardsParams) (int, error)
@@ -130,24 +196,15 @@ type Executor interface {
 	InsertCallbacks(ctx context.Context, rows []NewCallback) error
 	ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error)
 	MarkCallbackDelivered(ctx context.Context, claimed Callback, status int) error
-	RetryCallback(ctx context.Context, claimed Callback, delay time.Duration, status int, reason string) (CallbackState, error)
-	LatestCallback(ctx context.Context, requestID string) (Callback, error)
+	RetryCallback(ctx context.Context, p RetryCallbackParams) (CallbackState, error)
+	// RedriveCallback makes the request's newest delivery pending and due
+	// now, with window to retry it in; ok false when there is none.
 	RedriveCallback(ctx context.Context, requestID string, window time.Duration) (Callback, bool, error)
-	CountCallbackBacklog(ctx context.Context) (int, error)
 
-	RequestsByKeyPrefix(ctx context.Context, prefix string, limit int) ([]Request, error)
-	RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error)
-	PendingRequests(ctx context.Context, limit int) ([]Request, error)
-	RecentlyDecided(ctx context.Context, limit int) ([]Request, error)
-
-	// DueNudges lists the requests due a nudge (see Ledger.DueNudges).
-	DueNudges(ctx context.Context, p DueNudgesParams) ([]Request, error)
 	// QueueNudge queues a nudge's thread reply, with data (NudgeData), for
 	// a request still pending in round; ok false when it is not, or when a
 	// nudge of that kind is queued for the round already.
 	QueueNudge(ctx context.Context, requestID string, round int, data map[string]any) (at time.Time, ok bool, err error)
-	NudgeQueued(ctx context.Context, requestID string, round int, kind NudgeKind) (bool, error)
-	PendingByTool(ctx context.Context) ([]PendingTool, error)
 
 	// Notify wakes w's waiters, in this process and in every other sharing
 	// the database, once the transaction commits (at once outside one). It
@@ -227,6 +284,15 @@ type NewExecution struct {
 	DecisionID  int64
 	MaxAttempts int
 	At          time.Time
+}
+
+// ReopenRequestParams says which approved round ReopenRequest sends back
+// to review, when, and for how long at least the new round stays open.
+type ReopenRequestParams struct {
+	RequestID string
+	Round     int
+	At        time.Time
+	TTL       time.Duration
 }
 
 // Superseded is an execution SupersedeExecution retired.

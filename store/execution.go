@@ -49,6 +49,14 @@ type Claim struct {
 	DBNow time.Time
 }
 
+// LeaseUnknownsParams asks for up to Limit due unknown executions, leased
+// for Lease from Now (nil: the database clock).
+type LeaseUnknownsParams struct {
+	Now   *time.Time
+	Lease time.Duration
+	Limit int
+}
+
 // ClaimParams says what a worker may claim and for how long.
 type ClaimParams struct {
 	Worker string

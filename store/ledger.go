@@ -14,8 +14,10 @@ import (
 
 // Ledger is the Store on any Driver: every transition's rules (its
 // conditions, its audit event, its outbox rows, in one transaction) are
-// written here once, from the driver's single-statement primitives.
+// written here once, from the driver's single-statement primitives. Its
+// reads are the driver's own (Reader, promoted): a read has no rule to add.
 type Ledger struct {
+	reader
 	driver Driver
 	// callbacks names the agents whose requests queue callbacks.
 	callbacks atomic.Pointer[callbackAgents]
@@ -25,6 +27,9 @@ type Ledger struct {
 }
 
 var _ Store = (*Ledger)(nil)
+
+// reader names the Ledger's embedded Reader without exporting the field.
+type reader = Reader
 
 // Options are the ledger's knobs; the zero value is the defaults.
 type Options struct {
@@ -48,7 +53,7 @@ const (
 // NewLedger returns the Store on d, configured by opts and by what d says
 // of itself: on a remote database intake inserts first (see Intake).
 func NewLedger(d Driver, opts Options) *Ledger {
-	l := &Ledger{driver: d, insertFirst: d.Remote(), staleCards: StaleCardsParams{
+	l := &Ledger{reader: d.Executor(), driver: d, insertFirst: d.Remote(), staleCards: StaleCardsParams{
 		RetryAfter:    cmp.Or(opts.CardRetryAfter, DefaultCardRetryAfter),
 		UnpostedAfter: cmp.Or(opts.CardUnpostedAfter, DefaultCardUnpostedAfter),
 		UpdateKind:    OutboxUpdateCard,
@@ -206,10 +211,7 @@ func (l *Ledger) Intake(ctx context.Context, key string, build func() (NewReques
 // for its current round is queued. It only reads: replays never write, except
 // through RedriveCard.
 func (l *Ledger) ReplayRequest(ctx context.Context, key string) (Request, bool, error) {
-	if holdsNUL(key) {
-		return Request{}, false, ErrNotFound
-	}
-	found, err := l.ex().ReplayRequests(ctx, []string{key})
+	found, err := l.ReplayRequests(ctx, []string{key})
 	if err != nil {
 		return Request{}, false, err
 	}
@@ -220,12 +222,6 @@ func (l *Ledger) ReplayRequest(ctx context.Context, key string) (Request, bool, 
 	return r.Request, r.PostQueued, nil
 }
 
-// ReplayRequests is ReplayRequest for several keys in one read; missing keys
-// are left out.
-func (l *Ledger) ReplayRequests(ctx context.Context, keys []string) (map[string]Replayed, error) {
-	return l.ex().ReplayRequests(ctx, keys)
-}
-
 // RedriveCard queues a card post for the request's round when it is pending,
 // its card was never posted and no post is queued (invariant 2: a replay
 // re-notifies Slack only to re-drive a card that was never posted).
@@ -234,22 +230,6 @@ func (l *Ledger) RedriveCard(ctx context.Context, requestID string) error {
 		return nil
 	}
 	return l.ex().RedriveCard(ctx, requestID)
-}
-
-// RequestByKey returns the request stored under key.
-func (l *Ledger) RequestByKey(ctx context.Context, key string) (Request, error) {
-	if holdsNUL(key) {
-		return Request{}, ErrNotFound
-	}
-	return l.ex().RequestByKey(ctx, key)
-}
-
-// RequestByID returns the request with the given id.
-func (l *Ledger) RequestByID(ctx context.Context, id string) (Request, error) {
-	if !IsUUID(id) {
-		return Request{}, ErrNotFound
-	}
-	return l.ex().RequestByID(ctx, id)
 }
 
 // RequestByRef returns the request named by its id or its full key.
@@ -379,54 +359,9 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 	return req, d, err == nil, err
 }
 
-// DecisionFor returns the decision recorded for a request round.
-func (l *Ledger) DecisionFor(ctx context.Context, requestID string, round int) (Decision, error) {
-	if !IsUUID(requestID) {
-		return Decision{}, ErrNotFound
-	}
-	return l.ex().DecisionFor(ctx, requestID, round)
-}
-
-// LatestDecision returns the decision of the request's highest decided round.
-func (l *Ledger) LatestDecision(ctx context.Context, requestID string) (Decision, error) {
-	if !IsUUID(requestID) {
-		return Decision{}, ErrNotFound
-	}
-	return l.ex().LatestDecision(ctx, requestID)
-}
-
 // AppendEvent appends an audit event; a zero At means the database clock.
 func (l *Ledger) AppendEvent(ctx context.Context, e Event) error {
 	return l.ex().InsertEvents(ctx, []Event{e})
-}
-
-// EventsFor returns a request's audit trail, oldest first.
-func (l *Ledger) EventsFor(ctx context.Context, requestID string) ([]Event, error) {
-	if !IsUUID(requestID) {
-		return nil, nil
-	}
-	return l.ex().EventsFor(ctx, requestID)
-}
-
-// LatestExecution returns the newest execution of a request.
-func (l *Ledger) LatestExecution(ctx context.Context, requestID string) (Execution, error) {
-	if !IsUUID(requestID) {
-		return Execution{}, ErrNotFound
-	}
-	return l.ex().LatestExecution(ctx, requestID)
-}
-
-// ExecutionsFor returns every execution of a request, oldest first.
-func (l *Ledger) ExecutionsFor(ctx context.Context, requestID string) ([]Execution, error) {
-	if !IsUUID(requestID) {
-		return nil, nil
-	}
-	return l.ex().ExecutionsFor(ctx, requestID)
-}
-
-// ExecutionForDecision returns the newest execution created by a decision.
-func (l *Ledger) ExecutionForDecision(ctx context.Context, decisionID int64) (Execution, error) {
-	return l.ex().ExecutionForDecision(ctx, decisionID)
 }
 
 // ClaimExecutions moves up to Limit due ready executions to claimed, counting
@@ -518,7 +453,7 @@ func (l *Ledger) Supersede(ctx context.Context, p SupersedeParams) (newRound int
 		if err != nil || !ok {
 			return err
 		}
-		newRound, superseded, err = ex.ReopenRequest(ctx, s.RequestID, s.Round, s.At, p.RequestTTL)
+		newRound, superseded, err = ex.ReopenRequest(ctx, ReopenRequestParams{RequestID: s.RequestID, Round: s.Round, At: s.At, TTL: p.RequestTTL})
 		if err != nil || !superseded {
 			return err
 		}
@@ -617,14 +552,8 @@ func (l *Ledger) ExpireClaims(ctx context.Context, now *time.Time, limit int) (m
 // LeaseUnknowns returns up to limit due unknown executions and pushes their
 // next_attempt_at out by lease, so replicas reconciling at once verify each
 // row once per lease. A lease is not a state change: it writes no event.
-func (l *Ledger) LeaseUnknowns(ctx context.Context, now *time.Time, lease time.Duration, limit int) ([]Unknown, error) {
-	return l.ex().LeaseUnknowns(ctx, now, lease, limit)
-}
-
-// CountUnsettled returns how many executions are unknown and how many wait
-// for a human.
-func (l *Ledger) CountUnsettled(ctx context.Context) (unknown, needsReview int, err error) {
-	return l.ex().CountUnsettled(ctx)
+func (l *Ledger) LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Unknown, error) {
+	return l.ex().LeaseUnknowns(ctx, p)
 }
 
 // EnqueueOutbox queues a Slack delivery; a zero at means the database clock.
@@ -658,36 +587,9 @@ func (l *Ledger) MarkOutboxFailed(ctx context.Context, id int64, reason string) 
 	return l.ex().MarkOutboxFailed(ctx, id, reason)
 }
 
-// RetryOutbox puts a delivery back for another try after delay, on the
-// database clock. attempted says whether Slack was called this time; a
-// delivery only postponed (its channel is paused, its card not posted yet)
-// gives its claim back and keeps the last error of a real attempt.
-func (l *Ledger) RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error {
-	return l.ex().RetryOutbox(ctx, id, delay, reason, attempted)
-}
-
-// PostPending reports whether a post of the request round's card is still
-// waiting to be delivered.
-func (l *Ledger) PostPending(ctx context.Context, requestID string, round int) (bool, error) {
-	if !IsUUID(requestID) {
-		return false, nil
-	}
-	return l.ex().PostPending(ctx, requestID, round)
-}
-
-// OtherPostRows reports whether the round of row's request has post rows
-// besides row, in any state: an earlier one may have posted the card.
-func (l *Ledger) OtherPostRows(ctx context.Context, row OutboxRow) (bool, error) {
-	return l.ex().OtherPostRows(ctx, row)
-}
-
-// CardFor returns the card of a request round, or ErrNotFound if it was
-// never recorded.
-func (l *Ledger) CardFor(ctx context.Context, requestID string, round int) (Card, error) {
-	if !IsUUID(requestID) {
-		return Card{}, ErrNotFound
-	}
-	return l.ex().CardFor(ctx, requestID, round)
+// RetryOutbox puts a delivery back for another try (see RetryOutboxParams).
+func (l *Ledger) RetryOutbox(ctx context.Context, p RetryOutboxParams) error {
+	return l.ex().RetryOutbox(ctx, p)
 }
 
 // RecordCard stores where a round's card was posted and the state it showed,
@@ -699,18 +601,8 @@ func (l *Ledger) RecordCard(ctx context.Context, c Card) (Card, error) {
 }
 
 // MarkCardRendered records the state a card now shows.
-func (l *Ledger) MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error {
-	return l.ex().MarkCardRendered(ctx, requestID, round, state, settled)
-}
-
-// CardState returns what a round's card must show: "superseded", "pending",
-// "rejected", "expired", "cancelled", or "approved/<execution
-// state>/<attempts>".
-func (l *Ledger) CardState(ctx context.Context, requestID string, round int) (string, error) {
-	if !IsUUID(requestID) {
-		return "", ErrNotFound
-	}
-	return l.ex().CardState(ctx, requestID, round)
+func (l *Ledger) MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error {
+	return l.ex().MarkCardRendered(ctx, p)
 }
 
 // EnqueueStaleCards is the convergence sweep's write: it queues an update for
@@ -725,37 +617,6 @@ func (l *Ledger) EnqueueStaleCards(ctx context.Context, limit int) (int, error) 
 	p := l.staleCards
 	p.Limit = limit
 	return l.ex().EnqueueStaleCards(ctx, p)
-}
-
-// RequestsByKeyPrefix returns up to limit requests whose key starts with
-// prefix, in key order, by a range scan on the key's unique index (byte
-// order), so a prefix never becomes a LIKE pattern.
-func (l *Ledger) RequestsByKeyPrefix(ctx context.Context, prefix string, limit int) ([]Request, error) {
-	if holdsNUL(prefix) {
-		return nil, nil
-	}
-	return l.ex().RequestsByKeyPrefix(ctx, prefix, limit)
-}
-
-// RequestsByEffectString returns up to limit requests, newest first, whose
-// effect holds value as a string at any depth (EffectStrings, stored at
-// intake and indexed).
-func (l *Ledger) RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error) {
-	if holdsNUL(value) {
-		return nil, nil
-	}
-	return l.ex().RequestsByEffectString(ctx, value, limit)
-}
-
-// PendingRequests returns up to limit pending requests, soonest expiry first.
-func (l *Ledger) PendingRequests(ctx context.Context, limit int) ([]Request, error) {
-	return l.ex().PendingRequests(ctx, limit)
-}
-
-// RecentlyDecided returns up to limit requests that left pending (decided,
-// expired or cancelled), most recently changed first.
-func (l *Ledger) RecentlyDecided(ctx context.Context, limit int) ([]Request, error) {
-	return l.ex().RecentlyDecided(ctx, limit)
 }
 
 // Unresolved is a request whose write is in doubt: its execution is unknown

@@ -72,18 +72,6 @@ func NudgeData(n NewNudge) map[string]any {
 	return data
 }
 
-// DueNudges returns up to p.Limit requests of p.Tool pending in a round
-// that began at least p.After ago, whose card for that round is posted,
-// and which have no nudge of p.Kind queued for it, longest waiting first.
-// A request whose card is not posted yet waits: there is no thread to
-// reply in.
-func (l *Ledger) DueNudges(ctx context.Context, p DueNudgesParams) ([]Request, error) {
-	if p.Limit <= 0 {
-		return nil, nil
-	}
-	return l.ex().DueNudges(ctx, p)
-}
-
 // QueueNudges queues each nudge whose request is still pending in its
 // round, with its audit event, in one transaction, and returns those it
 // queued. A nudge already queued for that round and kind (by another
@@ -120,18 +108,4 @@ func (l *Ledger) QueueNudges(ctx context.Context, nudges []NewNudge) (queued []N
 		return nil, err
 	}
 	return queued, nil
-}
-
-// NudgeQueued reports whether a nudge of kind was queued for the request
-// round.
-func (l *Ledger) NudgeQueued(ctx context.Context, requestID string, round int, kind NudgeKind) (bool, error) {
-	if !IsUUID(requestID) {
-		return false, nil
-	}
-	return l.ex().NudgeQueued(ctx, requestID, round, kind)
-}
-
-// PendingByTool counts the pending requests of each tool that has any.
-func (l *Ledger) PendingByTool(ctx context.Context) ([]PendingTool, error) {
-	return l.ex().PendingByTool(ctx)
 }

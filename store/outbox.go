@@ -33,3 +33,14 @@ type OutboxRow struct {
 	LastError string
 	CreatedAt time.Time
 }
+
+// RetryOutboxParams puts delivery ID back for another try after Delay, on
+// the database clock. Attempted says whether Slack was called this time; a
+// delivery only postponed (its channel is paused, its card not posted yet)
+// gives its claim back and keeps the last error of a real attempt.
+type RetryOutboxParams struct {
+	ID        int64
+	Delay     time.Duration
+	Reason    string
+	Attempted bool
+}

@@ -82,12 +82,3 @@ func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err er
 // OutboxReasonVote marks a card update queued by a vote that left the round
 // open: the card shows the same state with one more vote.
 const OutboxReasonVote = "vote"
-
-// VotesFor returns the votes of a request round, oldest first: who voted,
-// how and why. Reminders read it to mention only who has not voted yet.
-func (l *Ledger) VotesFor(ctx context.Context, requestID string, round int) ([]Vote, error) {
-	if !IsUUID(requestID) {
-		return nil, nil
-	}
-	return l.ex().VotesFor(ctx, requestID, round)
-}

@@ -13,6 +13,9 @@ import (
 // with its execution, audit event and outbox row), they commit together or
 // not at all.
 type Store interface {
+	// Reader is every read, answered by the driver itself.
+	Reader
+
 	Migrate(ctx context.Context, logger *slog.Logger) (int, error)
 	Ping(ctx context.Context) error
 	Close()
@@ -24,8 +27,6 @@ type Store interface {
 	InsertRequests(ctx context.Context, ps []NewRequest, now *time.Time) ([]InsertResult, error)
 	ReplayRequest(ctx context.Context, key string) (req Request, postQueued bool, err error)
 	RedriveCard(ctx context.Context, requestID string) error
-	RequestByKey(ctx context.Context, key string) (Request, error)
-	RequestByID(ctx context.Context, id string) (Request, error)
 	RequestByRef(ctx context.Context, ref string) (Request, error)
 	CancelRequest(ctx context.Context, id, actor string, now *time.Time) (req Request, cancelled bool, err error)
 	ExpireDue(ctx context.Context, now *time.Time, limit int) ([]Request, error)
@@ -34,58 +35,37 @@ type Store interface {
 	// Review.
 	Decide(ctx context.Context, p DecideParams) (req Request, d Decision, decided bool, err error)
 	Vote(ctx context.Context, p VoteParams) (VoteResult, error)
-	VotesFor(ctx context.Context, requestID string, round int) ([]Vote, error)
-	DecisionFor(ctx context.Context, requestID string, round int) (Decision, error)
-	LatestDecision(ctx context.Context, requestID string) (Decision, error)
 	AppendEvent(ctx context.Context, e Event) error
-	EventsFor(ctx context.Context, requestID string) ([]Event, error)
 
 	// Execution.
-	LatestExecution(ctx context.Context, requestID string) (Execution, error)
-	ExecutionsFor(ctx context.Context, requestID string) ([]Execution, error)
-	ExecutionForDecision(ctx context.Context, decisionID int64) (Execution, error)
 	ClaimExecutions(ctx context.Context, p ClaimParams) ([]Claim, error)
 	TransitionExecutions(ctx context.Context, p TransitionParams, ts []Transition) ([]Applied, error)
 	Supersede(ctx context.Context, p SupersedeParams) (newRound int, superseded bool, err error)
 	Resolve(ctx context.Context, p ResolveParams) (resolved bool, err error)
 	ExpireClaims(ctx context.Context, now *time.Time, limit int) (int, error)
-	LeaseUnknowns(ctx context.Context, now *time.Time, lease time.Duration, limit int) ([]Unknown, error)
-	CountUnsettled(ctx context.Context) (unknown, needsReview int, err error)
+	LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Unknown, error)
 
 	// Cards and their delivery.
 	EnqueueOutbox(ctx context.Context, kind OutboxKind, requestID string, round int, data map[string]any, at time.Time) error
 	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]OutboxRow, error)
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
-	RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error
-	PostPending(ctx context.Context, requestID string, round int) (bool, error)
-	OtherPostRows(ctx context.Context, row OutboxRow) (bool, error)
-	CardFor(ctx context.Context, requestID string, round int) (Card, error)
+	RetryOutbox(ctx context.Context, p RetryOutboxParams) error
 	RecordCard(ctx context.Context, c Card) (Card, error)
-	MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error
-	CardState(ctx context.Context, requestID string, round int) (string, error)
+	MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
 
 	// Agent callbacks and their delivery.
 	ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error)
 	MarkCallbackDelivered(ctx context.Context, claimed Callback, status int) error
-	RetryCallback(ctx context.Context, claimed Callback, delay time.Duration, status int, reason string) (CallbackState, error)
-	LatestCallback(ctx context.Context, requestID string) (Callback, error)
+	RetryCallback(ctx context.Context, p RetryCallbackParams) (CallbackState, error)
 	RedriveCallback(ctx context.Context, requestID string) (Callback, bool, error)
-	CountCallbackBacklog(ctx context.Context) (int, error)
 
 	// Lookups for support engineers.
-	RequestsByKeyPrefix(ctx context.Context, prefix string, limit int) ([]Request, error)
-	RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error)
-	PendingRequests(ctx context.Context, limit int) ([]Request, error)
-	RecentlyDecided(ctx context.Context, limit int) ([]Request, error)
 	UnresolvedExecutions(ctx context.Context, limit int) ([]Unresolved, error)
 
 	// Reminders and escalations of pending requests.
-	DueNudges(ctx context.Context, p DueNudgesParams) ([]Request, error)
 	QueueNudges(ctx context.Context, nudges []NewNudge) ([]NewNudge, error)
-	NudgeQueued(ctx context.Context, requestID string, round int, kind NudgeKind) (bool, error)
-	PendingByTool(ctx context.Context) ([]PendingTool, error)
 }
 
 // Notifier wakes waiters when something they wait for may have changed. A

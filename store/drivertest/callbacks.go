@@ -145,7 +145,7 @@ func testCallbackClaimRetryDeliverRedrive(t *testing.T, b *Backend) {
 	if again, err := b.ClaimCallbacks(ctx, 10, time.Hour); err != nil || len(again) != 0 {
 		t.Errorf("a leased delivery was claimed again: %d, %v", len(again), err)
 	}
-	if state, err := b.RetryCallback(ctx, first, 0, 500, "answered 500"); err != nil || state != store.CallbackPending {
+	if state, err := b.RetryCallback(ctx, store.RetryCallbackParams{Claimed: first, Status: 500, Reason: "answered 500"}); err != nil || state != store.CallbackPending {
 		t.Fatalf("RetryCallback = %s, %v", state, err)
 	}
 	cb, err := b.LatestCallback(ctx, req.ID)
@@ -193,7 +193,7 @@ func testCallbackClaimRetryDeliverRedrive(t *testing.T, b *Backend) {
 	if err := b.MarkCallbackDelivered(ctx, third, 204); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.RetryCallback(ctx, third, time.Hour, 500, "late"); err != store.ErrNotFound {
+	if _, err := b.RetryCallback(ctx, store.RetryCallbackParams{Claimed: third, Delay: time.Hour, Status: 500, Reason: "late"}); err != store.ErrNotFound {
 		t.Errorf("RetryCallback of a redriven attempt = %v, want ErrNotFound", err)
 	}
 	claimed, err = b.ClaimCallbacks(ctx, 10, time.Hour)
@@ -206,10 +206,10 @@ func testCallbackClaimRetryDeliverRedrive(t *testing.T, b *Backend) {
 	if err := b.Exec("UPDATE callbacks SET give_up_at = created_at WHERE id = $1", first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if state, err := b.RetryCallback(ctx, fourth, time.Minute, 0, "connection refused"); err != nil || state != store.CallbackFailed {
+	if state, err := b.RetryCallback(ctx, store.RetryCallbackParams{Claimed: fourth, Delay: time.Minute, Reason: "connection refused"}); err != nil || state != store.CallbackFailed {
 		t.Errorf("RetryCallback past the window = %s, %v; want failed", state, err)
 	}
-	if _, err := b.RetryCallback(ctx, fourth, time.Minute, 0, "again"); err != store.ErrNotFound {
+	if _, err := b.RetryCallback(ctx, store.RetryCallbackParams{Claimed: fourth, Delay: time.Minute, Reason: "again"}); err != store.ErrNotFound {
 		t.Errorf("RetryCallback of a failed delivery = %v, want ErrNotFound", err)
 	}
 }

@@ -71,6 +71,7 @@ var contract = []struct {
 	{"CancelRequest", testCancelRequest},
 	{"ExpireDue", testExpireDue},
 	{"LookupsWithNULFindNothing", testLookupsWithNULFindNothing},
+	{"ReadsOfIdsThatCannotExistFindNothing", testReadsOfIdsThatCannotExistFindNothing},
 	{"RequestsByKeyPrefix", testRequestsByKeyPrefix},
 	{"RequestsByEffectString", testRequestsByEffectString},
 	{"PendingAndUnresolvedLookups", testPendingAndUnresolvedLookups},

@@ -251,13 +251,13 @@ func testExpiredClaimsBecomeUnknownAndAreLeased(t *testing.T, b *Backend) {
 	if last := events[len(events)-1]; last.Kind != "unknown" || last.Data["held_by"] != "w" {
 		t.Errorf("last event = %+v", last)
 	}
-	leased, err := b.LeaseUnknowns(ctx, &at, time.Minute, 10)
+	leased, err := b.LeaseUnknowns(ctx, store.LeaseUnknownsParams{Now: &at, Lease: time.Minute, Limit: 10})
 	if err != nil || len(leased) != 1 || leased[0].ID != c.ID || !leased[0].DBNow.Equal(at) ||
 		!leased[0].NextAttemptAt.Equal(at.Add(time.Minute)) {
 		t.Fatalf("LeaseUnknowns = %+v, %v", leased, err)
 	}
 	// Leased: another reconciler within the lease gets nothing.
-	if again, err := b.LeaseUnknowns(ctx, &at, time.Minute, 10); err != nil || len(again) != 0 {
+	if again, err := b.LeaseUnknowns(ctx, store.LeaseUnknownsParams{Now: &at, Lease: time.Minute, Limit: 10}); err != nil || len(again) != 0 {
 		t.Errorf("second lease = %d, %v", len(again), err)
 	}
 	if unknown, review, err := b.CountUnsettled(ctx); err != nil || unknown != 1 || review != 0 {

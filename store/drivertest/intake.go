@@ -242,3 +242,45 @@ func testLookupsWithNULFindNothing(t *testing.T, b *Backend) {
 		}
 	}
 }
+
+// The reads are the driver's own (store.Reader): an id that is not a UUID
+// names no row, as a missing one does, on every driver.
+func testReadsOfIdsThatCannotExistFindNothing(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	insertRequest(t, b, "wa_real")
+	for _, id := range []string{"not-a-uuid", "wa_real", "\x00"} {
+		notFound := map[string]error{}
+		_, notFound["RequestByID"] = b.RequestByID(ctx, id)
+		_, notFound["DecisionFor"] = b.DecisionFor(ctx, id, 1)
+		_, notFound["LatestDecision"] = b.LatestDecision(ctx, id)
+		_, notFound["LatestExecution"] = b.LatestExecution(ctx, id)
+		_, notFound["CardFor"] = b.CardFor(ctx, id, 1)
+		_, notFound["CardState"] = b.CardState(ctx, id, 1)
+		_, notFound["LatestCallback"] = b.LatestCallback(ctx, id)
+		for name, err := range notFound {
+			if err != store.ErrNotFound {
+				t.Errorf("%s(%q) = %v, want ErrNotFound", name, id, err)
+			}
+		}
+		lists := map[string]func() (int, error){
+			"EventsFor":     func() (int, error) { got, err := b.EventsFor(ctx, id); return len(got), err },
+			"ExecutionsFor": func() (int, error) { got, err := b.ExecutionsFor(ctx, id); return len(got), err },
+			"VotesFor":      func() (int, error) { got, err := b.VotesFor(ctx, id, 1); return len(got), err },
+		}
+		for name, read := range lists {
+			if n, err := read(); err != nil || n != 0 {
+				t.Errorf("%s(%q) = %d rows, %v; want none", name, id, n, err)
+			}
+		}
+		flags := map[string]func() (bool, error){
+			"PostPending":     func() (bool, error) { return b.PostPending(ctx, id, 1) },
+			"NudgeQueued":     func() (bool, error) { return b.NudgeQueued(ctx, id, 1, store.NudgeReminder) },
+			"ExecutionExists": func() (bool, error) { return b.ExecutionExists(ctx, 1, id) },
+		}
+		for name, read := range flags {
+			if ok, err := read(); err != nil || ok {
+				t.Errorf("%s(%q) = %v, %v; want false", name, id, ok, err)
+			}
+		}
+	}
+}

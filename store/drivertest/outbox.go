@@ -32,14 +32,14 @@ func testOutboxClaimDeliverRetry(t *testing.T, b *Backend) {
 	}
 	// A real attempt that failed keeps its count and error; a postponed
 	// one gives the claim back and keeps the earlier error.
-	if err := b.RetryOutbox(ctx, rows[1].ID, 0, "rate_limited", true); err != nil {
+	if err := b.RetryOutbox(ctx, store.RetryOutboxParams{ID: rows[1].ID, Reason: "rate_limited", Attempted: true}); err != nil {
 		t.Fatal(err)
 	}
 	retried, err := b.ClaimOutbox(ctx, 10, time.Minute)
 	if err != nil || len(retried) != 1 || retried[0].Attempts != 2 || retried[0].LastError != "rate_limited" {
 		t.Fatalf("after retry = %+v, %v", retried, err)
 	}
-	if err := b.RetryOutbox(ctx, rows[1].ID, 0, "paused", false); err != nil {
+	if err := b.RetryOutbox(ctx, store.RetryOutboxParams{ID: rows[1].ID, Reason: "paused"}); err != nil {
 		t.Fatal(err)
 	}
 	postponed, err := b.ClaimOutbox(ctx, 10, time.Minute)
@@ -144,7 +144,7 @@ func testCardsRecordFirstAndConverge(t *testing.T, b *Backend) {
 	if n, err := b.EnqueueStaleCards(ctx, 10); err != nil || n != 1 {
 		t.Fatalf("EnqueueStaleCards with a stale card = %d, %v; want 1", n, err)
 	}
-	if err := b.MarkCardRendered(ctx, req.ID, 1, "rejected", true); err != nil {
+	if err := b.MarkCardRendered(ctx, store.MarkCardRenderedParams{RequestID: req.ID, Round: 1, State: "rejected", Settled: true}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := b.CardFor(ctx, req.ID, 1); err != nil || c.RenderedState != "rejected" || !c.Settled {

@@ -82,7 +82,7 @@ func testVersionGrowsOnEveryVisibleChange(t *testing.T, b *Backend) {
 		t.Fatalf("ExpireClaims = %d, %v", n, err)
 	}
 	before := versionOf(t, b, other.ID)
-	if leased, err := b.LeaseUnknowns(ctx, &past, time.Minute, 10); err != nil || len(leased) != 1 {
+	if leased, err := b.LeaseUnknowns(ctx, store.LeaseUnknownsParams{Now: &past, Lease: time.Minute, Limit: 10}); err != nil || len(leased) != 1 {
 		t.Fatalf("LeaseUnknowns = %d, %v", len(leased), err)
 	}
 	if v := versionOf(t, b, other.ID); v != before {

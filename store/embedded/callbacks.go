@@ -25,11 +25,8 @@ func (e executor) InsertCallbacks(ctx context.Context, rows []store.NewCallback)
 func (e executor) ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) (claimed []store.Callback, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		rows, err := tx.QueryContext(ctx, q.Get("claim_callbacks"), micros(tx.clock(nil)), lease.Microseconds(), limit)
-		if err != nil {
-			return wrap("claiming callbacks", err)
-		}
-		claimed, err = collect(rows, scanCallback)
-		return wrap("claiming callbacks", err)
+		claimed, err = collect("claiming callbacks", scanCallback, rows, err)
+		return err
 	})
 	return claimed, err
 }
@@ -39,10 +36,10 @@ func (e executor) MarkCallbackDelivered(ctx context.Context, claimed store.Callb
 		micros(claimed.NextAttemptAt))
 }
 
-func (e executor) RetryCallback(ctx context.Context, claimed store.Callback, delay time.Duration, status int, reason string) (state store.CallbackState, err error) {
+func (e executor) RetryCallback(ctx context.Context, p store.RetryCallbackParams) (state store.CallbackState, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
-		err := tx.QueryRowContext(ctx, q.Get("retry_callback"), claimed.ID, delay.Microseconds(), status, reason, micros(tx.clock(nil)),
-			micros(claimed.NextAttemptAt)).Scan(&state)
+		err := tx.QueryRowContext(ctx, q.Get("retry_callback"), p.Claimed.ID, p.Delay.Microseconds(), p.Status, p.Reason,
+			micros(tx.clock(nil)), micros(p.Claimed.NextAttemptAt)).Scan(&state)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -59,14 +56,8 @@ func (e executor) RedriveCallback(ctx context.Context, requestID string, window 
 	err = e.write(ctx, func(tx *writeTx) error {
 		cb, err = scanCallback(tx.QueryRowContext(ctx, q.Get("redrive_callback"), canonicalID(requestID),
 			micros(tx.clock(nil)), window.Microseconds()))
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return nil
-		case err != nil:
-			return wrap("redriving callback", err)
-		}
-		ok = true
-		return nil
+		ok, err = found("redriving callback", err)
+		return err
 	})
 	return cb, ok, err
 }
@@ -86,7 +77,7 @@ func scanCallback(row scanner) (store.Callback, error) {
 	)
 	if err := row.Scan(&c.ID, &c.DeliveryID, &c.RequestID, &c.Agent, &c.Event, &c.State, &c.Attempts,
 		&next, &giveUp, &status, &c.LastError, &created); err != nil {
-		return store.Callback{}, translate(err)
+		return store.Callback{}, wrap("reading callback", err)
 	}
 	c.NextAttemptAt, c.GiveUpAt, c.CreatedAt = fromMicros(next), fromMicros(giveUp), fromMicros(created)
 	if status.Valid {

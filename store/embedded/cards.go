@@ -11,7 +11,7 @@ import (
 func scanCard(row scanner) (store.Card, error) {
 	var c store.Card
 	if err := row.Scan(&c.RequestID, &c.Round, &c.Channel, &c.TS, &c.RenderedState, &c.Settled); err != nil {
-		return store.Card{}, translate(err)
+		return store.Card{}, wrap("reading card", err)
 	}
 	return c, nil
 }
@@ -42,8 +42,9 @@ func (e executor) RecordCard(ctx context.Context, c store.Card) (stood store.Car
 	return stood, err
 }
 
-func (e executor) MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error {
-	return e.exec(ctx, "recording card render", q.Get("mark_card_rendered"), state, settled, micros(clock(nil)), canonicalID(requestID), round)
+func (e executor) MarkCardRendered(ctx context.Context, p store.MarkCardRenderedParams) error {
+	return e.exec(ctx, "recording card render", q.Get("mark_card_rendered"), p.State, p.Settled, micros(clock(nil)),
+		canonicalID(p.RequestID), p.Round)
 }
 
 func (e executor) CardState(ctx context.Context, requestID string, round int) (string, error) {

@@ -110,9 +110,9 @@ func dsn(path string, readOnly bool, busyTimeout time.Duration) string {
 // Ping reports whether the file answers.
 func (s *Driver) Ping(ctx context.Context) error {
 	if err := s.writer.PingContext(ctx); err != nil {
-		return unavailable(err)
+		return wrap("pinging the writer", err)
 	}
-	return unavailable(s.reader.PingContext(ctx))
+	return wrap("pinging the readers", s.reader.PingContext(ctx))
 }
 
 // Close closes both connection pools.

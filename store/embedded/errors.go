@@ -11,54 +11,38 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-// translate turns driver errors into the store's domain errors, in one place.
-func translate(err error) error {
-	if err == nil {
-		return nil
+// wrap turns a driver error into the store's domain errors, in one place,
+// and says what failed: no row is store.ErrNotFound (bare, as callers
+// compare it), a unique key store.ErrConflict, and the file out of reach
+// store.ErrUnavailable: another connection (or process) held the lock past
+// the busy timeout, or the Store is closed.
+func wrap(what string, err error) error {
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		return err
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound
 	}
 	var sqlErr *sqlite.Error
-	if errors.As(err, &sqlErr) {
-		switch sqlErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return errors.Join(store.ErrConflict, err)
-		}
-	}
-	return unavailable(err)
-}
-
-// wrap is translate with context, the form every primitive returns.
-func wrap(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	err = translate(err)
-	if errors.Is(err, store.ErrNotFound) {
-		return err
+	isSQLite := errors.As(err, &sqlErr)
+	switch {
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrConflict):
+	case isSQLite && (sqlErr.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || sqlErr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
+		err = errors.Join(store.ErrConflict, err)
+	case isSQLite && (sqlErr.Code()&0xff == sqlite3.SQLITE_BUSY || sqlErr.Code()&0xff == sqlite3.SQLITE_LOCKED),
+		errors.Is(err, errClosed), errors.Is(err, sql.ErrConnDone):
+		err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// unavailable marks err with store.ErrUnavailable when it means the file is
-// out of reach rather than refusing the statement: another connection (or
-// process) held the lock past the busy timeout, or the Store is closed.
-func unavailable(err error) error {
-	if err == nil || errors.Is(err, store.ErrUnavailable) {
-		return err
+// found is wrap for a conditional statement: no row is ok false, not an
+// error.
+func found(what string, err error) (ok bool, _ error) {
+	if err = wrap(what, err); errors.Is(err, store.ErrNotFound) {
+		return false, nil
 	}
-	var sqlErr *sqlite.Error
-	if errors.As(err, &sqlErr) {
-		switch sqlErr.Code() & 0xff { // the primary code of an extended one
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
-		}
-	}
-	if errors.Is(err, errClosed) || errors.Is(err, sql.ErrConnDone) {
-		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
-	}
-	return err
+	return err == nil, err
 }
 
 // errClosed is what database/sql answers once a *sql.DB is closed. It does

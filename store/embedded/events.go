@@ -40,10 +40,7 @@ func (e executor) InsertEvents(ctx context.Context, events []store.Event) error 
 
 func (e executor) EventsFor(ctx context.Context, requestID string) ([]store.Event, error) {
 	rows, err := e.read().QueryContext(ctx, q.Get("events_for"), canonicalID(requestID))
-	if err != nil {
-		return nil, wrap("reading events", err)
-	}
-	events, err := collect(rows, func(row scanner) (store.Event, error) {
+	return collect("reading events", func(row scanner) (store.Event, error) {
 		var (
 			ev  store.Event
 			at  int64
@@ -56,8 +53,7 @@ func (e executor) EventsFor(ctx context.Context, requestID string) ([]store.Even
 		var err error
 		ev.Data, err = decodeData(raw)
 		return ev, err
-	})
-	return events, wrap("reading events", err)
+	}, rows, err)
 }
 
 func (e executor) InsertOutbox(ctx context.Context, rows []store.NewOutbox) error {

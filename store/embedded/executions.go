@@ -27,11 +27,7 @@ func (e executor) LatestExecution(ctx context.Context, requestID string) (store.
 
 func (e executor) ExecutionsFor(ctx context.Context, requestID string) ([]store.Execution, error) {
 	rows, err := e.read().QueryContext(ctx, q.Get("executions_for"), canonicalID(requestID))
-	if err != nil {
-		return nil, wrap("reading executions", err)
-	}
-	out, err := collect(rows, scanExecution)
-	return out, wrap("reading executions", err)
+	return collect("reading executions", scanExecution, rows, err)
 }
 
 func (e executor) ExecutionForDecision(ctx context.Context, decisionID int64) (store.Execution, error) {
@@ -40,10 +36,7 @@ func (e executor) ExecutionForDecision(ctx context.Context, decisionID int64) (s
 }
 
 func (e executor) ExecutionExists(ctx context.Context, id int64, requestID string) (bool, error) {
-	var exists bool
-	err := e.read().QueryRowContext(ctx, q.Get("execution_exists"),
-		id, canonicalID(requestID)).Scan(&exists)
-	return exists, wrap("reading execution", err)
+	return e.exists(ctx, "reading execution", q.Get("execution_exists"), id, canonicalID(requestID))
 }
 
 // ClaimExecutionRows selects and updates in one IMMEDIATE transaction, so
@@ -61,20 +54,17 @@ func (e executor) ClaimExecutionRows(ctx context.Context, p store.ClaimParams) (
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, q.Get("due_executions"), micros(now), p.Limit, string(toolList))
-		if err != nil {
-			return wrap("claiming executions", err)
-		}
 		type due struct {
 			id   int64
 			tool string
 		}
-		dues, err := collect(rows, func(row scanner) (due, error) {
+		rows, err := tx.QueryContext(ctx, q.Get("due_executions"), micros(now), p.Limit, string(toolList))
+		dues, err := collect("claiming executions", func(row scanner) (due, error) {
 			var d due
 			return d, row.Scan(&d.id, &d.tool)
-		})
+		}, rows, err)
 		if err != nil {
-			return wrap("claiming executions", err)
+			return err
 		}
 		for _, d := range dues {
 			c := store.Claim{DBNow: now}
@@ -126,14 +116,11 @@ func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int
 	err = e.write(ctx, func(tx *writeTx) error {
 		at := tx.clock(now)
 		rows, err := tx.QueryContext(ctx, q.Get("expired_claims"), micros(at), limit)
-		if err != nil {
-			return wrap("expiring claims", err)
-		}
-		if out, err = collect(rows, func(row scanner) (store.ExpiredClaim, error) {
+		if out, err = collect("expiring claims", func(row scanner) (store.ExpiredClaim, error) {
 			c := store.ExpiredClaim{At: at}
 			return c, row.Scan(&c.ExecutionID, &c.RequestID, &c.Round, &c.Attempts, &c.HeldBy)
-		}); err != nil {
-			return wrap("expiring claims", err)
+		}, rows, err); err != nil {
+			return err
 		}
 		for _, c := range out {
 			if _, err := tx.ExecContext(ctx, q.Get("expire_claim"), micros(at), c.ExecutionID); err != nil {
@@ -145,18 +132,15 @@ func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int
 	return out, err
 }
 
-func (e executor) LeaseUnknowns(ctx context.Context, now *time.Time, lease time.Duration, limit int) (out []store.Unknown, err error) {
+func (e executor) LeaseUnknowns(ctx context.Context, p store.LeaseUnknownsParams) (out []store.Unknown, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
-		at := tx.clock(now)
-		rows, err := tx.QueryContext(ctx, q.Get("lease_unknowns"), micros(at), lease.Microseconds(), limit)
-		if err != nil {
-			return wrap("leasing unknown executions", err)
-		}
-		out, err = collect(rows, func(row scanner) (store.Unknown, error) {
+		at := tx.clock(p.Now)
+		rows, err := tx.QueryContext(ctx, q.Get("lease_unknowns"), micros(at), p.Lease.Microseconds(), p.Limit)
+		out, err = collect("leasing unknown executions", func(row scanner) (store.Unknown, error) {
 			x, err := scanExecution(row)
 			return store.Unknown{Execution: x, DBNow: at}, err
-		})
-		return wrap("leasing unknown executions", err)
+		}, rows, err)
+		return err
 	})
 	return out, err
 }
@@ -168,14 +152,10 @@ func (e executor) CountUnsettled(ctx context.Context) (unknown, needsReview int,
 
 func (e executor) UnresolvedRequestIDs(ctx context.Context, limit int) ([]string, error) {
 	rows, err := e.read().QueryContext(ctx, q.Get("unresolved_request_ids"), limit)
-	if err != nil {
-		return nil, wrap("listing unresolved executions", err)
-	}
-	ids, err := collect(rows, func(row scanner) (string, error) {
+	return collect("listing unresolved executions", func(row scanner) (string, error) {
 		var id string
 		return id, row.Scan(&id)
-	})
-	return ids, wrap("listing unresolved executions", err)
+	}, rows, err)
 }
 
 // moved runs an UPDATE of one execution RETURNING its request id and then

@@ -28,9 +28,5 @@ func (e executor) RecentlyDecided(ctx context.Context, limit int) ([]store.Reque
 
 func (e executor) requests(ctx context.Context, query string, args ...any) ([]store.Request, error) {
 	rows, err := e.read().QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, wrap("reading requests", err)
-	}
-	reqs, err := collect(rows, scanRequest)
-	return reqs, wrap("reading requests", err)
+	return collect("reading requests", scanRequest, rows, err)
 }

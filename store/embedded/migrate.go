@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 
@@ -18,9 +17,6 @@ func (s *Driver) Migrate(ctx context.Context, logger *slog.Logger) (int, error) 
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	if logger != nil {
 		opts = append(opts, goose.WithSlog(logger))
-	}
-	if err := renumber(ctx, s.writer); err != nil {
-		return 0, err
 	}
 	provider, err := goose.NewProvider(goose.DialectSQLite3, s.writer, migrations.SQLite, opts...)
 	if err != nil {
@@ -56,23 +52,4 @@ func countApplied(results []*goose.MigrationResult) int {
 		}
 	}
 	return n
-}
-
-// renumber moves a file migrated before SQLite shared PostgreSQL's migration
-// numbers onto them. SQLite's schema began after PostgreSQL's 00004, so its
-// 00001_ledger holds what PostgreSQL's 00001 to 00004 hold, and it has no
-// 00002 to 00004; its old version 2 is the shared 00005_recently_decided.
-// One statement, so processes migrating at once both leave it renumbered.
-func renumber(ctx context.Context, db *sql.DB) error {
-	var tables int
-	if err := db.QueryRowContext(ctx, q.Get("has_version_table")).Scan(&tables); err != nil {
-		return fmt.Errorf("reading migration versions: %w", unavailable(err))
-	}
-	if tables == 0 {
-		return nil
-	}
-	if _, err := db.ExecContext(ctx, q.Get("renumber_versions")); err != nil {
-		return fmt.Errorf("renumbering migration versions: %w", unavailable(err))
-	}
-	return nil
 }

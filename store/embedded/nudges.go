@@ -2,8 +2,6 @@ package embedded
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -22,31 +20,22 @@ func (e executor) QueueNudge(ctx context.Context, requestID string, round int, d
 	err = e.write(ctx, func(tx *writeTx) error {
 		var created int64
 		err := tx.QueryRowContext(ctx, q.Get("queue_nudge"), canonicalID(requestID), round, raw, micros(tx.clock(nil))).Scan(&created)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+		if ok, err = found("queueing nudge", err); ok {
+			at = fromMicros(created)
 		}
-		if err != nil {
-			return wrap("queueing nudge", err)
-		}
-		at, ok = fromMicros(created), true
-		return nil
+		return err
 	})
 	return at, ok, err
 }
 
 func (e executor) NudgeQueued(ctx context.Context, requestID string, round int, kind store.NudgeKind) (bool, error) {
-	var queued bool
-	err := e.read().QueryRowContext(ctx, q.Get("nudge_queued"), canonicalID(requestID), round, string(kind)).Scan(&queued)
-	return queued, wrap("reading outbox", err)
+	return e.exists(ctx, "reading outbox", q.Get("nudge_queued"), canonicalID(requestID), round, string(kind))
 }
 
 func (e executor) PendingByTool(ctx context.Context) ([]store.PendingTool, error) {
 	now := clock(nil)
 	rows, err := e.read().QueryContext(ctx, q.Get("pending_by_tool"))
-	if err != nil {
-		return nil, wrap("counting pending requests", err)
-	}
-	counts, err := collect(rows, func(row scanner) (store.PendingTool, error) {
+	return collect("counting pending requests", func(row scanner) (store.PendingTool, error) {
 		var (
 			p      store.PendingTool
 			oldest int64
@@ -56,6 +45,5 @@ func (e executor) PendingByTool(ctx context.Context) ([]store.PendingTool, error
 		}
 		p.Oldest, p.Now = fromMicros(oldest), now
 		return p, nil
-	})
-	return counts, wrap("counting pending requests", err)
+	}, rows, err)
 }

@@ -9,12 +9,8 @@ import (
 
 func (e executor) ClaimOutbox(ctx context.Context, limit int, lease time.Duration) (claimed []store.OutboxRow, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
-		rows, err := tx.QueryContext(ctx, q.Get("claim_outbox"),
-			micros(tx.clock(nil)), lease.Microseconds(), limit)
-		if err != nil {
-			return wrap("claiming outbox", err)
-		}
-		claimed, err = collect(rows, func(row scanner) (store.OutboxRow, error) {
+		rows, err := tx.QueryContext(ctx, q.Get("claim_outbox"), micros(tx.clock(nil)), lease.Microseconds(), limit)
+		claimed, err = collect("claiming outbox", func(row scanner) (store.OutboxRow, error) {
 			var (
 				o       store.OutboxRow
 				raw     string
@@ -27,8 +23,8 @@ func (e executor) ClaimOutbox(ctx context.Context, limit int, lease time.Duratio
 			var err error
 			o.Data, err = decodeData(raw)
 			return o, err
-		})
-		return wrap("claiming outbox", err)
+		}, rows, err)
+		return err
 	})
 	return claimed, err
 }
@@ -41,23 +37,19 @@ func (e executor) MarkOutboxFailed(ctx context.Context, id int64, reason string)
 	return e.exec(ctx, "marking outbox failed", q.Get("mark_outbox_failed"), id, reason)
 }
 
-func (e executor) RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error {
+func (e executor) RetryOutbox(ctx context.Context, p store.RetryOutboxParams) error {
 	inc := -1
-	if attempted {
+	if p.Attempted {
 		inc = 0
 	}
 	return e.exec(ctx, "rescheduling outbox", q.Get("retry_outbox"),
-		id, micros(clock(nil).Add(delay)), inc, reason)
+		p.ID, micros(clock(nil).Add(p.Delay)), inc, p.Reason)
 }
 
 func (e executor) PostPending(ctx context.Context, requestID string, round int) (bool, error) {
-	var pending bool
-	err := e.read().QueryRowContext(ctx, q.Get("post_pending"), canonicalID(requestID), round).Scan(&pending)
-	return pending, wrap("reading outbox", err)
+	return e.exists(ctx, "reading outbox", q.Get("post_pending"), canonicalID(requestID), round)
 }
 
 func (e executor) OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error) {
-	var others bool
-	err := e.read().QueryRowContext(ctx, q.Get("other_post_rows"), canonicalID(row.RequestID), row.Round, row.ID).Scan(&others)
-	return others, wrap("reading outbox", err)
+	return e.exists(ctx, "reading outbox", q.Get("other_post_rows"), canonicalID(row.RequestID), row.Round, row.ID)
 }

@@ -103,12 +103,6 @@ SELECT id FROM (
 	SELECT * FROM (SELECT request_id, updated_at FROM executions WHERE state = 'needs_review' ORDER BY updated_at LIMIT ?1)
 ) ORDER BY updated_at LIMIT ?1;
 
--- name: has_version_table
-SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version';
-
--- name: renumber_versions
-UPDATE goose_db_version SET version_id = 5 WHERE version_id = 2;
-
 -- name: claim_outbox
 UPDATE outbox SET next_attempt_at = ?1 + ?2, attempts = attempts + 1
 WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)

@@ -64,11 +64,8 @@ func (e executor) ReplayRequests(ctx context.Context, keys []string) (map[string
 func (e executor) updateRequest(ctx context.Context, what, query string, args func(tx *writeTx) []any) (reqs []store.Request, err error) {
 	err = e.write(ctx, func(tx *writeTx) error {
 		rows, err := tx.QueryContext(ctx, query, args(tx)...)
-		if err != nil {
-			return wrap(what, err)
-		}
-		if reqs, err = collect(rows, scanRequest); err != nil {
-			return wrap(what, err)
+		if reqs, err = collect(what, scanRequest, rows, err); err != nil {
+			return err
 		}
 		return nil
 	})
@@ -96,9 +93,9 @@ func (e executor) ExpireRequests(ctx context.Context, now *time.Time, limit int)
 		func(tx *writeTx) []any { return []any{micros(tx.clock(now)), limit} })
 }
 
-func (e executor) ReopenRequest(ctx context.Context, id string, round int, at time.Time, ttl time.Duration) (newRound int, ok bool, err error) {
+func (e executor) ReopenRequest(ctx context.Context, p store.ReopenRequestParams) (newRound int, ok bool, err error) {
 	reqs, err := e.updateRequest(ctx, "reopening request", q.Get("reopen_request"), func(*writeTx) []any {
-		return []any{micros(at), ttl.Microseconds(), canonicalID(id), round}
+		return []any{micros(p.At), p.TTL.Microseconds(), canonicalID(p.RequestID), p.Round}
 	})
 	r, ok, err := firstOf(reqs, err)
 	return r.Round, ok, err

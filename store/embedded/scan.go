@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -24,7 +25,7 @@ func scanRequestWith(row scanner, extra ...any) (store.Request, error) {
 		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &expires,
 		&r.CardChannel, &r.CardTS, &created, &updated, &r.Version, &policy}, extra...)...)
 	if err != nil {
-		return store.Request{}, translate(err)
+		return store.Request{}, wrap("reading request", err)
 	}
 	if err := json.Unmarshal([]byte(policy), &r.Policy); err != nil {
 		return store.Request{}, fmt.Errorf("reading the policy of request %s: %w", r.ID, err)
@@ -40,7 +41,7 @@ func scanDecision(row scanner) (store.Decision, error) {
 		at int64
 	)
 	if err := row.Scan(&d.ID, &d.RequestID, &d.Round, &d.Verdict, &d.DecidedBy, &d.Via, &d.PayloadHashSeen, &at, &d.Reason); err != nil {
-		return store.Decision{}, translate(err)
+		return store.Decision{}, wrap("reading decision", err)
 	}
 	d.DecidedAt = fromMicros(at)
 	return d, nil
@@ -60,7 +61,7 @@ func scanExecutionWith(row scanner, extra ...any) (store.Execution, error) {
 		&e.Attempts, &e.MaxAttempts, &next, &claimedBy, &claimExpires, &code, &msg,
 		&status, &e.ResponseBody, &ref, &approved, &created, &updated}, extra...)
 	if err := row.Scan(dest...); err != nil {
-		return store.Execution{}, translate(err)
+		return store.Execution{}, wrap("reading execution", err)
 	}
 	e.NextAttemptAt, e.ApprovedAt = fromMicros(next), fromMicros(approved)
 	e.CreatedAt, e.UpdatedAt = fromMicros(created), fromMicros(updated)
@@ -83,21 +84,29 @@ func stringPtr(s sql.NullString) *string {
 	return &s.String
 }
 
-// collect scans every row with scan and closes rows.
-func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+// collect scans every row of a query with scan and closes them; err is the
+// query's.
+func collect[T any](what string, scan func(scanner) (T, error), rows *sql.Rows, err error) ([]T, error) {
+	if err != nil {
+		return nil, wrap(what, err)
+	}
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
-			return nil, err
+			return nil, wrap(what, err)
 		}
 		out = append(out, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(err)
-	}
-	return out, nil
+	return out, wrap(what, rows.Err())
+}
+
+// exists runs a read of one boolean.
+func (e executor) exists(ctx context.Context, what, query string, args ...any) (bool, error) {
+	var ok bool
+	err := e.read().QueryRowContext(ctx, query, args...).Scan(&ok)
+	return ok, wrap(what, err)
 }
 
 func scanVote(row scanner) (store.Vote, error) {
@@ -106,7 +115,7 @@ func scanVote(row scanner) (store.Vote, error) {
 		at int64
 	)
 	if err := row.Scan(&v.ID, &v.RequestID, &v.Round, &v.Voter, &v.Verdict, &v.Reason, &v.Via, &v.PayloadHashSeen, &at); err != nil {
-		return store.Vote{}, translate(err)
+		return store.Vote{}, wrap("reading vote", err)
 	}
 	v.VotedAt = fromMicros(at)
 	return v, nil

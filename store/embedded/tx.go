@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"fmt"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -99,22 +98,21 @@ func (tx *writeTx) clock(now *time.Time) time.Time {
 // process but may be lost with the machine, like PostgreSQL's
 // synchronous_commit off. SQLite refuses to change synchronous inside a
 // transaction, so it is set around it on the one writer connection.
-func (s *Driver) transact(ctx context.Context, durable bool, fn func(tx *writeTx) error) (err error) {
-	defer func() { err = unavailable(err) }()
+func (s *Driver) transact(ctx context.Context, durable bool, fn func(tx *writeTx) error) error {
 	conn, err := s.writer.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("beginning transaction: %w", err)
+		return wrap("beginning transaction", err)
 	}
 	defer conn.Close()
 	if !durable {
 		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
-			return fmt.Errorf("relaxing durability: %w", err)
+			return wrap("relaxing durability", err)
 		}
 		defer restoreDurability(conn)
 	}
 	sqlTx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("beginning transaction: %w", err)
+		return wrap("beginning transaction", err)
 	}
 	tx := &writeTx{Tx: sqlTx, now: clock(nil)}
 	if err := fn(tx); err != nil {
@@ -122,7 +120,7 @@ func (s *Driver) transact(ctx context.Context, durable bool, fn func(tx *writeTx
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("committing: %w", translate(err))
+		return wrap("committing", err)
 	}
 	wake(s.hub, tx.wake)
 	return nil

@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"errors"
 
 	"github.com/countersign/countersign/store"
 )
@@ -14,14 +13,7 @@ func (e executor) LockOpenRequest(ctx context.Context, p store.DecideParams) (re
 	err = e.write(ctx, func(tx *writeTx) error {
 		req, err = scanRequest(tx.QueryRowContext(ctx, q.Get("lock_open_request"),
 			canonicalID(p.RequestID), p.Round, p.PayloadHash, micros(tx.clock(p.Now))))
-		switch {
-		case err == nil:
-			ok = true
-		case errors.Is(err, store.ErrNotFound):
-			err = nil
-		default:
-			err = wrap("locking request", err)
-		}
+		ok, err = found("locking request", err)
 		return err
 	})
 	return req, ok, err
@@ -31,14 +23,8 @@ func (e executor) InsertVote(ctx context.Context, v store.Vote) (out store.Vote,
 	err = e.write(ctx, func(tx *writeTx) error {
 		out, err = scanVote(tx.QueryRowContext(ctx, q.Get("insert_vote"), canonicalID(v.RequestID), v.Round, v.Voter,
 			v.Verdict, v.Reason, v.Via, v.PayloadHashSeen, micros(tx.orClock(v.VotedAt))))
-		switch {
-		case err == nil:
-			cast = true
-		case errors.Is(err, store.ErrNotFound):
-			err = nil // the voter voted in this round already
-		default:
-			err = wrap("recording vote", err)
-		}
+		// No row: the voter voted in this round already.
+		cast, err = found("recording vote", err)
 		return err
 	})
 	return out, cast, err
@@ -46,9 +32,5 @@ func (e executor) InsertVote(ctx context.Context, v store.Vote) (out store.Vote,
 
 func (e executor) VotesFor(ctx context.Context, requestID string, round int) ([]store.Vote, error) {
 	rows, err := e.read().QueryContext(ctx, q.Get("votes_for"), canonicalID(requestID), round)
-	if err != nil {
-		return nil, wrap("reading votes", err)
-	}
-	votes, err := collect(rows, scanVote)
-	return votes, wrap("reading votes", err)
+	return collect("reading votes", scanVote, rows, err)
 }

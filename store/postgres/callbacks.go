@@ -30,9 +30,10 @@ func (e executor) MarkCallbackDelivered(ctx context.Context, claimed store.Callb
 	return wrap("marking callback delivered", err)
 }
 
-func (e executor) RetryCallback(ctx context.Context, claimed store.Callback, delay time.Duration, status int, reason string) (store.CallbackState, error) {
+func (e executor) RetryCallback(ctx context.Context, p store.RetryCallbackParams) (store.CallbackState, error) {
 	var state store.CallbackState
-	err := e.db.QueryRow(ctx, q.Get("retry_callback"), claimed.ID, delay.Microseconds(), status, reason, claimed.NextAttemptAt).Scan(&state)
+	err := e.db.QueryRow(ctx, q.Get("retry_callback"), p.Claimed.ID, p.Delay.Microseconds(), p.Status, p.Reason,
+		p.Claimed.NextAttemptAt).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", store.ErrNotFound
 	}

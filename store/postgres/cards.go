@@ -17,8 +17,8 @@ func (e executor) RecordCard(ctx context.Context, c store.Card) (store.Card, err
 	return one[store.Card]("recording card", rows, err)
 }
 
-func (e executor) MarkCardRendered(ctx context.Context, requestID string, round int, state string, settled bool) error {
-	_, err := e.db.Exec(ctx, q.Get("mark_card_rendered"), requestID, round, state, settled)
+func (e executor) MarkCardRendered(ctx context.Context, p store.MarkCardRenderedParams) error {
+	_, err := e.db.Exec(ctx, q.Get("mark_card_rendered"), p.RequestID, p.Round, p.State, p.Settled)
 	return wrap("recording card render", err)
 }
 

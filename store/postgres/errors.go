@@ -25,8 +25,16 @@ func translate(err error) error {
 		return store.ErrNotFound
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return errors.Join(store.ErrConflict, err)
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return errors.Join(store.ErrConflict, err)
+		case "22P02", "22021":
+			// An argument its column's type cannot hold (invalid_text_representation:
+			// an id that is not a UUID; character_not_in_repertoire: text
+			// holding NUL) names no row, as SQLite finds none for it.
+			return store.ErrNotFound
+		}
 	}
 	return unavailable(err)
 }

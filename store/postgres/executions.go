@@ -32,9 +32,7 @@ func (e executor) ExecutionForDecision(ctx context.Context, decisionID int64) (s
 }
 
 func (e executor) ExecutionExists(ctx context.Context, id int64, requestID string) (bool, error) {
-	var exists bool
-	err := e.db.QueryRow(ctx, q.Get("execution_exists"), id, requestID).Scan(&exists)
-	return exists, wrap("reading execution", err)
+	return e.exists(ctx, "reading execution", q.Get("execution_exists"), id, requestID)
 }
 
 // claimTimeouts splits the worker's tools and their claim timeouts into
@@ -137,8 +135,8 @@ func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int
 	return collect[store.ExpiredClaim]("expiring claims", rows, err)
 }
 
-func (e executor) LeaseUnknowns(ctx context.Context, now *time.Time, lease time.Duration, limit int) ([]store.Unknown, error) {
-	rows, err := e.db.Query(ctx, q.Get("lease_unknowns"), now, lease.Microseconds(), limit)
+func (e executor) LeaseUnknowns(ctx context.Context, p store.LeaseUnknownsParams) ([]store.Unknown, error) {
+	rows, err := e.db.Query(ctx, q.Get("lease_unknowns"), p.Now, p.Lease.Microseconds(), p.Limit)
 	return collect[store.Unknown]("leasing unknown executions", rows, err)
 }
 

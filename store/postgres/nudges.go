@@ -29,9 +29,7 @@ func (e executor) QueueNudge(ctx context.Context, requestID string, round int, d
 }
 
 func (e executor) NudgeQueued(ctx context.Context, requestID string, round int, kind store.NudgeKind) (bool, error) {
-	var queued bool
-	err := e.db.QueryRow(ctx, q.Get("nudge_queued"), requestID, round, string(kind)).Scan(&queued)
-	return queued, wrap("reading outbox", err)
+	return e.exists(ctx, "reading outbox", q.Get("nudge_queued"), requestID, round, string(kind))
 }
 
 func (e executor) PendingByTool(ctx context.Context) ([]store.PendingTool, error) {

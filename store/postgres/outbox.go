@@ -23,24 +23,20 @@ func (e executor) MarkOutboxFailed(ctx context.Context, id int64, reason string)
 	return wrap("marking outbox failed", err)
 }
 
-func (e executor) RetryOutbox(ctx context.Context, id int64, delay time.Duration, reason string, attempted bool) error {
+func (e executor) RetryOutbox(ctx context.Context, p store.RetryOutboxParams) error {
 	inc := -1
-	if attempted {
+	if p.Attempted {
 		inc = 0
 	}
 	_, err := e.db.Exec(ctx, q.Get("retry_outbox"),
-		id, delay.Microseconds(), inc, reason)
+		p.ID, p.Delay.Microseconds(), inc, p.Reason)
 	return wrap("rescheduling outbox", err)
 }
 
 func (e executor) PostPending(ctx context.Context, requestID string, round int) (bool, error) {
-	var pending bool
-	err := e.db.QueryRow(ctx, q.Get("post_pending"), requestID, round).Scan(&pending)
-	return pending, wrap("reading outbox", err)
+	return e.exists(ctx, "reading outbox", q.Get("post_pending"), requestID, round)
 }
 
 func (e executor) OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error) {
-	var others bool
-	err := e.db.QueryRow(ctx, q.Get("other_post_rows"), row.RequestID, row.Round, row.ID).Scan(&others)
-	return others, wrap("reading outbox", err)
+	return e.exists(ctx, "reading outbox", q.Get("other_post_rows"), row.RequestID, row.Round, row.ID)
 }

@@ -22,12 +22,20 @@ func scanRequest(row pgx.Row, r *store.Request, extra ...any) error {
 		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.Policy}, extra...)...)
 }
 
+// collect scans every row into a T by column name; an argument that names
+// no row (see translate) is an empty result.
 func collect[T any](what string, rows pgx.Rows, err error) ([]T, error) {
-	if err != nil {
-		return nil, wrap(what, err)
+	if err == nil {
+		var out []T
+		out, err = pgx.CollectRows(rows, pgx.RowToStructByName[T])
+		if err == nil {
+			return out, nil
+		}
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
-	return out, wrap(what, err)
+	if err = wrap(what, err); errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return nil, err
 }
 
 func one[T any](what string, rows pgx.Rows, err error) (T, error) {
@@ -37,6 +45,17 @@ func one[T any](what string, rows pgx.Rows, err error) (T, error) {
 	}
 	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[T])
 	return v, wrap(what, err)
+}
+
+// exists runs a query of one boolean; an argument that names no row (see
+// translate) is false.
+func (e executor) exists(ctx context.Context, what, query string, args ...any) (bool, error) {
+	var ok bool
+	err := translate(e.db.QueryRow(ctx, query, args...).Scan(&ok))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return ok, wrap(what, err)
 }
 
 // first returns the first of rows, and false when there is none.
@@ -117,9 +136,9 @@ func (e executor) ExpireRequests(ctx context.Context, now *time.Time, limit int)
 	return collect[store.Request]("expiring requests", rows, err)
 }
 
-func (e executor) ReopenRequest(ctx context.Context, id string, round int, at time.Time, ttl time.Duration) (int, bool, error) {
+func (e executor) ReopenRequest(ctx context.Context, p store.ReopenRequestParams) (int, bool, error) {
 	var newRound int
-	err := e.db.QueryRow(ctx, q.Get("reopen_request"), id, round, at, ttl.Microseconds()).Scan(&newRound)
+	err := e.db.QueryRow(ctx, q.Get("reopen_request"), p.RequestID, p.Round, p.At, p.TTL.Microseconds()).Scan(&newRound)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
