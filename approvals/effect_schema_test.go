@@ -2,25 +2,24 @@ package approvals
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/store/drivertest"
 )
 
-// creditSchema is the billing.credit effect as a JSON Schema.
-const creditSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "required": ["invoice", "amount_cents", "currency"],
-  "additionalProperties": false,
-  "properties": {
-    "invoice": {"type": "string", "pattern": "^inv_[0-9]+$"},
-    "amount_cents": {"type": "integer", "minimum": 1, "maximum": 1000000},
-    "currency": {"enum": ["USD", "EUR"]},
-    "lines": {"type": "array", "items": {"type": "object", "required": ["sku"], "properties": {"sku": {"type": "string"}}}}
-  }
-}`
+// creditSchema is the billing.credit effect as a JSON Schema (the hook's
+// tests read the same file).
+var creditSchema = mustRead("testdata/credit.schema.json")
+
+func mustRead(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func mustSchema(t testing.TB, raw string) *EffectSchema {
 	t.Helper()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,19 +13,15 @@ import (
 	"github.com/countersign/countersign/store/drivertest"
 )
 
-// creditSchema is the billing.credit effect as a JSON Schema.
-const creditSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "required": ["invoice", "amount_cents", "currency"],
-  "additionalProperties": false,
-  "properties": {
-    "invoice": {"type": "string", "pattern": "^inv_[0-9]+$"},
-    "amount_cents": {"type": "integer", "minimum": 1, "maximum": 1000000},
-    "currency": {"enum": ["USD", "EUR"]},
-    "lines": {"type": "array", "items": {"type": "object", "required": ["sku"], "properties": {"sku": {"type": "string"}}}}
-  }
-}`
+// creditSchema is the billing.credit effect as a JSON Schema, the one
+// approvals' tests use.
+var creditSchema = func() string {
+	b, err := os.ReadFile("../approvals/testdata/credit.schema.json")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func mustSchema(t testing.TB, raw string) *approvals.EffectSchema {
 	t.Helper()

@@ -17,7 +17,6 @@ import (
 	"github.com/countersign/countersign/hook/apitest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
-	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -61,38 +60,17 @@ func setup(t testing.TB) *bundle {
 // setupOn is setup on the PostgreSQL database at url.
 func setupOn(t testing.TB, url string) *bundle {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), url)
-	if err != nil {
-		t.Fatalf("opening test database: %v", err)
-	}
-	t.Cleanup(db.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	listener, listen, listening := db.Notifier(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	go listen(ctx)
-	select {
-	case <-listening:
-	case <-time.After(10 * time.Second):
-		t.Fatal("listener did not start")
-	}
-	b := &bundle{
-		exec: func(query string, args ...any) error {
-			_, err := db.Pool.Exec(context.Background(), query, args...)
-			return err
-		},
-		queryInt: func(query string, args ...any) (n int, err error) {
-			err = db.Pool.QueryRow(context.Background(), query, args...).Scan(&n)
-			return n, err
-		},
-	}
-	b.serve(t, ctx, store.NewLedger(db, store.Options{}), listener)
-	return b
+	return setupOnBackend(t, drivertest.PostgresAt(t, url))
 }
 
 // setupWith is setup on a fresh database of driver d.
 func setupWith(t *testing.T, d *drivertest.Driver) *bundle {
 	t.Helper()
-	bk := d.Open(t, true)
+	return setupOnBackend(t, d.Open(t, true))
+}
+
+func setupOnBackend(t testing.TB, bk *drivertest.Backend) *bundle {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	b := &bundle{exec: bk.Exec, queryInt: bk.QueryInt}

@@ -49,9 +49,16 @@ var (
 	SQLite = Driver{"sqlite", openSQLite}
 )
 
+// PostgresAt is the PostgreSQL driver on the database at url (a test's own,
+// or one behind a proxy that a test cuts), as its owner.
+func PostgresAt(t testing.TB, url string) *Backend {
+	t.Helper()
+	return openPostgres(t, "postgres", url, url, nil)
+}
+
 // openPostgres opens the Store on storeURL and runs the backend's raw
 // statements on ownerURL.
-func openPostgres(t *testing.T, name, storeURL, ownerURL string, wrap func(store.Driver) store.Driver) *Backend {
+func openPostgres(t testing.TB, name, storeURL, ownerURL string, wrap func(store.Driver) store.Driver) *Backend {
 	t.Helper()
 	ctx := context.Background()
 	db, err := postgres.Open(ctx, storeURL)
@@ -88,7 +95,7 @@ func openPostgres(t *testing.T, name, storeURL, ownerURL string, wrap func(store
 			err = owner.Pool.QueryRow(ctx, query, args...).Scan(&n)
 			return n, err
 		},
-		Notifier: func(t *testing.T) store.Notifier {
+		Notifier: func(t testing.TB) store.Notifier {
 			listenCtx, cancel := context.WithCancel(ctx)
 			n, run, listening := db.Notifier(slog.New(slog.NewTextHandler(io.Discard, nil)))
 			done := make(chan struct{})
@@ -151,7 +158,7 @@ func openSQLite(t *testing.T, migrated bool) *Backend {
 			err = raw.QueryRowContext(ctx, query, args...).Scan(&n)
 			return n, err
 		},
-		Notifier: func(*testing.T) store.Notifier { return n },
+		Notifier: func(testing.TB) store.Notifier { return n },
 	}
 }
 

@@ -27,7 +27,7 @@ type Backend struct {
 	// QueryStrings runs a query returning one text column.
 	QueryStrings func(query string) ([]string, error)
 	// Notifier returns the backend's wake-ups, ready to deliver.
-	Notifier func(t *testing.T) store.Notifier
+	Notifier func(t testing.TB) store.Notifier
 }
 
 // Count runs a counting query and fails the test on error.
