@@ -9,14 +9,25 @@ import (
 // Driver is one database the Ledger runs on: it opens and closes it,
 // migrates it, runs transactions and answers the single-statement
 // primitives of Executor. Domain rules (which audit event and outbox rows a
-// transition writes, who the actor is) live in the Ledger, not here.
+// transition writes, who the actor is) live in the Ledger, not here. Every
+// write goes through Write or InTx.
 type Driver interface {
-	// Executor runs each primitive on its own, outside any transaction.
-	Executor() Executor
+	// Reader answers the reads outside any transaction.
+	Reader() Reader
+	// Write runs fn, whose writes are one primitive that stands alone (a
+	// single statement), as cheaply as the database makes it atomic:
+	// PostgreSQL runs it on the pool, where the statement commits by
+	// itself; SQLite, which writes only in transactions on its one writer,
+	// runs it in a durable one.
+	Write(ctx context.Context, fn func(Executor) error) error
 	// InTx runs fn in one transaction, committed when fn returns nil. With
 	// durable false the commit may return before it is on disk (see
 	// TransitionParams.AsyncCommit).
 	InTx(ctx context.Context, durable bool, fn func(Executor) error) error
+	// Batch returns the driver's one-statement hot paths to run outside a
+	// transaction, or nil when it has none (the Ledger then composes them
+	// from primitives in InTx).
+	Batch() BatchExecutor
 	Migrate(ctx context.Context, logger *slog.Logger) (int, error)
 	Ping(ctx context.Context) error
 	Close()
@@ -207,7 +218,8 @@ type Executor interface {
 	QueueNudge(ctx context.Context, requestID string, round int, data map[string]any) (at time.Time, ok bool, err error)
 
 	// Notify wakes w's waiters, in this process and in every other sharing
-	// the database, once the transaction commits (at once outside one). It
+	// the database, once the transaction commits (at once on PostgreSQL's
+	// pool). It
 	// writes no row; a rolled-back transaction wakes nobody.
 	Notify(ctx context.Context, w Wakeups) error
 }
@@ -218,7 +230,8 @@ type Executor interface {
 // it moves, taking the row's request id, round and time from it: the rules
 // stay in the Ledger, the round trip stays one (the driver test suite holds
 // the batches to the primitives). The Ledger uses them when a driver has
-// them: on PostgreSQL one statement saves a round trip per row.
+// them (Driver.Batch): on PostgreSQL one statement saves a round trip per
+// row.
 type BatchExecutor interface {
 	Executor
 	// InsertRequestsBatch inserts ps (distinct keys) as InsertRequest does

@@ -37,14 +37,13 @@ SELECT {{execution_columns}} FROM executions WHERE decision_id = ? ORDER BY id D
 -- name: execution_exists
 SELECT EXISTS (SELECT 1 FROM executions WHERE id = ? AND request_id = ?);
 
--- name: due_executions
-SELECT id, tool FROM executions
-WHERE state = 'ready' AND next_attempt_at <= ?1 AND tool IN (SELECT value FROM json_each(?3))
-ORDER BY next_attempt_at LIMIT ?2;
-
--- name: claim_execution
-UPDATE executions SET state = 'claimed', claimed_by = ?, attempts = attempts + 1, claim_expires_at = ?, updated_at = ?
-WHERE id = ? AND state = 'ready'
+-- name: claim_executions
+-- ?3 maps each tool to claim to its claim timeout in microseconds.
+UPDATE executions SET state = 'claimed', claimed_by = ?1, attempts = attempts + 1, updated_at = ?2,
+	claim_expires_at = ?2 + (SELECT t.value FROM json_each(?3) t WHERE t.key = executions.tool)
+WHERE id IN (SELECT id FROM executions
+	WHERE state = 'ready' AND next_attempt_at <= ?2 AND tool IN (SELECT key FROM json_each(?3))
+	ORDER BY next_attempt_at LIMIT ?4)
 RETURNING {{execution_columns}}, {{decision_round}};
 
 -- name: transition_execution_row
