@@ -94,9 +94,8 @@ type Reader interface {
 	// CardFor returns the card of a request round, or ErrNotFound if it was
 	// never recorded.
 	CardFor(ctx context.Context, requestID string, round int) (Card, error)
-	// CardState returns what a round's card must show: "superseded",
-	// "pending", "rejected", "expired", "cancelled", or
-	// "approved/<execution state>/<attempts>".
+	// CardState returns what a round's card must show (CardStateOf), or
+	// ErrNotFound when the request does not exist.
 	CardState(ctx context.Context, requestID string, round int) (string, error)
 
 	// LatestCallback returns the request's newest delivery, or ErrNotFound.
@@ -154,9 +153,9 @@ type Executor interface {
 	// it moved on.
 	ReopenRequest(ctx context.Context, p ReopenRequestParams) (newRound int, ok bool, err error)
 	SetCard(ctx context.Context, id, channel, ts string) error
-	// RedriveCard queues a post of a pending request's card when it was
-	// never posted and none is queued (one conditional insert).
-	RedriveCard(ctx context.Context, id string) error
+	// RedriveCard queues a post (kind) of a pending request's card when it
+	// was never posted and none is queued (one conditional insert).
+	RedriveCard(ctx context.Context, id string, kind OutboxKind) error
 
 	// LockOpenRequest reads the request pending in p.Round with
 	// p.PayloadHash and unexpired, and holds it until the transaction ends
@@ -212,10 +211,10 @@ type Executor interface {
 	// now, with window to retry it in; ok false when there is none.
 	RedriveCallback(ctx context.Context, requestID string, window time.Duration) (Callback, bool, error)
 
-	// QueueNudge queues a nudge's thread reply, with data (NudgeData), for
-	// a request still pending in round; ok false when it is not, or when a
-	// nudge of that kind is queued for the round already.
-	QueueNudge(ctx context.Context, requestID string, round int, data map[string]any) (at time.Time, ok bool, err error)
+	// QueueNudge queues a nudge's delivery of kind, with data (NudgeData),
+	// for a request still pending in round; ok false when it is not, or
+	// when a nudge of that kind is queued for the round already.
+	QueueNudge(ctx context.Context, kind OutboxKind, requestID string, round int, data map[string]any) (at time.Time, ok bool, err error)
 
 	// Notify wakes w's waiters, in this process and in every other sharing
 	// the database, once the transaction commits (at once on PostgreSQL's

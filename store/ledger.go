@@ -244,7 +244,7 @@ func (l *Ledger) RedriveCard(ctx context.Context, requestID string) error {
 		return nil
 	}
 	return l.writeAlone(ctx, func(ex Executor) error {
-		return ex.RedriveCard(ctx, requestID)
+		return ex.RedriveCard(ctx, requestID, OutboxPostCard)
 	})
 }
 

@@ -12,10 +12,10 @@ func (e executor) DueNudges(ctx context.Context, p store.DueNudgesParams) ([]sto
 	return e.requests(ctx, q.Get("due_nudges"), p.Tool, micros(now.Add(-p.After)), string(p.Kind), p.Limit, micros(now))
 }
 
-func (e executor) QueueNudge(ctx context.Context, requestID string, round int, data map[string]any) (time.Time, bool, error) {
+func (e executor) QueueNudge(ctx context.Context, kind store.OutboxKind, requestID string, round int, data map[string]any) (time.Time, bool, error) {
 	var created time.Time
 	ok, err := found("queueing nudge", e.tx.QueryRowContext(ctx, q.Get("queue_nudge"), canonicalID(requestID), round, jsonData(data),
-		micros(e.tx.now)).Scan(at{t: &created}))
+		micros(e.tx.now), string(kind)).Scan(at{t: &created}))
 	return created, ok, err
 }
 

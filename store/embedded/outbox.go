@@ -33,9 +33,11 @@ func (e executor) RetryOutbox(ctx context.Context, p store.RetryOutboxParams) er
 }
 
 func (e executor) PostPending(ctx context.Context, requestID string, round int) (bool, error) {
-	return e.exists(ctx, "reading outbox", q.Get("post_pending"), canonicalID(requestID), round)
+	return e.exists(ctx, "reading outbox", q.Get("post_pending"), canonicalID(requestID), round,
+		string(store.OutboxPostCard))
 }
 
 func (e executor) OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error) {
-	return e.exists(ctx, "reading outbox", q.Get("other_post_rows"), canonicalID(row.RequestID), row.Round, row.ID)
+	return e.exists(ctx, "reading outbox", q.Get("other_post_rows"), canonicalID(row.RequestID), row.Round, row.ID,
+		string(store.OutboxPostCard))
 }

@@ -43,7 +43,7 @@ func (e executor) ReplayRequests(ctx context.Context, keys []string) (map[string
 	for _, key := range keys {
 		var r store.Replayed
 		var err error
-		r.Request, err = scanRequestWith(e.read().QueryRowContext(ctx, q.Get("replay_requests"), key), &r.PostQueued)
+		r.Request, err = scanRequestWith(e.read().QueryRowContext(ctx, q.Get("replay_requests"), key, string(store.OutboxPostCard)), &r.PostQueued)
 		switch {
 		case err == nil:
 			out[key] = r
@@ -90,6 +90,6 @@ func (e executor) SetCard(ctx context.Context, id, channel, ts string) error {
 	return e.tx.exec(ctx, "recording card", q.Get("set_card"), channel, ts, canonicalID(id))
 }
 
-func (e executor) RedriveCard(ctx context.Context, id string) error {
-	return e.tx.exec(ctx, "re-driving card", q.Get("redrive_card"), micros(e.tx.now), canonicalID(id))
+func (e executor) RedriveCard(ctx context.Context, id string, kind store.OutboxKind) error {
+	return e.tx.exec(ctx, "re-driving card", q.Get("redrive_card"), micros(e.tx.now), canonicalID(id), string(kind))
 }
