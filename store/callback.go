@@ -139,7 +139,7 @@ func (l *Ledger) ClaimCallbacks(ctx context.Context, limit int, lease time.Durat
 // redrive (which moves the row's next attempt to now) records nothing, and
 // the redriven delivery is still sent.
 func (l *Ledger) MarkCallbackDelivered(ctx context.Context, claimed Callback, status int) error {
-	return l.writeAlone(ctx, func(ex Executor) error { return ex.MarkCallbackDelivered(ctx, claimed, status) })
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.MarkCallbackDelivered(ctx, claimed, status) })
 }
 
 // RetryCallback records a failed attempt (status 0: no answer) and puts the
@@ -157,7 +157,7 @@ func (l *Ledger) RedriveCallback(ctx context.Context, requestID string) (cb Call
 	if !IsUUID(requestID) {
 		return Callback{}, false, nil
 	}
-	err = l.writeAlone(ctx, func(ex Executor) error {
+	err = l.driver.Write(ctx, func(ex Executor) error {
 		cb, ok, err = ex.RedriveCallback(ctx, requestID, CallbackRetryWindow)
 		return err
 	})

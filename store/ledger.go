@@ -72,20 +72,16 @@ const OutboxReasonConverge = "converge"
 // Driver returns the database the ledger runs on.
 func (l *Ledger) Driver() Driver { return l.driver }
 
-// alone runs fn, which writes one primitive that stands alone, through
+// alone returns what fn, one primitive that stands alone, returns from
 // Driver.Write: no transaction around it where the statement commits by
-// itself (PostgreSQL), one where every write needs one (SQLite).
+// itself (PostgreSQL), one where every write needs one (SQLite). A
+// primitive that returns only an error calls Driver.Write itself.
 func alone[T any](ctx context.Context, l *Ledger, fn func(Executor) (T, error)) (out T, err error) {
 	err = l.driver.Write(ctx, func(ex Executor) error {
 		out, err = fn(ex)
 		return err
 	})
 	return out, err
-}
-
-// writeAlone is alone for a primitive that returns only an error.
-func (l *Ledger) writeAlone(ctx context.Context, fn func(Executor) error) error {
-	return l.driver.Write(ctx, fn)
 }
 
 // Migrate applies the driver's pending migrations.
@@ -243,7 +239,7 @@ func (l *Ledger) RedriveCard(ctx context.Context, requestID string) error {
 	if !IsUUID(requestID) {
 		return nil
 	}
-	return l.writeAlone(ctx, func(ex Executor) error {
+	return l.driver.Write(ctx, func(ex Executor) error {
 		return ex.RedriveCard(ctx, requestID, OutboxPostCard)
 	})
 }
@@ -318,7 +314,7 @@ func (l *Ledger) SetCard(ctx context.Context, id, channel, ts string) error {
 	if !IsUUID(id) {
 		return nil
 	}
-	return l.writeAlone(ctx, func(ex Executor) error { return ex.SetCard(ctx, id, channel, ts) })
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.SetCard(ctx, id, channel, ts) })
 }
 
 // Decide records a verdict if, and only if, the request is still pending in
@@ -377,7 +373,7 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 
 // AppendEvent appends an audit event; a zero At means the database clock.
 func (l *Ledger) AppendEvent(ctx context.Context, e Event) error {
-	return l.writeAlone(ctx, func(ex Executor) error { return ex.InsertEvents(ctx, []Event{e}) })
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.InsertEvents(ctx, []Event{e}) })
 }
 
 // ClaimExecutions moves up to Limit due ready executions to claimed, counting
@@ -574,7 +570,7 @@ func (l *Ledger) LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Un
 
 // EnqueueOutbox queues a Slack delivery; a zero at means the database clock.
 func (l *Ledger) EnqueueOutbox(ctx context.Context, kind OutboxKind, requestID string, round int, data map[string]any, at time.Time) error {
-	return l.writeAlone(ctx, func(ex Executor) error {
+	return l.driver.Write(ctx, func(ex Executor) error {
 		return ex.InsertOutbox(ctx, []NewOutbox{{Kind: kind, RequestID: requestID, Round: round, Data: data, At: at}})
 	})
 }
@@ -597,17 +593,17 @@ func (l *Ledger) ClaimOutbox(ctx context.Context, limit int, lease time.Duration
 // MarkOutboxDelivered records a delivery that landed; note, if any, says why
 // nothing had to be sent.
 func (l *Ledger) MarkOutboxDelivered(ctx context.Context, id int64, note string) error {
-	return l.writeAlone(ctx, func(ex Executor) error { return ex.MarkOutboxDelivered(ctx, id, note) })
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.MarkOutboxDelivered(ctx, id, note) })
 }
 
 // MarkOutboxFailed records a delivery that can never land, with its reason.
 func (l *Ledger) MarkOutboxFailed(ctx context.Context, id int64, reason string) error {
-	return l.writeAlone(ctx, func(ex Executor) error { return ex.MarkOutboxFailed(ctx, id, reason) })
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.MarkOutboxFailed(ctx, id, reason) })
 }
 
 // RetryOutbox puts a delivery back for another try (see RetryOutboxParams).
 func (l *Ledger) RetryOutbox(ctx context.Context, p RetryOutboxParams) error {
-	return l.writeAlone(ctx, func(ex Executor) error { return ex.RetryOutbox(ctx, p) })
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.RetryOutbox(ctx, p) })
 }
 
 // RecordCard stores where a round's card was posted and the state it showed,
@@ -620,7 +616,7 @@ func (l *Ledger) RecordCard(ctx context.Context, c Card) (Card, error) {
 
 // MarkCardRendered records the state a card now shows.
 func (l *Ledger) MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error {
-	return l.writeAlone(ctx, func(ex Executor) error { return ex.MarkCardRendered(ctx, p) })
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.MarkCardRendered(ctx, p) })
 }
 
 // EnqueueStaleCards is the convergence sweep's write: it queues an update for

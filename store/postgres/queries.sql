@@ -313,6 +313,8 @@ UPDATE cards SET rendered_state = $3, settled = $4, rendered_at = now()
 WHERE request_id = $1 AND round = $2;
 
 -- name: card_state
+-- countersign_card_state (migrations/postgres/00003_bot.sql) is
+-- store.CardStateOf; the contract suite holds the two together.
 SELECT countersign_card_state($1, $2);
 
 -- name: enqueue_stale_cards
