@@ -125,7 +125,7 @@ func callbackEventFor(to ExecState) (CallbackEvent, bool) {
 // row's next attempt lease into the future, so a crashed worker's rows come
 // back by themselves and replicas never claim the same row at once.
 func (l *Ledger) ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error) {
-	claimed, err := l.ex().ClaimCallbacks(ctx, limit, lease)
+	claimed, err := alone(ctx, l, func(ex Executor) ([]Callback, error) { return ex.ClaimCallbacks(ctx, limit, lease) })
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (l *Ledger) ClaimCallbacks(ctx context.Context, limit int, lease time.Durat
 // redrive (which moves the row's next attempt to now) records nothing, and
 // the redriven delivery is still sent.
 func (l *Ledger) MarkCallbackDelivered(ctx context.Context, claimed Callback, status int) error {
-	return l.ex().MarkCallbackDelivered(ctx, claimed, status)
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.MarkCallbackDelivered(ctx, claimed, status) })
 }
 
 // RetryCallback records a failed attempt (status 0: no answer) and puts the
@@ -147,7 +147,7 @@ func (l *Ledger) MarkCallbackDelivered(ctx context.Context, claimed Callback, st
 // passed. It returns the state the row is left in, or ErrNotFound when the
 // attempt is no longer the row's (a redrive or a later claim took it over).
 func (l *Ledger) RetryCallback(ctx context.Context, p RetryCallbackParams) (CallbackState, error) {
-	return l.ex().RetryCallback(ctx, p)
+	return alone(ctx, l, func(ex Executor) (CallbackState, error) { return ex.RetryCallback(ctx, p) })
 }
 
 // RedriveCallback sends the request's newest delivery again, under the same
@@ -157,7 +157,11 @@ func (l *Ledger) RedriveCallback(ctx context.Context, requestID string) (cb Call
 	if !IsUUID(requestID) {
 		return Callback{}, false, nil
 	}
-	return l.ex().RedriveCallback(ctx, requestID, CallbackRetryWindow)
+	err = l.driver.Write(ctx, func(ex Executor) error {
+		cb, ok, err = ex.RedriveCallback(ctx, requestID, CallbackRetryWindow)
+		return err
+	})
+	return cb, ok, err
 }
 
 // RetryCallbackParams is a failed attempt at Claimed (Status 0: no answer)

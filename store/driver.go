@@ -9,14 +9,25 @@ import (
 // Driver is one database the Ledger runs on: it opens and closes it,
 // migrates it, runs transactions and answers the single-statement
 // primitives of Executor. Domain rules (which audit event and outbox rows a
-// transition writes, who the actor is) live in the Ledger, not here.
+// transition writes, who the actor is) live in the Ledger, not here. Every
+// write goes through Write or InTx.
 type Driver interface {
-	// Executor runs each primitive on its own, outside any transaction.
-	Executor() Executor
+	// Reader answers the reads outside any transaction.
+	Reader() Reader
+	// Write runs fn, whose writes are one primitive that stands alone (a
+	// single statement), as cheaply as the database makes it atomic:
+	// PostgreSQL runs it on the pool, where the statement commits by
+	// itself; SQLite, which writes only in transactions on its one writer,
+	// runs it in a durable one.
+	Write(ctx context.Context, fn func(Executor) error) error
 	// InTx runs fn in one transaction, committed when fn returns nil. With
 	// durable false the commit may return before it is on disk (see
 	// TransitionParams.AsyncCommit).
 	InTx(ctx context.Context, durable bool, fn func(Executor) error) error
+	// Batch returns the driver's one-statement hot paths to run outside a
+	// transaction, or nil when it has none (the Ledger then composes them
+	// from primitives in InTx).
+	Batch() BatchExecutor
 	Migrate(ctx context.Context, logger *slog.Logger) (int, error)
 	Ping(ctx context.Context) error
 	Close()
@@ -83,9 +94,8 @@ type Reader interface {
 	// CardFor returns the card of a request round, or ErrNotFound if it was
 	// never recorded.
 	CardFor(ctx context.Context, requestID string, round int) (Card, error)
-	// CardState returns what a round's card must show: "superseded",
-	// "pending", "rejected", "expired", "cancelled", or
-	// "approved/<execution state>/<attempts>".
+	// CardState returns what a round's card must show (CardStateOf), or
+	// ErrNotFound when the request does not exist.
 	CardState(ctx context.Context, requestID string, round int) (string, error)
 
 	// LatestCallback returns the request's newest delivery, or ErrNotFound.
@@ -143,9 +153,9 @@ type Executor interface {
 	// it moved on.
 	ReopenRequest(ctx context.Context, p ReopenRequestParams) (newRound int, ok bool, err error)
 	SetCard(ctx context.Context, id, channel, ts string) error
-	// RedriveCard queues a post of a pending request's card when it was
-	// never posted and none is queued (one conditional insert).
-	RedriveCard(ctx context.Context, id string) error
+	// RedriveCard queues a post (kind) of a pending request's card when it
+	// was never posted and none is queued (one conditional insert).
+	RedriveCard(ctx context.Context, id string, kind OutboxKind) error
 
 	// LockOpenRequest reads the request pending in p.Round with
 	// p.PayloadHash and unexpired, and holds it until the transaction ends
@@ -201,13 +211,14 @@ type Executor interface {
 	// now, with window to retry it in; ok false when there is none.
 	RedriveCallback(ctx context.Context, requestID string, window time.Duration) (Callback, bool, error)
 
-	// QueueNudge queues a nudge's thread reply, with data (NudgeData), for
-	// a request still pending in round; ok false when it is not, or when a
-	// nudge of that kind is queued for the round already.
-	QueueNudge(ctx context.Context, requestID string, round int, data map[string]any) (at time.Time, ok bool, err error)
+	// QueueNudge queues a nudge's delivery of kind, with data (NudgeData),
+	// for a request still pending in round; ok false when it is not, or
+	// when a nudge of that kind is queued for the round already.
+	QueueNudge(ctx context.Context, kind OutboxKind, requestID string, round int, data map[string]any) (at time.Time, ok bool, err error)
 
 	// Notify wakes w's waiters, in this process and in every other sharing
-	// the database, once the transaction commits (at once outside one). It
+	// the database, once the transaction commits (at once on PostgreSQL's
+	// pool). It
 	// writes no row; a rolled-back transaction wakes nobody.
 	Notify(ctx context.Context, w Wakeups) error
 }
@@ -218,7 +229,8 @@ type Executor interface {
 // it moves, taking the row's request id, round and time from it: the rules
 // stay in the Ledger, the round trip stays one (the driver test suite holds
 // the batches to the primitives). The Ledger uses them when a driver has
-// them: on PostgreSQL one statement saves a round trip per row.
+// them (Driver.Batch): on PostgreSQL one statement saves a round trip per
+// row.
 type BatchExecutor interface {
 	Executor
 	// InsertRequestsBatch inserts ps (distinct keys) as InsertRequest does

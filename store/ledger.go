@@ -53,7 +53,7 @@ const (
 // NewLedger returns the Store on d, configured by opts and by what d says
 // of itself: on a remote database intake inserts first (see Intake).
 func NewLedger(d Driver, opts Options) *Ledger {
-	l := &Ledger{reader: d.Executor(), driver: d, insertFirst: d.Remote(), staleCards: StaleCardsParams{
+	l := &Ledger{reader: d.Reader(), driver: d, insertFirst: d.Remote(), staleCards: StaleCardsParams{
 		RetryAfter:    cmp.Or(opts.CardRetryAfter, DefaultCardRetryAfter),
 		UnpostedAfter: cmp.Or(opts.CardUnpostedAfter, DefaultCardUnpostedAfter),
 		UpdateKind:    OutboxUpdateCard,
@@ -72,7 +72,17 @@ const OutboxReasonConverge = "converge"
 // Driver returns the database the ledger runs on.
 func (l *Ledger) Driver() Driver { return l.driver }
 
-func (l *Ledger) ex() Executor { return l.driver.Executor() }
+// alone returns what fn, one primitive that stands alone, returns from
+// Driver.Write: no transaction around it where the statement commits by
+// itself (PostgreSQL), one where every write needs one (SQLite). A
+// primitive that returns only an error calls Driver.Write itself.
+func alone[T any](ctx context.Context, l *Ledger, fn func(Executor) (T, error)) (out T, err error) {
+	err = l.driver.Write(ctx, func(ex Executor) error {
+		out, err = fn(ex)
+		return err
+	})
+	return out, err
+}
 
 // Migrate applies the driver's pending migrations.
 func (l *Ledger) Migrate(ctx context.Context, logger *slog.Logger) (int, error) {
@@ -139,7 +149,7 @@ func (l *Ledger) InsertRequests(ctx context.Context, ps []NewRequest, now *time.
 	for i, p := range ps {
 		owed[i] = requested(p)
 	}
-	if b, ok := l.ex().(BatchExecutor); ok {
+	if b := l.driver.Batch(); b != nil {
 		return b.InsertRequestsBatch(ctx, ps, owed, now)
 	}
 	var results []InsertResult
@@ -229,7 +239,9 @@ func (l *Ledger) RedriveCard(ctx context.Context, requestID string) error {
 	if !IsUUID(requestID) {
 		return nil
 	}
-	return l.ex().RedriveCard(ctx, requestID)
+	return l.driver.Write(ctx, func(ex Executor) error {
+		return ex.RedriveCard(ctx, requestID, OutboxPostCard)
+	})
 }
 
 // RequestByRef returns the request named by its id or its full key.
@@ -302,7 +314,7 @@ func (l *Ledger) SetCard(ctx context.Context, id, channel, ts string) error {
 	if !IsUUID(id) {
 		return nil
 	}
-	return l.ex().SetCard(ctx, id, channel, ts)
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.SetCard(ctx, id, channel, ts) })
 }
 
 // Decide records a verdict if, and only if, the request is still pending in
@@ -361,7 +373,7 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 
 // AppendEvent appends an audit event; a zero At means the database clock.
 func (l *Ledger) AppendEvent(ctx context.Context, e Event) error {
-	return l.ex().InsertEvents(ctx, []Event{e})
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.InsertEvents(ctx, []Event{e}) })
 }
 
 // ClaimExecutions moves up to Limit due ready executions to claimed, counting
@@ -373,7 +385,7 @@ func (l *Ledger) ClaimExecutions(ctx context.Context, p ClaimParams) (claims []C
 		return nil, nil
 	}
 	owed := claimed(p.Worker)
-	if b, ok := l.ex().(BatchExecutor); ok {
+	if b := l.driver.Batch(); b != nil {
 		return b.ClaimExecutionsBatch(ctx, p, owed)
 	}
 	err = l.inTx(ctx, func(ex Executor) error {
@@ -407,7 +419,7 @@ func (l *Ledger) TransitionExecutions(ctx context.Context, p TransitionParams, t
 	for i, t := range ts {
 		owed[i] = transitioned(p, t)
 	}
-	if b, ok := l.ex().(BatchExecutor); ok && !p.AsyncCommit {
+	if b := l.driver.Batch(); b != nil && !p.AsyncCommit {
 		return b.TransitionExecutionsBatch(ctx, p, ts, owed)
 	}
 	err = l.driver.InTx(ctx, !p.AsyncCommit, func(ex Executor) error {
@@ -553,12 +565,14 @@ func (l *Ledger) ExpireClaims(ctx context.Context, now *time.Time, limit int) (m
 // next_attempt_at out by lease, so replicas reconciling at once verify each
 // row once per lease. A lease is not a state change: it writes no event.
 func (l *Ledger) LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Unknown, error) {
-	return l.ex().LeaseUnknowns(ctx, p)
+	return alone(ctx, l, func(ex Executor) ([]Unknown, error) { return ex.LeaseUnknowns(ctx, p) })
 }
 
 // EnqueueOutbox queues a Slack delivery; a zero at means the database clock.
 func (l *Ledger) EnqueueOutbox(ctx context.Context, kind OutboxKind, requestID string, round int, data map[string]any, at time.Time) error {
-	return l.ex().InsertOutbox(ctx, []NewOutbox{{Kind: kind, RequestID: requestID, Round: round, Data: data, At: at}})
+	return l.driver.Write(ctx, func(ex Executor) error {
+		return ex.InsertOutbox(ctx, []NewOutbox{{Kind: kind, RequestID: requestID, Round: round, Data: data, At: at}})
+	})
 }
 
 // ClaimOutbox leases up to limit due deliveries, oldest first: their
@@ -568,7 +582,7 @@ func (l *Ledger) EnqueueOutbox(ctx context.Context, kind OutboxKind, requestID s
 // earlier delivery may have landed. No transaction stays open while Slack is
 // called.
 func (l *Ledger) ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]OutboxRow, error) {
-	claimed, err := l.ex().ClaimOutbox(ctx, limit, lease)
+	claimed, err := alone(ctx, l, func(ex Executor) ([]OutboxRow, error) { return ex.ClaimOutbox(ctx, limit, lease) })
 	if err != nil {
 		return nil, err
 	}
@@ -579,17 +593,17 @@ func (l *Ledger) ClaimOutbox(ctx context.Context, limit int, lease time.Duration
 // MarkOutboxDelivered records a delivery that landed; note, if any, says why
 // nothing had to be sent.
 func (l *Ledger) MarkOutboxDelivered(ctx context.Context, id int64, note string) error {
-	return l.ex().MarkOutboxDelivered(ctx, id, note)
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.MarkOutboxDelivered(ctx, id, note) })
 }
 
 // MarkOutboxFailed records a delivery that can never land, with its reason.
 func (l *Ledger) MarkOutboxFailed(ctx context.Context, id int64, reason string) error {
-	return l.ex().MarkOutboxFailed(ctx, id, reason)
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.MarkOutboxFailed(ctx, id, reason) })
 }
 
 // RetryOutbox puts a delivery back for another try (see RetryOutboxParams).
 func (l *Ledger) RetryOutbox(ctx context.Context, p RetryOutboxParams) error {
-	return l.ex().RetryOutbox(ctx, p)
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.RetryOutbox(ctx, p) })
 }
 
 // RecordCard stores where a round's card was posted and the state it showed,
@@ -597,12 +611,12 @@ func (l *Ledger) RetryOutbox(ctx context.Context, p RetryOutboxParams) error {
 // card_ts. The first recorded card of a round wins; the card that stands is
 // returned.
 func (l *Ledger) RecordCard(ctx context.Context, c Card) (Card, error) {
-	return l.ex().RecordCard(ctx, c)
+	return alone(ctx, l, func(ex Executor) (Card, error) { return ex.RecordCard(ctx, c) })
 }
 
 // MarkCardRendered records the state a card now shows.
 func (l *Ledger) MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error {
-	return l.ex().MarkCardRendered(ctx, p)
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.MarkCardRendered(ctx, p) })
 }
 
 // EnqueueStaleCards is the convergence sweep's write: it queues an update for
@@ -616,7 +630,7 @@ func (l *Ledger) MarkCardRendered(ctx context.Context, p MarkCardRenderedParams)
 func (l *Ledger) EnqueueStaleCards(ctx context.Context, limit int) (int, error) {
 	p := l.staleCards
 	p.Limit = limit
-	return l.ex().EnqueueStaleCards(ctx, p)
+	return alone(ctx, l, func(ex Executor) (int, error) { return ex.EnqueueStaleCards(ctx, p) })
 }
 
 // Unresolved is a request whose write is in doubt: its execution is unknown
@@ -629,7 +643,7 @@ type Unresolved struct {
 // UnresolvedExecutions returns up to limit executions in unknown or
 // needs_review, oldest change first, with their requests.
 func (l *Ledger) UnresolvedExecutions(ctx context.Context, limit int) ([]Unresolved, error) {
-	ex := l.ex()
+	ex := l.driver.Reader()
 	ids, err := ex.UnresolvedRequestIDs(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing unresolved executions: %w", err)

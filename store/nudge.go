@@ -86,7 +86,7 @@ func (l *Ledger) QueueNudges(ctx context.Context, nudges []NewNudge) (queued []N
 				continue
 			}
 			data := NudgeData(n)
-			at, ok, err := ex.QueueNudge(ctx, n.RequestID, n.Round, data)
+			at, ok, err := ex.QueueNudge(ctx, OutboxThreadReply, n.RequestID, n.Round, data)
 			if err != nil {
 				return fmt.Errorf("queueing %s: %w", n.Kind, err)
 			}

@@ -167,7 +167,11 @@ type composed struct{ store.Driver }
 
 type primitives struct{ store.Executor }
 
-func (c composed) Executor() store.Executor { return primitives{c.Driver.Executor()} }
+func (c composed) Batch() store.BatchExecutor { return nil }
+
+func (c composed) Write(ctx context.Context, fn func(store.Executor) error) error {
+	return c.Driver.Write(ctx, func(ex store.Executor) error { return fn(primitives{ex}) })
+}
 
 func (c composed) InTx(ctx context.Context, durable bool, fn func(store.Executor) error) error {
 	return c.Driver.InTx(ctx, durable, func(ex store.Executor) error { return fn(primitives{ex}) })

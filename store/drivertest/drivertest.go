@@ -99,6 +99,7 @@ var contract = []struct {
 	{"CallbackClaimsAreExclusiveUnderConcurrency", testCallbackClaimsAreExclusiveUnderConcurrency},
 	{"NotifyWakesOnCommitOnly", testNotifyWakesOnCommitOnly},
 	{"EnqueueStaleCardsTakesItsThresholds", testEnqueueStaleCardsTakesItsThresholds},
+	{"CardStateIsCardStateOf", testCardStateIsCardStateOf},
 	{"BatchesWriteWhatTheyAreOwed", testBatchesWriteWhatTheyAreOwed},
 }
 

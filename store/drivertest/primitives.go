@@ -21,7 +21,7 @@ func driverOf(t *testing.T, b *Backend) store.Driver {
 }
 
 // Notify delivers the wake-ups it is handed when their transaction commits,
-// none when it rolls back, and at once outside a transaction.
+// none when it rolls back, and those of a write standing alone (Write).
 func testNotifyWakesOnCommitOnly(t *testing.T, b *Backend) {
 	ctx := context.Background()
 	n := b.Notifier(t)
@@ -61,16 +61,23 @@ func testNotifyWakesOnCommitOnly(t *testing.T, b *Backend) {
 		t.Error("a rolled-back Notify woke the dispatcher")
 	default:
 	}
-	if err := d.Executor().Notify(ctx, store.Wakeups{Ready: true}); err != nil {
+	if err := d.Write(ctx, func(ex store.Executor) error { return ex.Notify(ctx, store.Wakeups{Ready: true}) }); err != nil {
 		t.Fatalf("Notify = %v", err)
 	}
-	waitWake(t, ready, "a Notify outside a transaction")
+	waitWake(t, ready, "a Notify in Write")
 }
 
 // EnqueueStaleCards takes its thresholds, kinds and data from its caller.
 func testEnqueueStaleCardsTakesItsThresholds(t *testing.T, b *Backend) {
 	ctx := context.Background()
-	ex := driverOf(t, b).Executor()
+	d := driverOf(t, b)
+	enqueue := func(p store.StaleCardsParams) (n int, err error) {
+		err = d.Write(ctx, func(ex store.Executor) error {
+			n, err = ex.EnqueueStaleCards(ctx, p)
+			return err
+		})
+		return n, err
+	}
 	req := insertRequest(t, b, "wa_stale_params")
 	// The intake's own post lands without a card being recorded.
 	claimed, err := b.ClaimOutbox(ctx, 10, time.Minute)
@@ -83,16 +90,16 @@ func testEnqueueStaleCardsTakesItsThresholds(t *testing.T, b *Backend) {
 	p := store.StaleCardsParams{Limit: 10, RetryAfter: time.Hour, UnpostedAfter: 0,
 		UpdateKind: store.OutboxUpdateCard, PostKind: store.OutboxPostCard, Data: map[string]any{"reason": "test"}}
 	// The post failed within RetryAfter: nothing is queued.
-	if n, err := ex.EnqueueStaleCards(ctx, p); err != nil || n != 0 {
+	if n, err := enqueue(p); err != nil || n != 0 {
 		t.Fatalf("EnqueueStaleCards within RetryAfter = %d, %v; want 0", n, err)
 	}
 	// The request has not gone unposted for UnpostedAfter: nothing either.
 	p.RetryAfter, p.UnpostedAfter = 0, time.Hour
-	if n, err := ex.EnqueueStaleCards(ctx, p); err != nil || n != 0 {
+	if n, err := enqueue(p); err != nil || n != 0 {
 		t.Fatalf("EnqueueStaleCards within UnpostedAfter = %d, %v; want 0", n, err)
 	}
 	p.UnpostedAfter = 0
-	if n, err := ex.EnqueueStaleCards(ctx, p); err != nil || n != 1 {
+	if n, err := enqueue(p); err != nil || n != 1 {
 		t.Fatalf("EnqueueStaleCards past both = %d, %v; want 1", n, err)
 	}
 	rows, err := b.ClaimOutbox(ctx, 10, time.Minute)
@@ -110,8 +117,8 @@ func testEnqueueStaleCardsTakesItsThresholds(t *testing.T, b *Backend) {
 // primitives (PostgresComposed holds the two to one behaviour).
 func testBatchesWriteWhatTheyAreOwed(t *testing.T, b *Backend) {
 	ctx := context.Background()
-	bx, ok := driverOf(t, b).Executor().(store.BatchExecutor)
-	if !ok {
+	bx := driverOf(t, b).Batch()
+	if bx == nil {
 		return
 	}
 	owed := func(kind string) store.Owed {

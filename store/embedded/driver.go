@@ -121,14 +121,11 @@ func (s *Driver) Close() {
 	s.writer.Close()
 }
 
-// Executor runs each primitive on its own: reads on the reader pool, writes
-// in a transaction of their own on the writer.
-func (s *Driver) Executor() store.Executor { return executor{d: s} }
+// Reader reads on the reader pool.
+func (s *Driver) Reader() store.Reader { return executor{d: s} }
 
-// InTx runs fn in one transaction on the writer; see transact.
-func (s *Driver) InTx(ctx context.Context, durable bool, fn func(store.Executor) error) error {
-	return s.transact(ctx, durable, func(tx *writeTx) error { return fn(executor{d: s, tx: tx}) })
-}
+// Batch is nil: in-process statements cost no round trip to save.
+func (s *Driver) Batch() store.BatchExecutor { return nil }
 
 // Notifier is the driver itself: its commits wake its subscribers, so
 // there is no loop to run.

@@ -6,12 +6,9 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-func (e executor) InsertDecision(ctx context.Context, d store.Decision) (out store.Decision, err error) {
-	err = e.write(ctx, func(tx *writeTx) error {
-		out, err = scanDecision(tx.QueryRowContext(ctx, q.Get("insert_decision"), canonicalID(d.RequestID), d.Round, d.Verdict, d.DecidedBy, d.Via, d.PayloadHashSeen, micros(d.DecidedAt), d.Reason))
-		return wrap("recording decision", err)
-	})
-	return out, err
+func (e executor) InsertDecision(ctx context.Context, d store.Decision) (store.Decision, error) {
+	return scanDecision(e.tx.QueryRowContext(ctx, q.Get("insert_decision"), canonicalID(d.RequestID), d.Round, d.Verdict,
+		d.DecidedBy, d.Via, d.PayloadHashSeen, micros(d.DecidedAt), d.Reason))
 }
 
 func (e executor) DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error) {
@@ -23,51 +20,30 @@ func (e executor) LatestDecision(ctx context.Context, requestID string) (store.D
 }
 
 func (e executor) InsertEvents(ctx context.Context, events []store.Event) error {
-	return e.write(ctx, func(tx *writeTx) error {
-		for _, ev := range events {
-			raw, err := encodeData(ev.Data)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, q.Get("insert_events"),
-				canonicalID(ev.RequestID), micros(tx.orClock(ev.At)), ev.Actor, ev.Kind, raw); err != nil {
-				return wrap("appending event "+ev.Kind, err)
-			}
+	for _, ev := range events {
+		if err := e.tx.exec(ctx, "appending event "+ev.Kind, q.Get("insert_events"),
+			canonicalID(ev.RequestID), micros(e.tx.orClock(ev.At)), ev.Actor, ev.Kind, jsonData(ev.Data)); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func (e executor) EventsFor(ctx context.Context, requestID string) ([]store.Event, error) {
 	rows, err := e.read().QueryContext(ctx, q.Get("events_for"), canonicalID(requestID))
 	return collect("reading events", func(row scanner) (store.Event, error) {
-		var (
-			ev  store.Event
-			at  int64
-			raw string
-		)
-		if err := row.Scan(&ev.ID, &ev.RequestID, &at, &ev.Actor, &ev.Kind, &raw); err != nil {
-			return store.Event{}, err
-		}
-		ev.At = fromMicros(at)
-		var err error
-		ev.Data, err = decodeData(raw)
-		return ev, err
+		var ev store.Event
+		return scanInto("reading event", row, &ev, &ev.ID, &ev.RequestID, at{t: &ev.At}, &ev.Actor, &ev.Kind, jsonText{&ev.Data})
 	}, rows, err)
 }
 
 func (e executor) InsertOutbox(ctx context.Context, rows []store.NewOutbox) error {
-	return e.write(ctx, func(tx *writeTx) error {
-		for _, o := range rows {
-			raw, err := encodeData(o.Data)
-			if err != nil {
-				return err
-			}
-			at := micros(tx.orClock(o.At))
-			if _, err := tx.ExecContext(ctx, q.Get("insert_outbox"), o.Kind, canonicalID(o.RequestID), o.Round, raw, at, at); err != nil {
-				return wrap("enqueueing "+string(o.Kind), err)
-			}
+	for _, o := range rows {
+		at := micros(e.tx.orClock(o.At))
+		if err := e.tx.exec(ctx, "enqueueing "+string(o.Kind), q.Get("insert_outbox"), o.Kind, canonicalID(o.RequestID),
+			o.Round, jsonData(o.Data), at, at); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }

@@ -37,14 +37,13 @@ SELECT {{execution_columns}} FROM executions WHERE decision_id = ? ORDER BY id D
 -- name: execution_exists
 SELECT EXISTS (SELECT 1 FROM executions WHERE id = ? AND request_id = ?);
 
--- name: due_executions
-SELECT id, tool FROM executions
-WHERE state = 'ready' AND next_attempt_at <= ?1 AND tool IN (SELECT value FROM json_each(?3))
-ORDER BY next_attempt_at LIMIT ?2;
-
--- name: claim_execution
-UPDATE executions SET state = 'claimed', claimed_by = ?, attempts = attempts + 1, claim_expires_at = ?, updated_at = ?
-WHERE id = ? AND state = 'ready'
+-- name: claim_executions
+-- ?3 maps each tool to claim to its claim timeout in microseconds.
+UPDATE executions SET state = 'claimed', claimed_by = ?1, attempts = attempts + 1, updated_at = ?2,
+	claim_expires_at = ?2 + (SELECT t.value FROM json_each(?3) t WHERE t.key = executions.tool)
+WHERE id IN (SELECT id FROM executions
+	WHERE state = 'ready' AND next_attempt_at <= ?2 AND tool IN (SELECT key FROM json_each(?3))
+	ORDER BY next_attempt_at LIMIT ?4)
 RETURNING {{execution_columns}}, {{decision_round}};
 
 -- name: transition_execution_row
@@ -123,11 +122,11 @@ UPDATE outbox SET next_attempt_at = ?2,
 
 -- name: post_pending
 SELECT EXISTS (SELECT 1 FROM outbox
-	WHERE request_id = ? AND round = ? AND kind = 'post_card' AND state = 'pending');
+	WHERE request_id = ? AND round = ? AND kind = ? AND state = 'pending');
 
 -- name: other_post_rows
 SELECT EXISTS (SELECT 1 FROM outbox
-	WHERE request_id = ? AND round = ? AND kind = 'post_card' AND id <> ?);
+	WHERE request_id = ?1 AND round = ?2 AND kind = ?4 AND id <> ?3);
 
 -- name: card_for
 SELECT {{card_columns}} FROM cards WHERE request_id = ? AND round = ?;
@@ -146,18 +145,20 @@ UPDATE requests SET card_channel = ?, card_ts = ? WHERE id = ? AND round = ?;
 UPDATE cards SET rendered_state = ?, settled = ?, rendered_at = ?
 WHERE request_id = ? AND round = ?;
 
--- name: card_state
--- What a round's card must show, as PostgreSQL's countersign_card_state
--- computes it: superseded for an old round, pending/rejected/expired/
--- cancelled, or approved/<execution state>/<attempts>; NULL when the request
--- does not exist. enqueue_stale_cards repeats it per card.
-SELECT (SELECT CASE
-	WHEN r.round > ?2 THEN 'superseded'
+-- name: card_state_of
+-- What the card of request c.request_id in round c.round must show
+-- (store.CardStateOf, which the contract suite holds this to); NULL when the
+-- request does not exist.
+(SELECT CASE
+	WHEN r.round > c.round THEN 'superseded'
 	WHEN r.status = 'approved' THEN 'approved/' || coalesce((SELECT e.state || '/' || e.attempts
 		FROM decisions d JOIN executions e ON e.decision_id = d.id
-		WHERE d.request_id = r.id AND d.round = ?2), 'none')
+		WHERE d.request_id = r.id AND d.round = c.round), 'none')
 	ELSE r.status
-END FROM requests r WHERE r.id = ?1);
+END FROM requests r WHERE r.id = c.request_id)
+
+-- name: card_state
+SELECT {{card_state_of}} FROM (SELECT ?1 AS request_id, ?2 AS round) c;
 
 -- name: enqueue_stale_cards
 -- ?3 is how long a failed delivery keeps the sweep from queueing the same
@@ -167,13 +168,7 @@ END FROM requests r WHERE r.id = ?1);
 WITH stale AS (
 	SELECT c.request_id, c.round FROM cards c
 	WHERE NOT c.settled
-		AND c.rendered_state IS NOT (SELECT CASE
-	WHEN r.round > c.round THEN 'superseded'
-	WHEN r.status = 'approved' THEN 'approved/' || coalesce((SELECT e.state || '/' || e.attempts
-		FROM decisions d JOIN executions e ON e.decision_id = d.id
-		WHERE d.request_id = r.id AND d.round = c.round), 'none')
-	ELSE r.status
-END FROM requests r WHERE r.id = c.request_id)
+		AND c.rendered_state IS NOT {{card_state_of}}
 		AND NOT EXISTS (SELECT 1 FROM outbox o
 			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = ?5
 				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > ?1 - ?3)))
@@ -228,8 +223,8 @@ SELECT {{request_columns}} FROM requests WHERE id = ?;
 
 -- name: replay_requests
 SELECT {{request_columns}}, EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending')
-FROM requests WHERE key = ?;
+		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = ?2 AND o.state = 'pending')
+FROM requests WHERE key = ?1;
 
 -- name: decide_request
 UPDATE requests SET status = ?1, updated_at = ?2, version = version + 1
@@ -257,10 +252,10 @@ UPDATE requests SET card_channel = ?, card_ts = ? WHERE id = ?;
 
 -- name: redrive_card
 INSERT INTO outbox (kind, request_id, round, next_attempt_at, created_at)
-SELECT 'post_card', r.id, r.round, ?1, ?1 FROM requests r
+SELECT ?3, r.id, r.round, ?1, ?1 FROM requests r
 WHERE r.id = ?2 AND r.status = 'pending' AND r.card_ts IS NULL
 	AND NOT EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending');
+		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = ?3 AND o.state = 'pending');
 
 -- name: insert_decision
 INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at, reason)
@@ -320,7 +315,7 @@ LIMIT ?4;
 -- The unique index outbox_nudge_once keeps one per kind and round; the one
 -- writer connection orders it against decisions.
 INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-SELECT 'thread_reply', id, round, ?3, ?4, ?4 FROM requests
+SELECT ?5, id, round, ?3, ?4, ?4 FROM requests
 WHERE id = ?1 AND round = ?2 AND status = 'pending'
 ON CONFLICT DO NOTHING
 RETURNING created_at;

@@ -9,31 +9,25 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-func (e executor) InsertRequest(ctx context.Context, p store.NewRequest, now *time.Time) (req store.Request, inserted bool, err error) {
+func (e executor) InsertRequest(ctx context.Context, p store.NewRequest, now *time.Time) (store.Request, bool, error) {
 	policy, err := json.Marshal(p.Policy)
 	if err != nil {
 		return store.Request{}, false, err
 	}
-	err = e.write(ctx, func(tx *writeTx) error {
-		at := micros(tx.clock(now))
-		req, err = scanRequest(tx.QueryRowContext(ctx, q.Get("insert_request"),
-			newID(), p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
-			p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, at+p.TTL.Microseconds(), at, at, string(policy)))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil // the key exists: nothing was written
+	at := micros(e.tx.clock(now))
+	req, err := scanRequest(e.tx.QueryRowContext(ctx, q.Get("insert_request"),
+		newID(), p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
+		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, at+p.TTL.Microseconds(), at, at, string(policy)))
+	// No row: the key exists, and nothing was written.
+	if inserted, err := found("inserting request", err); !inserted {
+		return store.Request{}, false, err
+	}
+	for _, v := range p.EffectStrings {
+		if err := e.tx.exec(ctx, "indexing effect", q.Get("index_effect_string"), v, req.ID); err != nil {
+			return store.Request{}, false, err
 		}
-		if err != nil {
-			return wrap("inserting request", err)
-		}
-		inserted = true
-		for _, v := range p.EffectStrings {
-			if _, err := tx.ExecContext(ctx, q.Get("index_effect_string"), v, req.ID); err != nil {
-				return wrap("indexing effect", err)
-			}
-		}
-		return nil
-	})
-	return req, inserted, err
+	}
+	return req, true, nil
 }
 
 func (e executor) RequestByKey(ctx context.Context, key string) (store.Request, error) {
@@ -49,7 +43,7 @@ func (e executor) ReplayRequests(ctx context.Context, keys []string) (map[string
 	for _, key := range keys {
 		var r store.Replayed
 		var err error
-		r.Request, err = scanRequestWith(e.read().QueryRowContext(ctx, q.Get("replay_requests"), key), &r.PostQueued)
+		r.Request, err = scanRequestWith(e.read().QueryRowContext(ctx, q.Get("replay_requests"), key, string(store.OutboxPostCard)), &r.PostQueued)
 		switch {
 		case err == nil:
 			out[key] = r
@@ -60,16 +54,12 @@ func (e executor) ReplayRequests(ctx context.Context, keys []string) (map[string
 	return out, nil
 }
 
-// updateRequest runs an UPDATE … RETURNING {{request_columns}}.
-func (e executor) updateRequest(ctx context.Context, what, query string, args func(tx *writeTx) []any) (reqs []store.Request, err error) {
-	err = e.write(ctx, func(tx *writeTx) error {
-		rows, err := tx.QueryContext(ctx, query, args(tx)...)
-		if reqs, err = collect(what, scanRequest, rows, err); err != nil {
-			return err
-		}
-		return nil
-	})
-	return reqs, err
+// updateRequest runs an UPDATE … RETURNING {{request_columns}} of at most
+// one row; ok false when it matched none.
+func (e executor) updateRequest(ctx context.Context, what, query string, args ...any) (store.Request, bool, error) {
+	req, err := scanRequest(e.tx.QueryRowContext(ctx, query, args...))
+	ok, err := found(what, err)
+	return req, ok, err
 }
 
 func (e executor) DecideRequest(ctx context.Context, p store.DecideParams) (store.Request, bool, error) {
@@ -77,54 +67,29 @@ func (e executor) DecideRequest(ctx context.Context, p store.DecideParams) (stor
 	if p.Verdict == store.VerdictApprove {
 		status = store.RequestApproved
 	}
-	reqs, err := e.updateRequest(ctx, "deciding request", q.Get("decide_request"), func(tx *writeTx) []any {
-		return []any{status, micros(tx.clock(p.Now)), canonicalID(p.RequestID), p.Round, p.PayloadHash}
-	})
-	return firstOf(reqs, err)
+	return e.updateRequest(ctx, "deciding request", q.Get("decide_request"),
+		status, micros(e.tx.clock(p.Now)), canonicalID(p.RequestID), p.Round, p.PayloadHash)
 }
 
 func (e executor) CancelRequest(ctx context.Context, id string, now *time.Time) (store.Request, bool, error) {
-	reqs, err := e.updateRequest(ctx, "cancelling request", q.Get("cancel_request"), func(tx *writeTx) []any { return []any{micros(tx.clock(now)), canonicalID(id)} })
-	return firstOf(reqs, err)
+	return e.updateRequest(ctx, "cancelling request", q.Get("cancel_request"), micros(e.tx.clock(now)), canonicalID(id))
 }
 
 func (e executor) ExpireRequests(ctx context.Context, now *time.Time, limit int) ([]store.Request, error) {
-	return e.updateRequest(ctx, "expiring requests", q.Get("expire_requests"),
-		func(tx *writeTx) []any { return []any{micros(tx.clock(now)), limit} })
+	rows, err := e.tx.QueryContext(ctx, q.Get("expire_requests"), micros(e.tx.clock(now)), limit)
+	return collect("expiring requests", scanRequest, rows, err)
 }
 
-func (e executor) ReopenRequest(ctx context.Context, p store.ReopenRequestParams) (newRound int, ok bool, err error) {
-	reqs, err := e.updateRequest(ctx, "reopening request", q.Get("reopen_request"), func(*writeTx) []any {
-		return []any{micros(p.At), p.TTL.Microseconds(), canonicalID(p.RequestID), p.Round}
-	})
-	r, ok, err := firstOf(reqs, err)
+func (e executor) ReopenRequest(ctx context.Context, p store.ReopenRequestParams) (int, bool, error) {
+	r, ok, err := e.updateRequest(ctx, "reopening request", q.Get("reopen_request"),
+		micros(p.At), p.TTL.Microseconds(), canonicalID(p.RequestID), p.Round)
 	return r.Round, ok, err
 }
 
-func firstOf[T any](rows []T, err error) (T, bool, error) {
-	var zero T
-	if err != nil || len(rows) == 0 {
-		return zero, false, err
-	}
-	return rows[0], true, nil
-}
-
 func (e executor) SetCard(ctx context.Context, id, channel, ts string) error {
-	return e.exec(ctx, "recording card", q.Get("set_card"), channel, ts, canonicalID(id))
+	return e.tx.exec(ctx, "recording card", q.Get("set_card"), channel, ts, canonicalID(id))
 }
 
-func (e executor) RedriveCard(ctx context.Context, id string) error {
-	return e.write(ctx, func(tx *writeTx) error {
-		at := micros(tx.clock(nil))
-		_, err := tx.ExecContext(ctx, q.Get("redrive_card"), at, canonicalID(id))
-		return wrap("re-driving card", err)
-	})
-}
-
-// exec runs one write statement.
-func (e executor) exec(ctx context.Context, what, query string, args ...any) error {
-	return e.write(ctx, func(tx *writeTx) error {
-		_, err := tx.ExecContext(ctx, query, args...)
-		return wrap(what, err)
-	})
+func (e executor) RedriveCard(ctx context.Context, id string, kind store.OutboxKind) error {
+	return e.tx.exec(ctx, "re-driving card", q.Get("redrive_card"), micros(e.tx.now), canonicalID(id), string(kind))
 }

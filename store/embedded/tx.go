@@ -9,47 +9,15 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-// querier is what a statement needs: a pool or a transaction.
+// querier is what a read needs: the reader pool or a transaction.
 type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// writeTx is a write transaction that holds the wake-ups the Ledger handed
-// it (Notify) until it commits, as PostgreSQL holds a transaction's NOTIFYs.
-type writeTx struct {
-	*sql.Tx
-	// now is the clock of the whole transaction, as PostgreSQL's now().
-	now  time.Time
-	wake store.Wakeups
-}
-
-// Notify wakes w's waiters once the transaction commits, or at once outside
-// one. Only this process shares the file, so the Hub is every waiter.
-func (e executor) Notify(_ context.Context, w store.Wakeups) error {
-	if e.tx == nil {
-		wake(e.d.hub, w)
-		return nil
-	}
-	e.tx.wake.Changed = append(e.tx.wake.Changed, w.Changed...)
-	e.tx.wake.Ready = e.tx.wake.Ready || w.Ready
-	return nil
-}
-
-// wake signals the hub's subscribers on each changed request and, when
-// w.Ready, the dispatcher.
-func wake(hub *store.Hub, w store.Wakeups) {
-	for _, id := range w.Changed {
-		hub.NotifyChange(canonicalID(id))
-	}
-	if w.Ready {
-		hub.NotifyReady()
-	}
-}
-
-// executor runs the primitives outside a transaction (tx nil: reads on the
-// reader pool, each write in a transaction of its own) or in one.
+// executor runs the primitives: reads on the reader pool (tx nil, see
+// Driver.Reader) or in a transaction, writes only in one (Driver.InTx and
+// Driver.Write open it; every write primitive uses tx).
 type executor struct {
 	d  *Driver
 	tx *writeTx
@@ -66,20 +34,21 @@ func (e executor) read() querier {
 	return e.d.reader
 }
 
-// write runs fn in the transaction, or in a durable one of its own.
-func (e executor) write(ctx context.Context, fn func(tx *writeTx) error) error {
-	if e.tx != nil {
-		return fn(e.tx)
-	}
-	return e.d.transact(ctx, true, fn)
+// writeTx is a write transaction that holds the wake-ups the Ledger handed
+// it (Notify) until it commits, as PostgreSQL holds a transaction's NOTIFYs.
+type writeTx struct {
+	*sql.Tx
+	// now is the clock of the whole transaction, as PostgreSQL's now().
+	now  time.Time
+	wake store.Wakeups
 }
 
-// orClock returns t, or the transaction's clock when t is zero.
-func (tx *writeTx) orClock(t time.Time) time.Time {
-	if t.IsZero() {
-		return tx.now
-	}
-	return t
+// Notify wakes w's waiters once the transaction commits. Only this process
+// shares the file, so the Hub is every waiter.
+func (e executor) Notify(_ context.Context, w store.Wakeups) error {
+	e.tx.wake.Changed = append(e.tx.wake.Changed, w.Changed...)
+	e.tx.wake.Ready = e.tx.wake.Ready || w.Ready
+	return nil
 }
 
 // clock returns now, or the transaction's clock when now is nil, at the
@@ -91,14 +60,35 @@ func (tx *writeTx) clock(now *time.Time) time.Time {
 	return tx.now
 }
 
-// transact runs fn in one transaction on the writer connection (BEGIN
+// orClock returns t, or the transaction's clock when t is zero.
+func (tx *writeTx) orClock(t time.Time) time.Time {
+	if t.IsZero() {
+		return tx.now
+	}
+	return t
+}
+
+// exec runs one write statement.
+func (tx *writeTx) exec(ctx context.Context, what, query string, args ...any) error {
+	_, err := tx.ExecContext(ctx, query, args...)
+	return wrap(what, err)
+}
+
+// Write runs fn in a durable transaction: SQLite writes only in one, on the
+// one writer connection.
+func (s *Driver) Write(ctx context.Context, fn func(store.Executor) error) error {
+	return s.InTx(ctx, true, fn)
+}
+
+// InTx runs fn in one transaction on the writer connection (BEGIN
 // IMMEDIATE) and commits when fn returns nil; after the commit it wakes the
-// subscribers the Ledger asked for (Notify). A transaction that is not durable commits
-// without syncing the WAL (synchronous NORMAL): it survives a crash of the
-// process but may be lost with the machine, like PostgreSQL's
-// synchronous_commit off. SQLite refuses to change synchronous inside a
-// transaction, so it is set around it on the one writer connection.
-func (s *Driver) transact(ctx context.Context, durable bool, fn func(tx *writeTx) error) error {
+// subscribers the Ledger asked for (Notify). A transaction that is not
+// durable commits without syncing the WAL (synchronous NORMAL): it survives
+// a crash of the process but may be lost with the machine, like
+// PostgreSQL's synchronous_commit off. SQLite refuses to change synchronous
+// inside a transaction, so it is set around it on the one writer
+// connection.
+func (s *Driver) InTx(ctx context.Context, durable bool, fn func(store.Executor) error) error {
 	conn, err := s.writer.Conn(ctx)
 	if err != nil {
 		return wrap("beginning transaction", err)
@@ -115,14 +105,19 @@ func (s *Driver) transact(ctx context.Context, durable bool, fn func(tx *writeTx
 		return wrap("beginning transaction", err)
 	}
 	tx := &writeTx{Tx: sqlTx, now: clock(nil)}
-	if err := fn(tx); err != nil {
+	if err := fn(executor{d: s, tx: tx}); err != nil {
 		_ = sqlTx.Rollback()
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return wrap("committing", err)
 	}
-	wake(s.hub, tx.wake)
+	for _, id := range tx.wake.Changed {
+		s.hub.NotifyChange(canonicalID(id))
+	}
+	if tx.wake.Ready {
+		s.hub.NotifyReady()
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"crypto/rand"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -38,24 +39,19 @@ func newID() string {
 // compares case-insensitively.
 func canonicalID(id string) string { return strings.ToLower(id) }
 
-// encodeData renders event and outbox data; nil is the empty object.
-func encodeData(data map[string]any) (string, error) {
-	if data == nil {
+// jsonData binds event and outbox data as JSON text; nil is the empty
+// object.
+type jsonData map[string]any
+
+func (d jsonData) Value() (driver.Value, error) {
+	if d == nil {
 		return "{}", nil
 	}
-	b, err := json.Marshal(data)
+	b, err := json.Marshal(map[string]any(d))
 	if err != nil {
-		return "", fmt.Errorf("encoding data: %w", err)
+		return nil, fmt.Errorf("encoding data: %w", err)
 	}
 	return string(b), nil
-}
-
-func decodeData(raw string) (map[string]any, error) {
-	var data map[string]any
-	if err := json.Unmarshal([]byte(raw), &data); err != nil {
-		return nil, fmt.Errorf("decoding data: %w", err)
-	}
-	return data, nil
 }
 
 // nullBytes binds a nil slice as NULL, as pgx does.

@@ -9,24 +9,18 @@ import (
 // LockOpenRequest reads the request pending in p.Round with p.PayloadHash
 // and unexpired. Every write transaction runs on the one writer connection,
 // so the voters of a request already take turns.
-func (e executor) LockOpenRequest(ctx context.Context, p store.DecideParams) (req store.Request, ok bool, err error) {
-	err = e.write(ctx, func(tx *writeTx) error {
-		req, err = scanRequest(tx.QueryRowContext(ctx, q.Get("lock_open_request"),
-			canonicalID(p.RequestID), p.Round, p.PayloadHash, micros(tx.clock(p.Now))))
-		ok, err = found("locking request", err)
-		return err
-	})
+func (e executor) LockOpenRequest(ctx context.Context, p store.DecideParams) (store.Request, bool, error) {
+	req, err := scanRequest(e.tx.QueryRowContext(ctx, q.Get("lock_open_request"),
+		canonicalID(p.RequestID), p.Round, p.PayloadHash, micros(e.tx.clock(p.Now))))
+	ok, err := found("locking request", err)
 	return req, ok, err
 }
 
-func (e executor) InsertVote(ctx context.Context, v store.Vote) (out store.Vote, cast bool, err error) {
-	err = e.write(ctx, func(tx *writeTx) error {
-		out, err = scanVote(tx.QueryRowContext(ctx, q.Get("insert_vote"), canonicalID(v.RequestID), v.Round, v.Voter,
-			v.Verdict, v.Reason, v.Via, v.PayloadHashSeen, micros(tx.orClock(v.VotedAt))))
-		// No row: the voter voted in this round already.
-		cast, err = found("recording vote", err)
-		return err
-	})
+func (e executor) InsertVote(ctx context.Context, v store.Vote) (store.Vote, bool, error) {
+	out, err := scanVote(e.tx.QueryRowContext(ctx, q.Get("insert_vote"), canonicalID(v.RequestID), v.Round, v.Voter,
+		v.Verdict, v.Reason, v.Via, v.PayloadHashSeen, micros(e.tx.orClock(v.VotedAt))))
+	// No row: the voter voted in this round already.
+	cast, err := found("recording vote", err)
 	return out, cast, err
 }
 

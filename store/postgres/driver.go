@@ -57,8 +57,17 @@ func (d *Driver) Close() { d.Pool.Close() }
 // Ping reports whether the database answers.
 func (d *Driver) Ping(ctx context.Context) error { return unavailable(d.Pool.Ping(ctx)) }
 
-// Executor runs each primitive on the pool.
-func (d *Driver) Executor() store.Executor { return executor{d.Pool} }
+// Reader reads on the pool.
+func (d *Driver) Reader() store.Reader { return executor{d.Pool} }
+
+// Write runs fn on the pool: its statement commits by itself, with no
+// BEGIN and COMMIT round trips around it.
+func (d *Driver) Write(_ context.Context, fn func(store.Executor) error) error {
+	return fn(executor{d.Pool})
+}
+
+// Batch runs the one-statement hot paths on the pool.
+func (d *Driver) Batch() store.BatchExecutor { return executor{d.Pool} }
 
 // InTx runs fn in one transaction. A transaction that is not durable
 // commits without waiting for the WAL flush (synchronous_commit off).

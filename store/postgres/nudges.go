@@ -15,13 +15,13 @@ func (e executor) DueNudges(ctx context.Context, p store.DueNudgesParams) ([]sto
 	return collect[store.Request]("reading requests due a "+string(p.Kind), rows, err)
 }
 
-func (e executor) QueueNudge(ctx context.Context, requestID string, round int, data map[string]any) (time.Time, bool, error) {
+func (e executor) QueueNudge(ctx context.Context, kind store.OutboxKind, requestID string, round int, data map[string]any) (time.Time, bool, error) {
 	raw, err := encode(data)
 	if err != nil {
 		return time.Time{}, false, wrap("encoding nudge", err)
 	}
 	var at time.Time
-	err = e.db.QueryRow(ctx, q.Get("queue_nudge"), requestID, round, raw).Scan(&at)
+	err = e.db.QueryRow(ctx, q.Get("queue_nudge"), requestID, round, raw, string(kind)).Scan(&at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, false, nil
 	}

@@ -34,9 +34,10 @@ func (e executor) RetryOutbox(ctx context.Context, p store.RetryOutboxParams) er
 }
 
 func (e executor) PostPending(ctx context.Context, requestID string, round int) (bool, error) {
-	return e.exists(ctx, "reading outbox", q.Get("post_pending"), requestID, round)
+	return e.exists(ctx, "reading outbox", q.Get("post_pending"), requestID, round, string(store.OutboxPostCard))
 }
 
 func (e executor) OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error) {
-	return e.exists(ctx, "reading outbox", q.Get("other_post_rows"), row.RequestID, row.Round, row.ID)
+	return e.exists(ctx, "reading outbox", q.Get("other_post_rows"), row.RequestID, row.Round, row.ID,
+		string(store.OutboxPostCard))
 }

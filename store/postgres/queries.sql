@@ -284,11 +284,11 @@ UPDATE outbox SET next_attempt_at = now() + $2::bigint * interval '1 microsecond
 
 -- name: post_pending
 SELECT EXISTS (SELECT 1 FROM outbox
-	WHERE request_id = $1 AND round = $2 AND kind = 'post_card' AND state = 'pending');
+	WHERE request_id = $1 AND round = $2 AND kind = $3 AND state = 'pending');
 
 -- name: other_post_rows
 SELECT EXISTS (SELECT 1 FROM outbox
-	WHERE request_id = $1 AND round = $2 AND kind = 'post_card' AND id <> $3);
+	WHERE request_id = $1 AND round = $2 AND kind = $4 AND id <> $3);
 
 -- name: card_for
 SELECT {{card_columns}} FROM cards WHERE request_id = $1 AND round = $2;
@@ -313,6 +313,8 @@ UPDATE cards SET rendered_state = $3, settled = $4, rendered_at = now()
 WHERE request_id = $1 AND round = $2;
 
 -- name: card_state
+-- countersign_card_state (migrations/postgres/00003_bot.sql) is
+-- store.CardStateOf; the contract suite holds the two together.
 SELECT countersign_card_state($1, $2);
 
 -- name: enqueue_stale_cards
@@ -377,12 +379,12 @@ SELECT {{request_columns}} FROM requests WHERE id = $1;
 
 -- name: replay_request
 SELECT {{request_columns}}, EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending') AS post_queued
+		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = $2 AND o.state = 'pending') AS post_queued
 FROM requests WHERE key = $1;
 
 -- name: replay_requests_many
 SELECT {{request_columns}}, EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = 'post_card' AND o.state = 'pending') AS post_queued
+		WHERE o.request_id = requests.id AND o.round = requests.round AND o.kind = $2 AND o.state = 'pending') AS post_queued
 FROM requests WHERE key = ANY($1);
 
 -- name: decide_request
@@ -422,10 +424,10 @@ UPDATE requests SET card_channel = $2, card_ts = $3 WHERE id = $1;
 
 -- name: redrive_card
 INSERT INTO outbox (kind, request_id, round)
-SELECT 'post_card', r.id, r.round FROM requests r
+SELECT $2::text, r.id, r.round FROM requests r
 WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
 	AND NOT EXISTS (SELECT 1 FROM outbox o
-		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = 'post_card' AND o.state = 'pending');
+		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = $2 AND o.state = 'pending');
 
 -- name: insert_requests
 -- What each inserted request owes comes as the Ledger built it (store.Owed),
@@ -484,7 +486,7 @@ LIMIT $5;
 -- FOR SHARE waits for a decision in flight, so a request decided meanwhile
 -- is not nudged; the unique index outbox_nudge_once keeps one per round.
 INSERT INTO outbox (kind, request_id, round, data)
-SELECT 'thread_reply', id, round, $3::jsonb FROM requests
+SELECT $4::text, id, round, $3::jsonb FROM requests
 WHERE id = $1 AND round = $2 AND status = 'pending'
 FOR SHARE
 ON CONFLICT DO NOTHING

@@ -98,9 +98,10 @@ func (e executor) ReplayRequests(ctx context.Context, keys []string) (map[string
 		err  error
 	)
 	if len(keys) == 1 {
-		rows, err = e.db.Query(ctx, q.Get("replay_request"), keys[0])
+		rows, err = e.db.Query(ctx, q.Get("replay_request"), keys[0], string(store.OutboxPostCard))
 	} else {
-		rows, err = e.db.Query(ctx, q.Get("replay_requests_many"), pgx.QueryExecModeCacheDescribe, keys)
+		rows, err = e.db.Query(ctx, q.Get("replay_requests_many"), pgx.QueryExecModeCacheDescribe, keys,
+			string(store.OutboxPostCard))
 	}
 	if err != nil {
 		return nil, wrap("reading requests", err)
@@ -150,8 +151,8 @@ func (e executor) SetCard(ctx context.Context, id, channel, ts string) error {
 	return wrap("recording card", err)
 }
 
-func (e executor) RedriveCard(ctx context.Context, id string) error {
-	_, err := e.db.Exec(ctx, q.Get("redrive_card"), id)
+func (e executor) RedriveCard(ctx context.Context, id string, kind store.OutboxKind) error {
+	_, err := e.db.Exec(ctx, q.Get("redrive_card"), id, string(kind))
 	return wrap("re-driving card", err)
 }
 
