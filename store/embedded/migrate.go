@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -29,6 +30,11 @@ func (s *Driver) Migrate(ctx context.Context, logger *slog.Logger) (int, error) 
 	applied := 0
 	for attempt := 1; ; attempt++ {
 		results, err := provider.Up(ctx)
+		// A failed Up returns no results: what it applied before the
+		// failure is in the PartialError.
+		if partial := (*goose.PartialError)(nil); errors.As(err, &partial) {
+			results = partial.Applied
+		}
 		applied += countApplied(results)
 		if err == nil {
 			return applied, nil
