@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,7 +36,11 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if fakeProvider.path != "" {
+		os.RemoveAll(filepath.Dir(fakeProvider.path))
+	}
+	os.Exit(code)
 }
 
 // serveProcess is `countersign serve` in a process of its own.

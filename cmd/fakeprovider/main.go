@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"log"
 	"net"
@@ -65,14 +66,37 @@ func main() {
 		log.Fatal(err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	stopped := make(chan struct{})
 	go func() {
-		sig := make(chan os.Signal, 1)
+		defer close(stopped)
+		sig := make(chan os.Signal, 2)
 		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 		<-sig
-		srv.Close()
+		// Answer the writes in flight before exiting, as a real provider
+		// being restarted does. Closing their connections would make each
+		// an outcome the caller cannot know: countersign records it unknown
+		// and, for a tool it can neither verify nor resend, hands it to a
+		// human. A second signal, or shutdownTimeout, closes them.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		go func() {
+			select {
+			case <-sig:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+		}
 	}()
 	log.Printf("fake provider on http://%s", ln.Addr())
 	if err := srv.Serve(ln); err != http.ErrServerClosed {
 		log.Fatal(err)
 	}
+	<-stopped
 }
+
+// shutdownTimeout bounds how long a signalled provider waits for the writes
+// it holds (-delay, -hang) before closing their connections.
+const shutdownTimeout = 30 * time.Second
