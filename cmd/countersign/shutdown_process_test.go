@@ -258,5 +258,5 @@ func latestExecution(dbURL, dataDir, requestID string) (store.Execution, error) 
 		d = sq
 	}
 	defer d.Close()
-	return d.Executor().LatestExecution(ctx, requestID)
+	return d.Reader().LatestExecution(ctx, requestID)
 }
