@@ -30,12 +30,10 @@ func (s *Driver) Migrate(ctx context.Context, logger *slog.Logger) (int, error) 
 	applied := 0
 	for attempt := 1; ; attempt++ {
 		results, err := provider.Up(ctx)
-		// A failed Up returns no results: what it applied before the
-		// failure is in the PartialError.
 		if partial := (*goose.PartialError)(nil); errors.As(err, &partial) {
-			results = partial.Applied
+			results = partial.Applied // a failed Up returns what it applied here
 		}
-		applied += countApplied(results)
+		applied += len(results)
 		if err == nil {
 			return applied, nil
 		}
@@ -48,14 +46,3 @@ func (s *Driver) Migrate(ctx context.Context, logger *slog.Logger) (int, error) 
 // maxMigrateAttempts bounds Up's retries: one per migration another process
 // may win, with room to spare.
 const maxMigrateAttempts = 5
-
-// countApplied counts the migrations Up applied, leaving out one that failed.
-func countApplied(results []*goose.MigrationResult) int {
-	n := 0
-	for _, r := range results {
-		if r.Error == nil {
-			n++
-		}
-	}
-	return n
-}
