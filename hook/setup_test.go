@@ -107,12 +107,7 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 }
 
 // forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
-func forEachDriver(t *testing.T, test func(t *testing.T, d *drivertest.Driver)) {
-	t.Parallel()
-	for _, d := range []drivertest.Driver{drivertest.Postgres, drivertest.SQLite} {
-		t.Run(d.Name, func(t *testing.T) { test(t, &d) })
-	}
-}
+var forEachDriver = drivertest.ForEach
 
 // intentOpts overrides parts of the default intent; nil fields keep the default.
 type intentOpts struct {
