@@ -65,6 +65,7 @@ var contract = []struct {
 	{"InsertThenReplaySameKey", testInsertThenReplaySameKey},
 	{"InsertRequestConflictInsertsNothing", testInsertRequestConflictInsertsNothing},
 	{"InsertRequestsMixesNewAndExistingKeys", testInsertRequestsMixesNewAndExistingKeys},
+	{"SameKeyTwiceInOneBatchInsertsOnce", testSameKeyTwiceInOneBatchInsertsOnce},
 	{"ConcurrentIdenticalInsertsInsertOnce", testConcurrentIdenticalInsertsInsertOnce},
 	{"RedriveCardOnlyWhenNoPostIsQueued", testRedriveCardOnlyWhenNoPostIsQueued},
 	{"RequestByRef", testRequestByRef},

@@ -71,6 +71,28 @@ func testInsertRequestsMixesNewAndExistingKeys(t *testing.T, b *Backend) {
 	}
 }
 
+// The same intent twice in one batch (an agent's retry that caught up with
+// its first try in the group commit) is one request with one event and one
+// card post, and both get it.
+func testSameKeyTwiceInOneBatchInsertsOnce(t *testing.T, b *Backend) {
+	results, err := b.InsertRequests(context.Background(), []store.NewRequest{
+		newRequest("wa_twice", "sha256:b"), newRequest("wa_other", "sha256:b"), newRequest("wa_twice", "sha256:b"),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 3 || results[0].ID == "" || results[0].ID != results[2].ID {
+		t.Fatalf("results = %+v, want one request for both", results)
+	}
+	if results[0].Inserted == results[2].Inserted && results[0].Inserted {
+		t.Errorf("both of one key's calls say inserted")
+	}
+	events, outbox := b.Count(t, `SELECT count(*) FROM events`), b.Count(t, `SELECT count(*) FROM outbox`)
+	if events != 2 || outbox != 2 {
+		t.Errorf("events %d, outbox %d; want 2 and 2 (one each per request)", events, outbox)
+	}
+}
+
 func testConcurrentIdenticalInsertsInsertOnce(t *testing.T, b *Backend) {
 	const callers = 32
 	ids := make([]string, callers)

@@ -450,7 +450,10 @@ WITH input AS (
 	ON CONFLICT (key) DO NOTHING
 	RETURNING *
 ), rk AS (
-	SELECT r.id, r.round, r.created_at, input.ord FROM r JOIN input ON input.key = r.key
+	-- A key given twice in one batch inserted one row: it owes once, what
+	-- its first input owes.
+	SELECT DISTINCT ON (r.id) r.id, r.round, r.created_at, input.ord
+	FROM r JOIN input ON input.key = r.key ORDER BY r.id, input.ord
 ), e AS (
 	INSERT INTO events (request_id, at, actor, kind, data)
 	SELECT rk.id, rk.created_at, x.actor, x.kind, x.data::jsonb

@@ -199,6 +199,11 @@ func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest
 	results := make([]store.InsertResult, len(ps))
 	for i, p := range ps {
 		results[i] = byKey[p.Key]
+		if results[i].Inserted {
+			// The same key later in this batch replays the row just
+			// inserted, whose card post is queued.
+			byKey[p.Key] = store.InsertResult{Request: results[i].Request, PostQueued: true}
+		}
 	}
 	return results, nil
 }
