@@ -1,12 +1,10 @@
 package store
 
 import (
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/importstest"
 )
 
 // The core knows no database: drivers import it, never the reverse. A
@@ -14,25 +12,13 @@ import (
 func TestCoreImportsNoDatabase(t *testing.T) {
 	forbidden := []string{"database/sql", "github.com/jackc/", "modernc.org/sqlite", "github.com/pressly/goose",
 		"github.com/countersign/countersign/store/"}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Name.Name != "store" { // the external tests run the drivers
+	for _, imp := range importstest.In(t, ".") {
+		if imp.Package != "store" { // the external tests run the drivers
 			continue
 		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			for _, bad := range forbidden {
-				if path == bad || strings.HasPrefix(path, bad) {
-					t.Errorf("%s imports %s: the core must not depend on a database driver", name, path)
-				}
+		for _, bad := range forbidden {
+			if strings.HasPrefix(imp.Path, bad) {
+				t.Errorf("%s imports %s: the core must not depend on a database driver", imp.File, imp.Path)
 			}
 		}
 	}
@@ -48,24 +34,9 @@ func TestDriversImportOnlyTheCore(t *testing.T) {
 		"github.com/countersign/countersign/internal/startstop": true,
 	}
 	for _, dir := range []string{"postgres", "embedded"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fset := token.NewFileSet()
-		for _, name := range files {
-			if strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range f.Imports {
-				path, _ := strconv.Unquote(imp.Path.Value)
-				if strings.HasPrefix(path, "github.com/countersign/countersign/") && !allowed[path] {
-					t.Errorf("%s imports %s: a driver imports only the core", name, path)
-				}
+		for _, imp := range importstest.In(t, dir) {
+			if !imp.Test && strings.HasPrefix(imp.Path, "github.com/countersign/countersign/") && !allowed[imp.Path] {
+				t.Errorf("%s imports %s: a driver imports only the core", imp.File, imp.Path)
 			}
 		}
 	}
