@@ -51,6 +51,45 @@ func flatten(owed []store.Owed) (owedRows, error) {
 	return o, nil
 }
 
+// owedByKey is what a batch of new requests owes as parallel arrays for
+// unnest, each row naming its request by key: insert_requests joins them
+// to the rows it inserted, which carry no input position.
+type owedByKey struct {
+	evKey, evActor, evKind, evData []string
+	obKey, obKind, obData          []string
+}
+
+// flattenByKey is flatten for the requests ps; a key given twice owes once,
+// what its first request owes.
+func flattenByKey(ps []store.NewRequest, owed []store.Owed) (owedByKey, error) {
+	o := owedByKey{
+		evKey: make([]string, 0, len(ps)), evActor: make([]string, 0, len(ps)), evKind: make([]string, 0, len(ps)), evData: make([]string, 0, len(ps)),
+		obKey: make([]string, 0, len(ps)), obKind: make([]string, 0, len(ps)), obData: make([]string, 0, len(ps)),
+	}
+	seen := make(map[string]bool, len(ps))
+	for i, p := range ps {
+		if seen[p.Key] {
+			continue
+		}
+		seen[p.Key] = true
+		for _, ev := range owed[i].Events {
+			data, err := encode(ev.Data)
+			if err != nil {
+				return owedByKey{}, err
+			}
+			o.evKey, o.evActor, o.evKind, o.evData = append(o.evKey, p.Key), append(o.evActor, ev.Actor), append(o.evKind, ev.Kind), append(o.evData, data)
+		}
+		for _, r := range owed[i].Outbox {
+			data, err := encode(r.Data)
+			if err != nil {
+				return owedByKey{}, err
+			}
+			o.obKey, o.obKind, o.obData = append(o.obKey, p.Key), append(o.obKind, string(r.Kind)), append(o.obData, data)
+		}
+	}
+	return o, nil
+}
+
 // Notify queues the wake-ups as NOTIFYs, which PostgreSQL delivers to every
 // listener (this process's Listener among them) when the transaction
 // commits, and drops if it rolls back.

@@ -431,13 +431,14 @@ WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
 
 -- name: insert_requests
 -- What each inserted request owes comes as the Ledger built it (store.Owed),
--- joined to the request by its input's position (ord): events ($16 ord, $17
--- actor, $18 kind, $19 data) and outbox rows ($20 ord, $21 kind, $22 data),
--- each taking the request's id, round and creation time.
+-- joined to the row by its key: events ($16 key, $17 actor, $18 kind, $19
+-- data) and outbox rows ($20 key, $21 kind, $22 data), each taking the
+-- request's id, round and creation time. A key given twice in one batch
+-- comes with what it owes once.
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[], $15::text[]) WITH ORDINALITY
-		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings, policy, ord)
+		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::text[], $15::text[])
+		AS t(key, basis_hash, run_id, step, tool, snapshot, payload_hash, summary, reason, requested_by, requested_for, ttl_us, effect_strings, policy)
 ), r AS (
 	INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
 		summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)
@@ -449,21 +450,18 @@ WITH input AS (
 	ORDER BY key -- batches take their key locks in one order, so two never deadlock
 	ON CONFLICT (key) DO NOTHING
 	RETURNING *
-), rk AS (
-	-- A key given twice in one batch inserted one row: it owes once, what
-	-- its first input owes.
-	SELECT DISTINCT ON (r.id) r.id, r.round, r.created_at, input.ord
-	FROM r JOIN input ON input.key = r.key ORDER BY r.id, input.ord
 ), e AS (
 	INSERT INTO events (request_id, at, actor, kind, data)
-	SELECT rk.id, rk.created_at, x.actor, x.kind, x.data::jsonb
-	FROM unnest($16::bigint[], $17::text[], $18::text[], $19::text[]) AS x(ord, actor, kind, data)
-	JOIN rk ON rk.ord = x.ord
+	SELECT r.id, r.created_at, x.actor, x.kind, x.data::jsonb
+	FROM unnest($16::text[], $17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS x(key, actor, kind, data, n)
+	JOIN r ON r.key = x.key
+	ORDER BY x.n
 ), o AS (
 	INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-	SELECT x.kind, rk.id, rk.round, x.data::jsonb, rk.created_at, rk.created_at
-	FROM unnest($20::bigint[], $21::text[], $22::text[]) AS x(ord, kind, data)
-	JOIN rk ON rk.ord = x.ord
+	SELECT x.kind, r.id, r.round, x.data::jsonb, r.created_at, r.created_at
+	FROM unnest($20::text[], $21::text[], $22::text[]) WITH ORDINALITY AS x(key, kind, data, n)
+	JOIN r ON r.key = x.key
+	ORDER BY x.n
 )
 SELECT {{request_columns}}, true AS inserted, false AS post_queued FROM r;
 

@@ -241,13 +241,13 @@ func (e executor) insertRequests(ctx context.Context, ps []store.NewRequest, owe
 		}
 		policies[i] = string(policy)
 	}
-	o, err := flatten(owed)
+	o, err := flattenByKey(ps, owed)
 	if err != nil {
 		return wrap("inserting requests", err)
 	}
 	rows, err := e.db.Query(ctx, q.Get("insert_requests"),
 		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, strs, now, policies,
-		o.evOrd, o.evActor, o.evKind, o.evData, o.obOrd, o.obKind, o.obData)
+		o.evKey, o.evActor, o.evKind, o.evData, o.obKey, o.obKind, o.obData)
 	found, err := collect[store.InsertResult]("inserting requests", rows, err)
 	if err != nil {
 		return err
@@ -261,7 +261,12 @@ func (e executor) insertRequests(ctx context.Context, ps []store.NewRequest, owe
 // arrayLiteral writes values as a PostgreSQL array literal ({"a","b"}), so a
 // batch can pass each request's list as one element of a text[] parameter.
 func arrayLiteral(values []string) string {
+	size := 2
+	for _, v := range values {
+		size += len(v) + 3 + strings.Count(v, `"`) + strings.Count(v, `\`)
+	}
 	var b strings.Builder
+	b.Grow(size)
 	b.WriteByte('{')
 	for i, v := range values {
 		if i > 0 {
