@@ -127,6 +127,13 @@ type Reader interface {
 	NudgeQueued(ctx context.Context, requestID string, round int, kind NudgeKind) (bool, error)
 	// PendingByTool counts the pending requests of each tool that has any.
 	PendingByTool(ctx context.Context) ([]PendingTool, error)
+
+	// ListRequests returns up to p.Limit requests that match p, newest
+	// first (see ListRequestsParams), reading only the page: an index per
+	// filter keeps a page as cheap deep in a long listing as at its start.
+	// The embedded store, which serves one machine, keeps only the
+	// agent's index and filters in listing order.
+	ListRequests(ctx context.Context, p ListRequestsParams) ([]Request, error)
 }
 
 // Executor answers the primitives the Ledger composes: the reads, and the

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"math"
 
 	"github.com/countersign/countersign/store"
 )
@@ -24,6 +25,25 @@ func (e executor) PendingRequests(ctx context.Context, limit int) ([]store.Reque
 
 func (e executor) RecentlyDecided(ctx context.Context, limit int) ([]store.Request, error) {
 	return e.requests(ctx, q.Get("recently_decided"), limit)
+}
+
+// ListRequests reads the agent's index (everyone's, for an admin) in
+// listing order from the position it continues after, and filters.
+func (e executor) ListRequests(ctx context.Context, p store.ListRequestsParams) ([]store.Request, error) {
+	if p.Limit < 1 {
+		return nil, nil
+	}
+	// The first page starts after a position later than any request, so the
+	// index is always read as a range from where the page begins.
+	afterAt, afterID := int64(math.MaxInt64), ""
+	if p.After != nil {
+		afterAt, afterID = micros(p.After.CreatedAt), canonicalID(p.After.ID)
+	}
+	query := q.Get("list_requests")
+	if p.RequestedBy != "" {
+		query = q.Get("list_requests_of")
+	}
+	return e.requests(ctx, query, p.RequestedBy, string(p.Status), p.Tool, p.RunID, p.Settled, afterAt, afterID, p.Limit)
 }
 
 func (e executor) requests(ctx context.Context, query string, args ...any) ([]store.Request, error) {

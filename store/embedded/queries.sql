@@ -205,6 +205,31 @@ WHERE status = 'pending' ORDER BY expires_at LIMIT ?;
 SELECT {{request_columns}} FROM requests
 WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT ?;
 
+-- name: list_filters
+-- What a listing asks of a row: ?2 status, ?3 tool, ?4 run id ('' any), ?5
+-- settled (NULL either), and to come after the position ?6, ?7 in listing
+-- order (the first page passes a time past every row). settled is
+-- store.Settled of the status and the latest execution.
+(?2 = '' OR status = ?2)
+	AND (?3 = '' OR tool = ?3)
+	AND (?4 = '' OR run_id = ?4)
+	AND (?5 IS NULL OR ?5 = (status IN ('rejected', 'expired', 'cancelled')
+		OR (status = 'approved' AND coalesce((SELECT e.state IN ('succeeded', 'failed') FROM executions e
+			WHERE e.request_id = requests.id ORDER BY e.id DESC LIMIT 1), 0))))
+	AND (created_at, id) < (?6, ?7)
+
+-- name: list_requests_of
+-- A page of agent ?1's requests, newest first, ?8 at most.
+SELECT {{request_columns}} FROM requests
+WHERE requested_by = ?1 AND {{list_filters}}
+ORDER BY created_at DESC, id DESC LIMIT ?8;
+
+-- name: list_requests
+-- A page of every agent's requests (?1 is '' and unused), newest first.
+SELECT {{request_columns}} FROM requests
+WHERE {{list_filters}}
+ORDER BY created_at DESC, id DESC LIMIT ?8;
+
 -- name: insert_request
 INSERT INTO requests (id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)

@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/countersign/countersign/store"
 )
@@ -28,4 +31,23 @@ func (e executor) PendingRequests(ctx context.Context, limit int) ([]store.Reque
 func (e executor) RecentlyDecided(ctx context.Context, limit int) ([]store.Request, error) {
 	rows, err := e.db.Query(ctx, q.Get("recently_decided"), limit)
 	return collect[store.Request]("reading requests", rows, err)
+}
+
+// ListRequests runs list_requests through an unnamed statement
+// (QueryExecModeCacheDescribe), which PostgreSQL plans for the arguments it
+// is given each time. A cached prepared statement would soon get one
+// generic plan, for which every optional filter is unknown and no index
+// can be chosen for it.
+func (e executor) ListRequests(ctx context.Context, p store.ListRequestsParams) ([]store.Request, error) {
+	if p.Limit < 1 {
+		return nil, nil
+	}
+	var afterAt *time.Time
+	var afterID *string
+	if p.After != nil {
+		afterAt, afterID = &p.After.CreatedAt, &p.After.ID
+	}
+	rows, err := e.db.Query(ctx, q.Get("list_requests"), pgx.QueryExecModeCacheDescribe,
+		p.RequestedBy, string(p.Status), p.Tool, p.RunID, p.Settled, afterAt, afterID, p.Limit)
+	return collect[store.Request]("listing requests", rows, err)
 }
