@@ -113,19 +113,20 @@ func TestOpenAPIConformance(t *testing.T) {
 		{"POST", "/v1/requests/wa_nothing/cancel", testToken, "", nil},
 		{"POST", "/v1/requests/" + key + "/cancel", testToken, "", nil},
 		{"POST", "/v1/requests/" + key + "/cancel", testToken, "", nil},
+		{"GET", "/v1/requests?limit=1", testToken, "", nil},
+		{"GET", "/v1/requests?limit=0", testToken, "", nil},
+		{"GET", "/v1/requests", "wrong", "", nil},
 		{"GET", "/v1/tools", testToken, "", nil},
 		{"GET", "/v1/tools", "", "", nil},
 		{"GET", "/v1/openapi.json", "", "", nil},
 	} {
 		b.do(t, call.method, call.path, call.token, strings.NewReader(call.body), call.header)
 	}
-	for _, path := range []string{"/v1/requests", "/v1/requests/" + key, "/v1/requests/" + key + "/cancel"} {
-		method := http.MethodPost
-		if path == "/v1/requests/"+key {
-			method = http.MethodGet
-		}
-		if got := down.do(t, method, path, testToken, strings.NewReader(vectorBody), nil); got.status != http.StatusServiceUnavailable {
-			t.Errorf("%s %s on a closed store = %d", method, path, got.status)
+	for _, call := range []struct{ method, path string }{
+		{"POST", "/v1/requests"}, {"GET", "/v1/requests"}, {"GET", "/v1/requests/" + key}, {"POST", "/v1/requests/" + key + "/cancel"},
+	} {
+		if got := down.do(t, call.method, call.path, testToken, strings.NewReader(vectorBody), nil); got.status != http.StatusServiceUnavailable {
+			t.Errorf("%s %s on a closed store = %d", call.method, call.path, got.status)
 		}
 	}
 

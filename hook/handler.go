@@ -32,6 +32,7 @@ type Handler struct {
 func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, logger *slog.Logger, metrics *Metrics) *Handler {
 	h := &Handler{svc: svc, agents: agents, listener: listener, logger: logger, metrics: metrics, mux: http.NewServeMux()}
 	h.mux.Handle("POST /v1/requests", h.route("create", h.create))
+	h.mux.Handle("GET /v1/requests", h.route("list", h.list))
 	h.mux.Handle("GET /v1/requests/{ref}", h.route("get", h.get))
 	h.mux.Handle("POST /v1/requests/{ref}/cancel", h.route("cancel", h.cancel))
 	h.mux.Handle("POST /v1/requests/{ref}/redrive", h.route("redrive", h.redrive))
