@@ -362,35 +362,45 @@ WHERE status = 'pending' ORDER BY expires_at LIMIT $1;
 SELECT {{request_columns}} FROM requests
 WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT $1;
 
--- name: list_requests
--- A page of requests in listing order: $1 the agent's ('' every agent's),
--- $2 status, $3 tool, $4 run id ('' any), $5 settled (null either), after
--- the position $6, $7 (null: from the newest), $8 rows at most. It is
--- planned for its arguments every time (see ListRequests), so a filter left
--- empty folds away and the rest pick their index (migration 00010).
--- settled is store.Settled of the status and the latest execution. The
--- rows that can be unsettled are the pending ones and the approved ones
--- whose execution is live (an approval creates its execution in its own
--- transaction, and a supersede that retires one reopens the request), so
--- settled = false reads only those two branches and not the agent's whole
--- settled history; the others fold away.
-SELECT {{request_columns}} FROM (
-	SELECT * FROM requests WHERE $5::boolean IS NOT false
-	UNION ALL
-	SELECT * FROM requests WHERE $5::boolean IS false AND status = 'pending'
-	UNION ALL
-	SELECT r.* FROM executions e JOIN requests r ON r.id = e.request_id
-	WHERE $5::boolean IS false AND r.status = 'approved' AND e.state NOT IN ('succeeded', 'failed', 'superseded')
-) requests
-WHERE ($1 = '' OR requested_by = $1)
-	AND ($2 = '' OR status = $2)
-	AND ($3 = '' OR tool = $3)
-	AND ($4 = '' OR run_id = $4)
-	AND ($5::boolean IS NULL OR $5::boolean = (status IN ('rejected', 'expired', 'cancelled')
-		OR (status = 'approved' AND coalesce((SELECT e.state IN ('succeeded', 'failed') FROM executions e
+-- name: list_page
+-- The rest of a branch of list_requests, on requests: $1 the agent ('' every
+-- agent's), $2 status, $3 tool, $4 run id ('' any), $5 settled (null
+-- either), after the position $6, $7 (null: from the newest), newest first,
+-- $8 rows at most. settled is store.Settled of the status and the latest
+-- execution.
+($1 = '' OR requests.requested_by = $1)
+	AND ($2 = '' OR requests.status = $2)
+	AND ($3 = '' OR requests.tool = $3)
+	AND ($4 = '' OR requests.run_id = $4)
+	AND ($5::boolean IS NULL OR $5::boolean = (requests.status IN ('rejected', 'expired', 'cancelled')
+		OR (requests.status = 'approved' AND coalesce((SELECT e.state IN ('succeeded', 'failed') FROM executions e
 			WHERE e.request_id = requests.id ORDER BY e.id DESC LIMIT 1), false))))
-	AND ($6::timestamptz IS NULL OR (created_at, id) < ($6::timestamptz, $7::uuid))
-ORDER BY created_at DESC, id DESC
+	AND ($6::timestamptz IS NULL OR (requests.created_at, requests.id) < ($6::timestamptz, $7::uuid))
+ORDER BY requests.created_at DESC, requests.id DESC
+LIMIT $8
+
+-- name: list_requests
+-- A page of requests in listing order (list_page names the arguments). It is
+-- planned for its arguments every time (see ListRequests), so a filter left
+-- empty folds away, and so does every branch but those settled asks for;
+-- each branch reads its page in order from the index its filters pick
+-- (migration 00010), and the page is the newest of what they read. The
+-- requests that can be unsettled are the pending ones and the approved ones
+-- whose execution is live (an approval creates its execution in its own
+-- transaction, and a supersede that retires one reopens the request in the
+-- same one): settled = false reads those two branches, the second from the
+-- executions in flight, never the agent's settled history.
+SELECT {{request_columns}} FROM (
+	(SELECT requests.* FROM requests WHERE $5::boolean IS NOT false AND {{list_page}})
+	UNION ALL
+	(SELECT requests.* FROM requests WHERE $5::boolean IS false AND requests.status = 'pending' AND {{list_page}})
+	UNION ALL
+	(SELECT requests.* FROM requests WHERE $5::boolean IS false AND requests.status = 'approved'
+		AND requests.id = ANY(ARRAY(SELECT live.request_id FROM executions live
+			WHERE live.state NOT IN ('succeeded', 'failed', 'superseded')))
+		AND {{list_page}})
+) page
+ORDER BY page.created_at DESC, page.id DESC
 LIMIT $8;
 
 -- name: insert_request
