@@ -364,34 +364,35 @@ WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT $1;
 
 -- name: list_page
 -- The rest of a branch of list_requests, on requests: $1 the agent ('' every
--- agent's), $2 status, $3 tool, $4 run id ('' any), $5 settled (null
--- either), after the position $6, $7 (null: from the newest), newest first,
--- $8 rows at most. settled is store.Settled of the status and the latest
--- execution.
+-- agent's), $2 status, $3 tool, $4 run id ('' any), after the position $6,
+-- $7 (null: from the newest), newest first, $8 rows at most.
 ($1 = '' OR requests.requested_by = $1)
 	AND ($2 = '' OR requests.status = $2)
 	AND ($3 = '' OR requests.tool = $3)
 	AND ($4 = '' OR requests.run_id = $4)
-	AND ($5::boolean IS NULL OR $5::boolean = (requests.status IN ('rejected', 'expired', 'cancelled')
-		OR (requests.status = 'approved' AND coalesce((SELECT e.state IN ('succeeded', 'failed') FROM executions e
-			WHERE e.request_id = requests.id ORDER BY e.id DESC LIMIT 1), false))))
 	AND ($6::timestamptz IS NULL OR (requests.created_at, requests.id) < ($6::timestamptz, $7::uuid))
 ORDER BY requests.created_at DESC, requests.id DESC
 LIMIT $8
 
 -- name: list_requests
--- A page of requests in listing order (list_page names the arguments). It is
--- planned for its arguments every time (see ListRequests), so a filter left
--- empty folds away, and so does every branch but those settled asks for;
--- each branch reads its page in order from the index its filters pick
--- (migration 00010), and the page is the newest of what they read. The
--- requests that can be unsettled are the pending ones and the approved ones
--- whose execution is live (an approval creates its execution in its own
--- transaction, and a supersede that retires one reopens the request in the
--- same one): settled = false reads those two branches, the second from the
--- executions in flight, never the agent's settled history.
+-- A page of requests in listing order: list_page names the arguments but
+-- $5, settled (null either). It is planned for its arguments every time
+-- (see ListRequests), so a filter left empty folds away, and so does every
+-- branch but those settled asks for; each branch reads its page in order
+-- from the index its filters pick (migration 00010), and the page is the
+-- newest of what they read. settled is store.Settled of the status and the
+-- latest execution. The requests that can be unsettled are the pending ones
+-- and the approved ones whose execution is live, which is then their latest
+-- (an approval creates its execution in its own transaction, and a
+-- supersede that retires one reopens the request in the same one): settled
+-- = false reads those two branches, the second from the executions in
+-- flight, never the agent's settled history.
 SELECT {{request_columns}} FROM (
-	(SELECT requests.* FROM requests WHERE $5::boolean IS NOT false AND {{list_page}})
+	(SELECT requests.* FROM requests WHERE $5::boolean IS NOT false
+		AND ($5::boolean IS NULL OR requests.status IN ('rejected', 'expired', 'cancelled')
+			OR (requests.status = 'approved' AND coalesce((SELECT e.state IN ('succeeded', 'failed') FROM executions e
+				WHERE e.request_id = requests.id ORDER BY e.id DESC LIMIT 1), false)))
+		AND {{list_page}})
 	UNION ALL
 	(SELECT requests.* FROM requests WHERE $5::boolean IS false AND requests.status = 'pending' AND {{list_page}})
 	UNION ALL
