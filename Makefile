@@ -2,7 +2,7 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: run test test-race lint verify bench bench-intake bench-executor bench-slack peers fuzz
+.PHONY: run test test-race lint verify bench bench-intake bench-executor bench-slack bench-list peers fuzz
 
 # Runs countersign on the local PostgreSQL with the example configuration,
 # and the fake provider it dispatches to on 127.0.0.1:9090.
@@ -44,7 +44,7 @@ verify:
 	cd bench/peers && go vet ./... && go mod tidy -diff
 
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
-bench: bench-intake bench-executor bench-slack
+bench: bench-intake bench-executor bench-slack bench-list
 
 # The River peers (bench/peers, a module of their own) built into bin/.
 peers:
@@ -67,6 +67,11 @@ bench-executor: peers
 # The Slack surface: a storm of signed clicks, and lookups over 1,000,000 requests.
 bench-slack:
 	go test ./bot/ -run '^$$' -bench 'ClickStorm|Lookup' -benchtime 1x -timeout 30m
+
+# GET /v1/requests with 1,000,000 requests in the table: page latency by filter,
+# a page deep by cursor, and each query's plan.
+bench-list:
+	go test ./hook/ -run '^$$' -bench List -benchtime 1x -timeout 60m
 
 fuzz:
 	go test ./internal/strictjson/ -run '^$$' -fuzz FuzzCheck -fuzztime 60s

@@ -1,0 +1,273 @@
+package hook
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/internal/namedsql"
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/postgres"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+// BenchmarkList: GET /v1/requests on PostgreSQL with 1,000,000 requests in
+// the table, spread over 50 agents, 50 tools and every status (5 % pending,
+// 70 % approved with a decision and an execution, about 2,000 of those still
+// in flight; the rest rejected, expired or cancelled). One page at a time, over
+// HTTP, as billing-agent (20,000 requests of its own) or as an admin agent;
+// each page is the full representation of 20 requests. It reports p50 and
+// p99 of the whole page and of the list read alone (the store's
+// ListRequests, without the representations), and logs each query's plan.
+//
+// With -short (the smoke run in make test) the table holds 5,000 requests and
+// each query runs 10 times.
+func BenchmarkList(b *testing.B) {
+	rows, pages := 1_000_000, 500
+	if testing.Short() {
+		rows, pages = 5000, 10
+	}
+	ctx := context.Background()
+	url := storetest.NewURL(b) + "&pool_max_conns=16"
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(db.Close)
+	seedListing(b, db, rows)
+
+	ledger := store.NewLedger(db, store.Options{})
+	logger := slog.New(slog.DiscardHandler)
+	svc := mustService(b, approvals.Config{DB: ledger, Logger: logger, Tools: map[string]approvals.Tool{
+		"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
+	}})
+	var agents Agents
+	for _, a := range []approvals.Agent{{Name: "billing-agent"}, {Name: "auditor", Admin: true}} {
+		token := map[bool]string{false: testToken, true: tokenAdmin}[a.Admin]
+		sum := sha256.Sum256([]byte(token))
+		agent, err := ParseAgent(a.Name, hex.EncodeToString(sum[:]))
+		if err != nil {
+			b.Fatal(err)
+		}
+		agent.Admin = a.Admin
+		agents = append(agents, agent)
+	}
+	notifier, _, _ := db.Notifier(logger)
+	server := httptest.NewServer(NewHandler(svc, agents, notifier, logger, NewMetrics(prometheus.NewRegistry())))
+	b.Cleanup(server.Close)
+
+	// A position 10,000 requests deep in billing-agent's listing (1 % of the
+	// table under -short).
+	var deep store.RequestPosition
+	if err := db.Pool.QueryRow(ctx, `SELECT created_at, id::text FROM requests WHERE requested_by = 'billing-agent'
+		ORDER BY created_at DESC, id DESC OFFSET $1 LIMIT 1`, rows/100).Scan(&deep.CreatedAt, &deep.ID); err != nil {
+		b.Fatal(err)
+	}
+	cursor, err := encodeCursor(deep)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := "run-0-7" // ten of billing-agent's requests
+	queries := namedsql.MustLoad(os.DirFS("../store/postgres"), "queries.sql")
+
+	for _, c := range []struct {
+		name, token, query string
+	}{
+		{"newest", testToken, ""},
+		{"status=pending&tool", testToken, "status=pending&tool=billing.credit"},
+		{"settled=false", testToken, "settled=false"},
+		{"settled=true", testToken, "settled=true"},
+		{"status=rejected", testToken, "status=rejected"},
+		{"run_id", testToken, "run_id=" + run},
+		{"deep", testToken, "cursor=" + cursor},
+		{"deep&status=pending&tool", testToken, "status=pending&tool=billing.credit&cursor=" + cursor},
+		{"admin/newest", tokenAdmin, ""},
+		{"admin/run_id", tokenAdmin, "run_id=" + run},
+		{"admin/status=pending", tokenAdmin, "status=pending"},
+		{"admin/settled=false", tokenAdmin, "settled=false"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p, err := parseListQuery(c.query)
+			if err != nil {
+				b.Fatal(err)
+			}
+			agent := agents[0].Agent
+			if c.token == tokenAdmin {
+				agent = agents[1].Agent
+			}
+			if !testing.Short() {
+				logPlan(b, db, queries.Get("list_requests"), agent, p)
+			}
+			var whole, read []time.Duration
+			for range b.N {
+				for range pages {
+					t0 := time.Now()
+					got, err := svc.List(ctx, agent, store.ListRequestsParams{Status: p.Status, Tool: p.Tool, RunID: p.RunID,
+						Settled: p.Settled, After: p.After, Limit: p.Limit + 1})
+					read = append(read, time.Since(t0))
+					if err != nil || len(got) == 0 && !testing.Short() {
+						b.Fatalf("List(%s) = %d requests, %v", c.query, len(got), err)
+					}
+					t0 = time.Now()
+					listed := getPage(b, server.URL, c.token, c.query)
+					whole = append(whole, time.Since(t0))
+					if len(listed.Data) != min(len(got), p.Limit) {
+						b.Fatalf("?%s listed %d requests, the read %d", c.query, len(listed.Data), len(got))
+					}
+				}
+			}
+			slices.Sort(whole)
+			slices.Sort(read)
+			b.ReportMetric(ms(pct(whole, 50)), "page_p50_ms")
+			b.ReportMetric(ms(pct(whole, 99)), "page_p99_ms")
+			b.ReportMetric(ms(pct(read, 50)), "read_p50_ms")
+			b.ReportMetric(ms(pct(read, 99)), "read_p99_ms")
+		})
+	}
+}
+
+// getPage GETs one page of the list.
+func getPage(b *testing.B, base, token, query string) page {
+	req, err := http.NewRequest(http.MethodGet, base+"/v1/requests?"+query, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p page
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&p) != nil {
+		b.Fatalf("GET /v1/requests?%s = %d", query, resp.StatusCode)
+	}
+	return p
+}
+
+// logPlan logs how PostgreSQL runs the list's statement for agent and p, as
+// the driver sends it: planned for these arguments.
+func logPlan(b *testing.B, db *postgres.Driver, query string, agent approvals.Agent, p store.ListRequestsParams) {
+	by := agent.Name
+	if agent.Admin {
+		by = ""
+	}
+	var afterAt *time.Time
+	var afterID *string
+	if p.After != nil {
+		afterAt, afterID = &p.After.CreatedAt, &p.After.ID
+	}
+	rows, err := db.Pool.Query(context.Background(), "EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) "+query, pgx.QueryExecModeCacheDescribe,
+		by, string(p.Status), p.Tool, p.RunID, p.Settled, afterAt, afterID, p.Limit+1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		b.Fatal(err)
+	}
+	// A benchmark's log is cut to a few lines: one line of the nodes that
+	// read rows, and the times.
+	var read []string
+	for _, line := range lines {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "->"))
+		if strings.Contains(line, " Scan ") && !strings.HasPrefix(line, "Subquery") ||
+			strings.HasPrefix(line, "Sort Method") || strings.HasSuffix(line, " ms") {
+			read = append(read, line)
+		}
+	}
+	b.Logf("plan: %s", strings.Join(read, "; "))
+}
+
+// seedListing fills requests with rows set-based, as intake and review would
+// have left them, with the listing's indexes built after the insert.
+func seedListing(b *testing.B, db *postgres.Driver, rows int) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	indexes := map[string]string{}
+	names, err := db.Pool.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
+		WHERE tablename = 'requests' AND (indexname LIKE 'requests\_by\_%' OR indexname IN ('requests_newest', 'requests_effect_strings'))`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for names.Next() {
+		var name, def string
+		if err := names.Scan(&name, &def); err != nil {
+			b.Fatal(err)
+		}
+		indexes[name] = def
+	}
+	if names.Err() != nil || len(indexes) != 6 {
+		b.Fatalf("the indexes to rebuild: %v, %v", indexes, names.Err())
+	}
+	start := time.Now()
+	statements := []string{}
+	for name := range indexes {
+		statements = append(statements, "DROP INDEX "+name)
+	}
+	statements = append(statements,
+		// h decides the status: 5 % pending, 70 % approved, 10 % rejected,
+		// 10 % expired, 5 % cancelled; agent and tool cycle independently.
+		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, summary,
+	requested_by, status, expires_at, created_at, updated_at)
+SELECT 'wa_' || encode(sha256(convert_to('list' || i, 'UTF8')), 'hex'), 'sha256:' || md5(i::text),
+	'run-' || (i %% 50) || '-' || (i / 500), to_jsonb(i %% 10),
+	CASE (i / 50) %% 50 WHEN 0 THEN 'billing.credit' WHEN 1 THEN 'deploy.release' ELSE 'tool-' || (i / 50) %% 50 END,
+	ARRAY['inv_' || i], convert_to(e::text, 'UTF8'), 'sha256:' || md5(e::text), 'seeded',
+	CASE i %% 50 WHEN 0 THEN 'billing-agent' ELSE 'agent-' || i %% 50 END,
+	CASE WHEN h < 5 THEN 'pending' WHEN h < 75 THEN 'approved' WHEN h < 85 THEN 'rejected' WHEN h < 95 THEN 'expired' ELSE 'cancelled' END,
+	now() + interval '1 day', now() - (%d - i) * interval '1 second', now()
+FROM generate_series(1, %d) AS i,
+	LATERAL (SELECT (hashint4(i) & 2147483647) %% 100) AS s(h),
+	LATERAL (SELECT jsonb_build_object('invoice', 'inv_' || i, 'amount_cents', i, 'currency', 'USD')) AS x(e)`, rows, rows),
+		`INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen)
+SELECT id, 1, CASE status WHEN 'approved' THEN 'approve' ELSE 'reject' END, 'UANA', 'slack', payload_hash
+FROM requests WHERE status IN ('approved', 'rejected')`,
+		// The version trigger would update every request once more.
+		`ALTER TABLE executions DISABLE TRIGGER executions_version_insert`,
+		// 0.3 % of the approvals are still executing (ready, or waiting
+		// for a person in needs_review), 4 % failed, the rest succeeded.
+		`INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, state, attempts, max_attempts, approved_at)
+SELECT d.request_id, d.id, r.key, r.tool, r.snapshot, r.payload_hash,
+	CASE WHEN h < 2 THEN 'ready' WHEN h < 3 THEN 'needs_review' WHEN h < 43 THEN 'failed' ELSE 'succeeded' END, 1, 3, d.decided_at
+FROM decisions d JOIN requests r ON r.id = d.request_id,
+	LATERAL (SELECT (hashtext(r.key) & 2147483647) % 1000) AS s(h)
+WHERE d.verdict = 'approve'`,
+		`ALTER TABLE executions ENABLE TRIGGER executions_version_insert`,
+	)
+	for _, name := range slices.Sorted(maps.Keys(indexes)) {
+		statements = append(statements, indexes[name])
+	}
+	statements = append(statements, `VACUUM ANALYZE requests`, `VACUUM ANALYZE decisions`, `VACUUM ANALYZE executions`)
+	for _, sql := range statements {
+		t0 := time.Now()
+		if _, err := db.Pool.Exec(ctx, sql); err != nil {
+			b.Fatalf("seeding: %v\n%s", err, sql)
+		}
+		b.Logf("%6s  %.90s", time.Since(t0).Round(100*time.Millisecond), strings.Join(strings.Fields(sql), " "))
+	}
+	b.Logf("seeded %d requests in %s", rows, time.Since(start).Round(time.Second))
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	return sorted[max(0, min(i, len(sorted))-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
