@@ -1,5 +1,6 @@
 // Package hook is the agent-facing HTTP API: POST /v1/requests, GET and
-// long-poll /v1/requests/{ref}, cancel, redrive, GET /v1/tools and the
+// long-poll /v1/requests/{ref}, the list GET /v1/requests (pages by an
+// opaque keyset cursor, cursor.go), cancel, redrive, GET /v1/tools and the
 // OpenAPI 3.1 document that describes them all (GET /v1/openapi.json,
 // openapi.json beside this file).
 //
