@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -76,15 +77,47 @@ func (s *EffectSchema) Check(effect []byte) error {
 	if !errors.As(err, &verr) {
 		return fmt.Errorf("validating the effect: %w", err)
 	}
-	leaf := firstLeaf(verr)
-	location := leaf.InstanceLocation
-	if req, ok := leaf.ErrorKind.(*kind.Required); ok && len(req.Missing) > 0 {
-		// Name the missing member itself, not the object that lacks it.
-		location = append(append([]string(nil), location...), req.Missing[0])
+	var violations []Violation
+	seen := map[Violation]bool{}
+	for _, leaf := range leaves(verr, nil) {
+		location := leaf.InstanceLocation
+		if req, ok := leaf.ErrorKind.(*kind.Required); ok && len(req.Missing) > 0 {
+			// Name each missing member itself, not the object that lacks it.
+			for _, m := range req.Missing {
+				v := violationAt(append(append([]string(nil), location...), m), leaf)
+				if !seen[v] {
+					seen[v] = true
+					violations = append(violations, v)
+				}
+			}
+			continue
+		}
+		if v := violationAt(location, leaf); !seen[v] {
+			seen[v] = true
+			violations = append(violations, v)
+		}
 	}
-	path := "/effect" + jsonPointer(location)
+	// The validator's order follows maps; the answer's follows the effect.
+	slices.SortStableFunc(violations, func(a, b Violation) int { return strings.Compare(a.Field, b.Field) })
+	if len(violations) > maxViolations {
+		violations = violations[:maxViolations]
+	}
 	return &InputError{
 		Code:    CodeInvalidEffect,
+		Field:   violations[0].Field,
+		Message: violations[0].Message,
+		Errors:  violations,
+	}
+}
+
+// maxViolations caps the violations an answer lists: enough to fix an
+// effect in one pass, few enough that a hostile body cannot make a huge
+// answer.
+const maxViolations = 50
+
+func violationAt(location []string, leaf *jsonschema.ValidationError) Violation {
+	path := "/effect" + jsonPointer(location)
+	return Violation{
 		Field:   path,
 		Message: fmt.Sprintf("The effect does not match the tool's effect_schema at %s: %s.", path, leaf.ErrorKind.LocalizedString(englishPrinter)),
 	}
@@ -92,13 +125,16 @@ func (s *EffectSchema) Check(effect []byte) error {
 
 var englishPrinter = message.NewPrinter(language.English)
 
-// firstLeaf follows the first cause down to the failure that has no cause
-// beneath it: the most specific reason.
-func firstLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	for len(e.Causes) > 0 {
-		e = e.Causes[0]
+// leaves appends the failures with no cause beneath them, the most specific
+// reasons, in the validator's order.
+func leaves(e *jsonschema.ValidationError, into []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return append(into, e)
 	}
-	return e
+	for _, c := range e.Causes {
+		into = leaves(c, into)
+	}
+	return into
 }
 
 // jsonPointer writes tokens as an RFC 6901 pointer ("" for the whole value).

@@ -151,7 +151,7 @@ func checkEffectNUL(effect []byte) error {
 	if !bytes.Contains(effect, []byte(`\u0000`)) {
 		return nil
 	}
-	at, name, found := strictjson.FindNUL(effect, "effect")
+	at, name, found := strictjson.FindNUL(effect, "/effect")
 	switch {
 	case !found:
 		return nil

@@ -243,14 +243,19 @@ func decodeRequest(a answer) (*Request, error) {
 func decodeError(a answer) *APIError {
 	var body struct {
 		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-			Field   string `json:"field"`
+			Code      string      `json:"code"`
+			Message   string      `json:"message"`
+			Field     string      `json:"field"`
+			Errors    []Violation `json:"errors"`
+			RequestID string      `json:"request_id"`
 		} `json:"error"`
 	}
-	e := &APIError{Status: a.status}
+	e := &APIError{Status: a.status, RequestID: a.header.Get("Request-Id")}
 	if json.Unmarshal(a.body, &body) == nil && body.Error.Code != "" {
-		e.Code, e.Message, e.Field = body.Error.Code, body.Error.Message, body.Error.Field
+		e.Code, e.Message, e.Field, e.Errors = body.Error.Code, body.Error.Message, body.Error.Field, body.Error.Errors
+		if body.Error.RequestID != "" {
+			e.RequestID = body.Error.RequestID
+		}
 	} else {
 		e.Message = http.StatusText(a.status)
 		if a.status == http.StatusServiceUnavailable {

@@ -47,6 +47,11 @@ var (
 	ErrUnavailable = errors.New("countersign: unavailable")
 	// ErrInternal: an unexpected failure; nothing was recorded by it.
 	ErrInternal = errors.New("countersign: internal")
+	// ErrMethodNotAllowed and ErrUnsupportedMediaType: a call the client
+	// never makes (a method the route does not take, a body not sent as
+	// JSON), there for callers that build their own.
+	ErrMethodNotAllowed     = errors.New("countersign: method_not_allowed")
+	ErrUnsupportedMediaType = errors.New("countersign: unsupported_media_type")
 )
 
 // codes maps each error code to its sentinel.
@@ -68,6 +73,8 @@ var codes = map[string]error{
 	"nothing_to_redrive":      ErrNothingToRedrive,
 	"unavailable":             ErrUnavailable,
 	"internal":                ErrInternal,
+	"method_not_allowed":      ErrMethodNotAllowed,
+	"unsupported_media_type":  ErrUnsupportedMediaType,
 }
 
 // APIError is a refusal from the hook: the stable code, the HTTP status, the
@@ -78,6 +85,11 @@ type APIError struct {
 	Code    string
 	Message string
 	Field   string
+	// Errors lists every value at fault when there are several
+	// (invalid_effect); Field and Message are the first.
+	Errors []Violation
+	// RequestID names the request in the server's logs (Request-Id).
+	RequestID string
 	// RetryAfter is the wait the answer asked for (503), or 0.
 	RetryAfter time.Duration
 }
@@ -87,6 +99,12 @@ func (e *APIError) Error() string {
 		return fmt.Sprintf("countersign: %s (%d) at %s: %s", e.Code, e.Status, e.Field, e.Message)
 	}
 	return fmt.Sprintf("countersign: %s (%d): %s", e.Code, e.Status, e.Message)
+}
+
+// Violation is one value at fault: its JSON pointer and why.
+type Violation struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
 // Is reports whether target is the sentinel of e's code.

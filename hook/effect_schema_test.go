@@ -84,6 +84,7 @@ func post(t *testing.T, b *bundle, body string) (*http.Response, errorBody) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, b.server.URL+"/v1/requests", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)

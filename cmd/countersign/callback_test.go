@@ -229,6 +229,9 @@ callbacks: {timeout: 1s, poll: 50ms, retry_base: 50ms}
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -25,8 +25,8 @@ const maxDepth = 64
 const maxExactInteger = 1 << 53
 
 // Error is why Check refused a body. Malformed is set when the body is not
-// one well-formed JSON value; otherwise the value at Path (dotted, with
-// [i] for array elements; "" for the whole body) breaks a rule.
+// one well-formed JSON value; otherwise the value at Path (a JSON pointer,
+// RFC 6901: /effect/lines/1; "" for the whole body) breaks a rule.
 type Error struct {
 	Malformed bool
 	Path      string
@@ -40,8 +40,8 @@ func invalid(path, format string, args ...any) *Error {
 }
 
 // FindNUL finds the first string value or member name holding U+0000 in
-// value, which is known to be well-formed. at is the value's path from
-// path, named as Check names paths; when name is set, U+0000 is in a member
+// value, which is known to be well-formed. at is the value's JSON pointer
+// below path, the pointer of value itself; when name is set, U+0000 is in a member
 // name and at is the object that holds it.
 func FindNUL(value []byte, path string) (at string, name, found bool) {
 	return nulIn(json.NewDecoder(bytes.NewReader(value)), path)
@@ -57,7 +57,7 @@ func nulIn(dec *json.Decoder, path string) (at string, name, found bool) {
 	switch tok := tok.(type) {
 	case json.Delim:
 		for i := 0; dec.More(); i++ {
-			child := fmt.Sprintf("%s[%d]", path, i)
+			child := path + "/" + strconv.Itoa(i)
 			if tok == '{' {
 				nameTok, err := dec.Token()
 				if err != nil {
@@ -280,7 +280,7 @@ func walkValue(dec *json.Decoder, path string, depth int) error {
 			}
 		case '[':
 			for i := 0; dec.More(); i++ {
-				if err := walkValue(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+				if err := walkValue(dec, path+"/"+strconv.Itoa(i), depth+1); err != nil {
 					return err
 				}
 			}
@@ -317,12 +317,12 @@ func malformed(err error) error {
 	return &Error{Malformed: true, Message: "the body is not valid JSON: " + err.Error()}
 }
 
+// joinPath is the JSON pointer of member name of the value at path.
 func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
+	return path + "/" + pointerEscaper.Replace(name)
 }
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 func describePath(path string) string {
 	if path == "" {
