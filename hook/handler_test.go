@@ -161,7 +161,7 @@ func TestHookErrorTable(t *testing.T) {
 			{"duplicate top-level name", testToken, strings.Replace(vectorBody, `"step": 6,`, `"step": 6, "step": 7,`, 1), 422, approvals.CodeInvalidRequest, "step"},
 			{"duplicate name in effect", testToken, strings.Replace(vectorBody, `"amount_cents": 4200,`, `"amount_cents": 4200, "amount_cents": 1,`, 1), 422, approvals.CodeInvalidRequest, "effect.amount_cents"},
 			{"duplicate name deep in an array", testToken, strings.Replace(vectorBody, `"currency": "USD"}`, `"currency": "USD", "lines": [{"a": 1}, {"b": 1, "b": 2}]}`, 1), 422, approvals.CodeInvalidRequest, "effect.lines[1].b"},
-			{"integer too large to be exact", testToken, strings.Replace(vectorBody, `4200`, `12345678901234567890`, 1), 422, approvals.CodeInvalidRequest, "effect.amount_cents"},
+			{"integer too large to be exact", testToken, strings.Replace(vectorBody, `4200`, `12345678901234567890`, 1), 422, approvals.CodeInvalidRequest, "/effect/amount_cents"},
 			{"body an array", testToken, `[1]`, 422, approvals.CodeInvalidRequest, ""},
 			{"malformed JSON", testToken, `{"run_id": "r-7f3a",`, 400, approvals.CodeMalformedJSON, ""},
 			{"trailing garbage", testToken, vectorBody + ` {}`, 400, approvals.CodeMalformedJSON, ""},
