@@ -65,7 +65,7 @@ func TestEveryAnswerCarriesARequestID(t *testing.T) {
 	for scanner.Scan() {
 		var line map[string]any
 		if json.Unmarshal(scanner.Bytes(), &line) == nil && line["msg"] == "request created" {
-			id, _ := line["request_id"].(string)
+			id, _ := line["http_request_id"].(string)
 			created = requestIDPattern.MatchString(id)
 		}
 	}
@@ -79,7 +79,7 @@ func loggedWith(t *testing.T, logs, id string) bool {
 	scanner := bufio.NewScanner(strings.NewReader(logs))
 	for scanner.Scan() {
 		var line map[string]any
-		if json.Unmarshal(scanner.Bytes(), &line) == nil && line["request_id"] == id {
+		if json.Unmarshal(scanner.Bytes(), &line) == nil && line["http_request_id"] == id {
 			return true
 		}
 	}

@@ -17,7 +17,7 @@ func newLogger(format string, stderr io.Writer) *slog.Logger {
 			format = "text"
 		}
 	}
-	// A line logged for an agent API request names it (request_id).
+	// A line logged for an agent API request names it (http_request_id).
 	if format == "text" {
 		return slog.New(requestid.Handler(slog.NewTextHandler(stderr, nil)))
 	}

@@ -35,7 +35,8 @@ func From(ctx context.Context) string {
 }
 
 // Handler wraps h so that a record logged with a context carrying an id
-// gets it as the attribute request_id.
+// gets it as the attribute http_request_id (request_id, in
+// countersign's lines, is the id of a request for a write).
 func Handler(h slog.Handler) slog.Handler { return handler{h} }
 
 type handler struct{ slog.Handler }
@@ -43,7 +44,7 @@ type handler struct{ slog.Handler }
 func (h handler) Handle(ctx context.Context, r slog.Record) error {
 	if id := From(ctx); id != "" {
 		r = r.Clone()
-		r.AddAttrs(slog.String("request_id", id))
+		r.AddAttrs(slog.String("http_request_id", id))
 	}
 	return h.Handler.Handle(ctx, r)
 }

@@ -39,10 +39,10 @@ func TestHandlerAddsTheIdOfTheContext(t *testing.T) {
 	if err := json.Unmarshal(lines[1], &without); err != nil {
 		t.Fatal(err)
 	}
-	if with["request_id"] != "req_abc" || with["component"] != "hook" {
+	if with["http_request_id"] != "req_abc" || with["component"] != "hook" {
 		t.Errorf("line with a request = %v, want request_id req_abc and the logger's attributes", with)
 	}
-	if _, ok := without["request_id"]; ok {
+	if _, ok := without["http_request_id"]; ok {
 		t.Errorf("line without a request names one: %v", without)
 	}
 }
