@@ -228,7 +228,8 @@ func (d *Deliverer) send(ctx context.Context, row store.Callback) (int, string) 
 	req.Header.Set("User-Agent", "countersign-callback")
 	req.Header.Set(EventHeader, string(row.Event))
 	req.Header.Set(DeliveryHeader, row.DeliveryID)
-	req.Header.Set(signature.Header, signature.Sign(target.Secret, time.Now(), body))
+	// Signed last, over the headers it covers as they will be sent.
+	req.Header.Set(signature.Header, signature.Sign([][]byte{target.Secret}, time.Now(), signature.RequestOf(req), body))
 	start := time.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {

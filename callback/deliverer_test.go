@@ -38,15 +38,19 @@ type received struct {
 	event, delivery string
 	body            []byte
 	signatureOK     bool
+	// signature and path are the header and the path as received.
+	signature, path string
 }
 
 func newEndpoint(t *testing.T, answers ...int) *endpoint {
 	e := &endpoint{answers: answers}
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		ok := signature.Verify([]byte(secret), r.Header.Get(signature.Header), body, time.Now(), 5*time.Minute) == nil
+		// v2: the method, the path, the delivery id and the body.
+		ok := signature.VerifyRequest([]byte(secret), r.Header.Get(signature.Header), signature.RequestOf(r), body, time.Now(), 5*time.Minute) == nil
 		e.mu.Lock()
-		e.received = append(e.received, received{r.Header.Get(callback.EventHeader), r.Header.Get(callback.DeliveryHeader), body, ok})
+		e.received = append(e.received, received{r.Header.Get(callback.EventHeader), r.Header.Get(callback.DeliveryHeader), body, ok,
+			r.Header.Get(signature.Header), r.URL.EscapedPath()})
 		status := http.StatusOK
 		if len(e.answers) > 0 {
 			status, e.answers = e.answers[0], e.answers[1:]
@@ -148,7 +152,7 @@ func TestDeliveredOncePerTransitionSigned(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		e := newEndpoint(t)
-		b := setup(t, drv, e.URL)
+		b := setup(t, drv, e.URL+"/hooks/countersign")
 		req := rejected(t, b.b, "wa_cb_once")
 		b.drain(t)
 		b.drain(t)
@@ -159,6 +163,21 @@ func TestDeliveredOncePerTransitionSigned(t *testing.T) {
 		r := got[0]
 		if r.event != string(store.CallbackSettled) || len(r.delivery) != 36 || !r.signatureOK {
 			t.Errorf("callback event %q delivery %q signature ok %v", r.event, r.delivery, r.signatureOK)
+		}
+		// v2 covers the delivery id and the path: the same body under
+		// another delivery id, or at another path, does not verify.
+		sent := signature.Request{Method: http.MethodPost, Path: r.path, Delivery: r.delivery}
+		if r.path != "/hooks/countersign" || signature.VerifyRequest([]byte(secret), r.signature, sent, r.body, time.Now(), time.Minute) != nil {
+			t.Errorf("the callback to %s does not verify as sent: %s", r.path, r.signature)
+		}
+		for _, replay := range []signature.Request{
+			{Method: http.MethodPost, Path: r.path, Delivery: "00000000-0000-4000-8000-000000000000"},
+			{Method: http.MethodPost, Path: "/hooks/other", Delivery: r.delivery},
+			{Method: http.MethodPost, Path: r.path, IdempotencyKey: r.delivery},
+		} {
+			if signature.VerifyRequest([]byte(secret), r.signature, replay, r.body, time.Now(), time.Minute) == nil {
+				t.Errorf("the callback verifies as %+v", replay)
+			}
 		}
 		var body struct {
 			ID     string `json:"id"`

@@ -130,7 +130,7 @@ func newAgentEndpoint(t *testing.T, secret string) *agentEndpoint {
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		e.mu.Lock()
-		if signature.Verify(e.secret, r.Header.Get(signature.Header), body, time.Now(), 5*time.Minute) != nil {
+		if signature.VerifyRequest(e.secret, r.Header.Get(signature.Header), signature.RequestOf(r), body, time.Now(), 5*time.Minute) != nil {
 			e.bad++
 		}
 		e.seen[r.Header.Get(callback.DeliveryHeader)]++
