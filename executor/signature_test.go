@@ -74,3 +74,32 @@ func TestDispatchSignatureCoversMethodPathAndKey(t *testing.T) {
 		}
 	})
 }
+
+// A tool with a secret of its own signs its dispatches with it, not with
+// the executor's: a dispatch captured at its provider does not verify at a
+// provider that holds the shared secret.
+func TestDispatchSignsWithTheToolsOwnSecret(t *testing.T) {
+	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
+		t.Parallel()
+		const own = "billing-credit-only-secret"
+		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.Secret = []byte(own) }})
+		b.provider.Secret = []byte(own)
+		req := b.approve(t)
+		b.dispatch(t)
+		wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
+		if n := b.provider.BadSignatures(); n != 0 {
+			t.Fatalf("the provider refused %d signatures made with the tool's secret", n)
+		}
+		obj := b.provider.AllObjects()[0]
+		sent := client.SignedRequest{Method: http.MethodPost, Path: "/credits", IdempotencyKey: req.Key}
+		if err := client.VerifySignatureV2([]byte(own), obj.Signature, sent, obj.Body, 0); err != nil {
+			t.Errorf("v2 with the tool's secret: %v", err)
+		}
+		if err := client.VerifySignatureV2([]byte(secret), obj.Signature, sent, obj.Body, 0); !errors.Is(err, client.ErrBadSignature) {
+			t.Errorf("v2 with the executor's secret: %v, want ErrBadSignature", err)
+		}
+		if err := client.VerifySignature([]byte(secret), obj.Signature, obj.Body, 0); !errors.Is(err, client.ErrBadSignature) {
+			t.Errorf("v1 with the executor's secret: %v, want ErrBadSignature", err)
+		}
+	})
+}
