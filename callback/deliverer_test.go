@@ -85,8 +85,8 @@ func setup(t *testing.T, drv *drivertest.Driver, url string) *bundle {
 	m := callback.NewMetrics(reg)
 	d := callback.New(callback.Config{
 		DB: b.Store,
-		Render: func(ctx context.Context, id string) ([]byte, error) {
-			req, err := b.RequestByID(ctx, id)
+		Render: func(ctx context.Context, cb store.Callback) ([]byte, error) {
+			req, err := b.RequestByID(ctx, cb.RequestID)
 			if err != nil {
 				return nil, err
 			}

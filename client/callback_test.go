@@ -86,6 +86,10 @@ func TestCallbacksVerifyAndRedrive(t *testing.T) {
 		if d.verified != nil || d.event != "request.settled" || d.request.Key != req.Key || d.request.Status != client.StatusCancelled {
 			t.Errorf("delivery %+v", d)
 		}
+		// The body says the delivery it arrives in is being delivered.
+		if cb := d.request.Callback; cb == nil || cb.State != "delivering" {
+			t.Errorf("delivery %s carries callback %+v, want delivering", d.id, cb)
+		}
 	}
 	forged := client.VerifySignature([]byte("not-the-secret"), "t=1,v1=00,v2=00", []byte("{}"), 0)
 	if !errors.Is(forged, client.ErrBadSignature) {

@@ -29,6 +29,12 @@ const (
 	CallbackFailed    CallbackState = "failed"
 )
 
+// CallbackDelivering is what a callback's own body says of the delivery it
+// arrives in: while an attempt holds it, its row is pending under the
+// attempt's lease, which is not what the agent reading that body is told.
+// It is never stored.
+const CallbackDelivering CallbackState = "delivering"
+
 // CallbackRetryWindow is how long a delivery is retried before it fails,
 // counted from when it was queued or last redriven.
 const CallbackRetryWindow = 24 * time.Hour

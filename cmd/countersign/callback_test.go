@@ -276,11 +276,15 @@ callbacks: {timeout: 1s, poll: 50ms, retry_base: 50ms}
 	}
 	for i, body := range endpoint.bodies {
 		var v struct {
-			Key     string `json:"key"`
-			Status  string `json:"status"`
-			Settled bool   `json:"settled"`
+			Key      string `json:"key"`
+			Status   string `json:"status"`
+			Settled  bool   `json:"settled"`
+			Callback struct {
+				State string `json:"state"`
+			} `json:"callback"`
 		}
-		if err := json.Unmarshal([]byte(body), &v); err != nil || v.Key != key || v.Status != "cancelled" || !v.Settled {
+		if err := json.Unmarshal([]byte(body), &v); err != nil || v.Key != key || v.Status != "cancelled" || !v.Settled ||
+			v.Callback.State != "delivering" {
 			t.Errorf("callback body %s, %v", body, err)
 		}
 		if endpoint.events[i] != "request.settled" {
