@@ -79,6 +79,12 @@ type bundle struct {
 // Deliverer that retries at once.
 func setup(t *testing.T, drv *drivertest.Driver, url string) *bundle {
 	t.Helper()
+	return setupWith(t, drv, url, time.Millisecond)
+}
+
+// setupWith is setup with the first retry's delay.
+func setupWith(t *testing.T, drv *drivertest.Driver, url string, retryBase time.Duration) *bundle {
+	t.Helper()
 	b := drv.Open(t, true)
 	b.Store.(*store.Ledger).SetCallbackAgents(agentName)
 	reg := prometheus.NewRegistry()
@@ -94,7 +100,7 @@ func setup(t *testing.T, drv *drivertest.Driver, url string) *bundle {
 		},
 		Targets:   map[string]callback.Target{agentName: {URL: url, Secret: []byte(secret)}},
 		Timeout:   2 * time.Second,
-		RetryBase: time.Millisecond,
+		RetryBase: retryBase,
 		Metrics:   m,
 	})
 	return &bundle{b: b, d: d, registry: reg, metrics: m}
@@ -222,6 +228,53 @@ func TestRedeliveredAfterTwoFailures(t *testing.T) {
 		}
 		if n := testutil.ToFloat64(b.metrics.Attempts.WithLabelValues(string(store.CallbackSettled), "retry")); n != 2 {
 			t.Errorf("retry attempts metric = %v, want 2", n)
+		}
+	})
+}
+
+// A redrive restarts the backoff: after failures have pushed the next
+// retry out by doubling delays, the redriven delivery's first failure waits
+// only the first delay again.
+func TestRedriveRestartsTheBackoff(t *testing.T) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		const base, slack = 10 * time.Minute, 5 * time.Second
+		e := newEndpoint(t, 500, 500, 500, 500)
+		b := setupWith(t, drv, e.URL, base)
+		ctx := context.Background()
+		req := rejected(t, b.b, "wa_cb_backoff")
+		// attempt makes the delivery due, sends it once, and returns its row
+		// and how long it now waits.
+		attempt := func(want int) time.Duration {
+			t.Helper()
+			if err := b.b.Exec("UPDATE callbacks SET next_attempt_at = created_at"); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := b.d.RunOnce(ctx); err != nil || n != 1 {
+				t.Fatalf("RunOnce = %d, %v", n, err)
+			}
+			cb, err := b.b.LatestCallback(ctx, req.ID)
+			if err != nil || cb.State != store.CallbackPending || cb.Attempts != want {
+				t.Fatalf("after attempt %d: %+v, %v", want, cb, err)
+			}
+			return time.Until(cb.NextAttemptAt)
+		}
+		if wait := attempt(1); wait < base/2-slack || wait > base+slack {
+			t.Errorf("after the first failure the delivery waits %s, want %s to %s", wait, base/2, base)
+		}
+		attempt(2)
+		if wait := attempt(3); wait < 2*base-slack {
+			t.Errorf("after the third failure the delivery waits %s, want at least %s", wait, 2*base)
+		}
+		cb, ok, err := b.b.RedriveCallback(ctx, req.ID)
+		if err != nil || !ok || cb.Attempts != 0 || time.Until(cb.NextAttemptAt) > slack {
+			t.Fatalf("RedriveCallback = %+v, %v, %v; want attempts 0, due now", cb, ok, err)
+		}
+		if wait := attempt(1); wait < base/2-slack || wait > base+slack {
+			t.Errorf("after the redriven delivery's first failure it waits %s, want %s to %s again", wait, base/2, base)
+		}
+		if got := e.got(); len(got) != 4 || got[3].delivery != got[0].delivery {
+			t.Errorf("the endpoint received %d deliveries; want the same one 4 times", len(got))
 		}
 	})
 }

@@ -87,8 +87,9 @@ func TestCallbacksVerifyAndRedrive(t *testing.T) {
 			t.Errorf("delivery %+v", d)
 		}
 		// The body says the delivery it arrives in is being delivered.
-		if cb := d.request.Callback; cb == nil || cb.State != "delivering" {
-			t.Errorf("delivery %s carries callback %+v, want delivering", d.id, cb)
+		// The redrive started its attempts again: each is attempt 1.
+		if cb := d.request.Callback; cb == nil || cb.State != "delivering" || cb.Attempts != 1 {
+			t.Errorf("delivery %s carries callback %+v, want delivering on attempt 1", d.id, cb)
 		}
 	}
 	forged := client.VerifySignature([]byte("not-the-secret"), "t=1,v1=00,v2=00", []byte("{}"), 0)
