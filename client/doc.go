@@ -17,5 +17,5 @@
 // key offline, exactly as the hook and `countersign key` do.
 //
 // Providers and agents check that a dispatch or a callback came through the
-// gate with VerifySignature.
+// gate, as it was sent, with VerifyRequest (docs/CALLBACKS.md).
 package client

@@ -90,7 +90,9 @@ type Response struct {
 
 // Callback is where a request's newest callback delivery stands.
 type Callback struct {
-	State    string `json:"state"` // pending, delivered or failed
+	// State is pending, delivered or failed; in a callback's own body,
+	// delivering (the delivery it arrives in).
+	State    string `json:"state"`
 	Attempts int    `json:"attempts"`
 	// LastStatus is the status the agent's endpoint last answered, if any.
 	LastStatus *int `json:"last_status"`

@@ -92,7 +92,10 @@ func TestHookRedrive(t *testing.T) {
 		}
 
 		r = b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/redrive", testToken, nil, nil)
-		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != store.CallbackPending {
+		// Its attempts start again (and with them the backoff); the last
+		// answer stays until the next.
+		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != store.CallbackPending ||
+			got.Callback.Attempts != 0 || got.Callback.LastStatus == nil || *got.Callback.LastStatus != 204 {
 			t.Fatalf("redrive = %d %s", r.status, r.body)
 		}
 		again, err := b.store.ClaimCallbacks(b.ctx, 10, time.Hour)
