@@ -27,38 +27,46 @@ type EffectSchema struct {
 
 // CompileEffectSchema compiles the schema document raw (JSON) of the tool
 // called tool. A $ref may name a file beside it (dir, "" for the working
-// directory); nothing is fetched over the network.
+// directory), which is bundled in at start (bundleSchema); nothing is
+// fetched over the network.
 func CompileEffectSchema(tool string, raw []byte, dir string) (*EffectSchema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("effect_schema of %s is not JSON: %w", tool, err)
-	}
-	if _, ok := doc.(map[string]any); !ok {
+	var doc map[string]any
+	if err := decodeSchema(raw, &doc); err != nil || doc == nil {
 		return nil, fmt.Errorf("effect_schema of %s must be a JSON Schema object", tool)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(jsonschema.SchemeURLLoader{"file": jsonschema.FileLoader{}})
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
 	}
-	loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, "effect_schema."+tool+".json"))}).String()
-	if err := c.AddResource(loc, doc); err != nil {
+	base := &url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, "effect_schema."+tool+".json"))}
+	if doc, err = bundleSchema(doc, base); err != nil {
 		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
 	}
-	schema, err := c.Compile(loc)
+	bundled, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
 	}
-	compact := new(bytes.Buffer)
-	if err := json.Compact(compact, raw); err != nil {
+	// The bundle is what is compiled, so what agents are shown is what
+	// checks their effects. It reads no file: any that is left is an error.
+	parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(bundled))
+	if err != nil {
 		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
 	}
-	return &EffectSchema{raw: compact.Bytes(), schema: schema}, nil
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(jsonschema.SchemeURLLoader{})
+	if err := c.AddResource(base.String(), parsed); err != nil {
+		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
+	}
+	schema, err := c.Compile(base.String())
+	if err != nil {
+		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
+	}
+	return &EffectSchema{raw: bundled, schema: schema}, nil
 }
 
-// JSON returns the schema document as configured, for GET /v1/tools.
+// JSON returns the schema document as configured, with the files it
+// references bundled under its $defs (no $ref leaves it), for GET /v1/tools.
 func (s *EffectSchema) JSON() json.RawMessage { return s.raw }
 
 // Check validates an effect (JSON bytes) against the schema. A failure is an
