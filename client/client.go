@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -168,42 +167,8 @@ type answer struct {
 // maxAnswerBytes caps what the client reads of an answer.
 const maxAnswerBytes = 8 << 20
 
-// call sends one request and, when retry is set, sends the same bytes again
-// after a network error or a 503 until ctx ends. An answer of 400 or more is
-// an *APIError.
-func (c *Client) call(ctx context.Context, method, path string, body []byte, retry bool) (answer, error) {
-	backoff := c.minBackoff
-	for {
-		a, err := c.once(ctx, method, path, body)
-		var pause time.Duration
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return answer{}, ctx.Err()
-		case err != nil:
-			if !retry {
-				return answer{}, err
-			}
-			pause = backoff
-		case a.status < 400:
-			return a, nil
-		default:
-			apiErr := decodeError(a)
-			if !retry || a.status != http.StatusServiceUnavailable {
-				return answer{}, apiErr
-			}
-			pause = max(backoff, apiErr.RetryAfter)
-		}
-		// Jitter spreads the retries of many agents after one outage.
-		pause = pause/2 + rand.N(pause/2+1)
-		select {
-		case <-ctx.Done():
-			return answer{}, ctx.Err()
-		case <-time.After(pause):
-		}
-		backoff = min(2*backoff, c.maxBackoff)
-	}
-}
-
+// once sends one attempt. Its error is the transport's, which names the
+// URL; call says which call it was.
 func (c *Client) once(ctx context.Context, method, path string, body []byte) (answer, error) {
 	var reader io.Reader
 	if body != nil {
@@ -211,7 +176,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte) (an
 	}
 	r, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, reader)
 	if err != nil {
-		return answer{}, fmt.Errorf("client: %w", err)
+		return answer{}, err
 	}
 	r.Header.Set("Authorization", "Bearer "+c.token)
 	r.Header.Set("Accept", "application/json")
@@ -220,12 +185,12 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte) (an
 	}
 	resp, err := c.http.Do(r)
 	if err != nil {
-		return answer{}, fmt.Errorf("client: %s %s: %w", method, path, err)
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return answer{}, fmt.Errorf("client: reading the answer to %s %s: %w", method, path, err)
+		return answer{}, fmt.Errorf("reading the answer: %w", err)
 	}
 	return answer{status: resp.StatusCode, header: resp.Header, body: raw}, nil
 }
