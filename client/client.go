@@ -31,8 +31,8 @@ type Option func(*Client)
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
 // WithBackoff sets the first and the longest pause between retries of a
-// network error or a 503 (default 200 ms doubling to 5 s; a Retry-After the
-// server sends is honoured when longer).
+// network error, a 503 or a read's 500 (default 200 ms doubling to 5 s; a
+// Retry-After the server sends is honoured when longer).
 func WithBackoff(first, longest time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = first, longest }
 }
@@ -78,7 +78,8 @@ func (c *Client) Request(ctx context.Context, in Intent) (*Request, error) {
 	return req, nil
 }
 
-// Get returns the request named by ref, its id or its full key.
+// Get returns the request named by ref, its id or its full key. A network
+// error, a 500 or a 503 is retried until ctx ends: a read changes nothing.
 func (c *Client) Get(ctx context.Context, ref string) (*Request, error) {
 	a, err := c.call(ctx, http.MethodGet, requestPath(ref, ""), nil, true)
 	if err != nil {
@@ -110,7 +111,7 @@ func (c *Client) Wait(ctx context.Context, ref string) (*Request, error) {
 
 // Do asks for the intent's write and waits until it is settled: Request then
 // Wait, retrying network errors and 503s with the same intent, so the key
-// never changes. Bound it with ctx.
+// never changes (and a 500 while it reads). Bound it with ctx.
 func (c *Client) Do(ctx context.Context, in Intent) (*Request, error) {
 	req, err := c.Request(ctx, in)
 	if err != nil || req.Settled {
@@ -138,7 +139,7 @@ func (c *Client) Redrive(ctx context.Context, ref string) (*Request, error) {
 	return decodeRequest(a)
 }
 
-// Tools lists the tools this agent may request.
+// Tools lists the tools this agent may request, retried as Get is.
 func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 	a, err := c.call(ctx, http.MethodGet, "/v1/tools", nil, true)
 	if err != nil {

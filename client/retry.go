@@ -10,7 +10,8 @@ import (
 )
 
 // call sends one request and, when retry is set, sends the same bytes again
-// after a network error or a 503, until ctx ends. An answer of 400 or more is an *APIError. When ctx ends after a
+// after a network error or an answer retryable says may change, until ctx
+// ends. An answer of 400 or more is an *APIError. When ctx ends after a
 // failed attempt, the error wraps both ctx's error and that failure.
 func (c *Client) call(ctx context.Context, method, path string, body []byte, retry bool) (answer, error) {
 	backoff := c.minBackoff
@@ -33,7 +34,7 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, ret
 			return a, nil
 		default:
 			apiErr := decodeError(a)
-			if !retry || a.status != http.StatusServiceUnavailable {
+			if !retry || !retryable(method, a.status) {
 				return answer{}, apiErr
 			}
 			err, pause = apiErr, max(backoff, apiErr.RetryAfter)
@@ -48,6 +49,20 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, ret
 		}
 		backoff = min(2*backoff, c.maxBackoff)
 	}
+}
+
+// retryable reports whether an answer with status may be different if the
+// same call is sent again. A 503 (the database out of reach) may be, for
+// every call that retries; a 500 only for a read, which changes nothing
+// however often it is sent.
+func retryable(method string, status int) bool {
+	switch status {
+	case http.StatusServiceUnavailable:
+		return true
+	case http.StatusInternalServerError:
+		return method == http.MethodGet
+	}
+	return false
 }
 
 // gaveUp is the error of a call whose ctx ended: ctx's error and, when an
