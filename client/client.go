@@ -181,6 +181,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte) (an
 	}
 	r.Header.Set("Authorization", "Bearer "+c.token)
 	r.Header.Set("Accept", "application/json")
+	r.Header.Set("User-Agent", userAgent())
 	if body != nil {
 		r.Header.Set("Content-Type", "application/json")
 	}
