@@ -21,6 +21,9 @@ type Client struct {
 	http       *http.Client
 	minBackoff time.Duration
 	maxBackoff time.Duration
+	// badURL is why baseURL cannot be called, if it cannot: every call
+	// fails with it at once rather than retrying until its context ends.
+	badURL error
 }
 
 // Option adjusts a Client built by New.
@@ -39,7 +42,8 @@ func WithBackoff(first, longest time.Duration) Option {
 
 // New returns a client of the countersign server at baseURL
 // ("https://countersign.internal") that authenticates with the agent's
-// bearer token.
+// bearer token. A baseURL that is not an http or https URL makes every
+// call fail at once, without retries.
 func New(baseURL, token string, opts ...Option) *Client {
 	c := &Client{
 		baseURL:    strings.TrimRight(baseURL, "/"),
@@ -47,6 +51,9 @@ func New(baseURL, token string, opts ...Option) *Client {
 		http:       &http.Client{Timeout: pollWait + 30*time.Second},
 		minBackoff: 200 * time.Millisecond,
 		maxBackoff: 5 * time.Second,
+	}
+	if u, err := url.Parse(c.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.badURL = fmt.Errorf("countersign: the base URL %q is not an http or https URL", baseURL)
 	}
 	for _, opt := range opts {
 		opt(c)

@@ -14,6 +14,9 @@ import (
 // ends. An answer of 400 or more is an *APIError. When ctx ends after a
 // failed attempt, the error wraps both ctx's error and that failure.
 func (c *Client) call(ctx context.Context, method, path string, body []byte, retry bool) (answer, error) {
+	if c.badURL != nil {
+		return answer{}, c.badURL
+	}
 	backoff := c.minBackoff
 	var last error // the newest failure of an attempt, for when ctx ends
 	for attempts := 1; ; attempts++ {

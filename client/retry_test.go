@@ -134,3 +134,16 @@ func TestReadsRetryA500AndWritesKeepTheirRules(t *testing.T) {
 		t.Errorf("Get of a request answering 500 was sent %d times, want retries", n)
 	}
 }
+
+// A base URL no attempt could ever reach fails every call at once.
+func TestABaseURLThatIsNoHTTPURLFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, base := range []string{"countersign.internal:8080", "ftp://countersign.internal", "https://", "http://[::1"} {
+		_, err := client.New(base, agentToken).Get(ctx, "wa_x")
+		if err == nil || !strings.Contains(err.Error(), "is not an http or https URL") || ctx.Err() != nil {
+			t.Errorf("a client of %q: %v (context: %v)", base, err, ctx.Err())
+		}
+	}
+}
