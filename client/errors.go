@@ -45,7 +45,8 @@ var (
 	// ErrUnavailable: countersign cannot reach its database; Do, Request,
 	// Get and Wait retry it after APIError.RetryAfter.
 	ErrUnavailable = errors.New("countersign: unavailable")
-	// ErrInternal: an unexpected failure; nothing was recorded by it.
+	// ErrInternal: an unexpected failure; nothing was recorded by it. Get,
+	// Wait and Tools retry it; the other calls return it.
 	ErrInternal = errors.New("countersign: internal")
 	// ErrMethodNotAllowed and ErrUnsupportedMediaType: a call the client
 	// never makes (a method the route does not take, a body not sent as
