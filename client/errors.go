@@ -45,7 +45,8 @@ var (
 	// ErrUnavailable: countersign cannot reach its database; Do, Request,
 	// Get and Wait retry it after APIError.RetryAfter.
 	ErrUnavailable = errors.New("countersign: unavailable")
-	// ErrInternal: an unexpected failure; nothing was recorded by it.
+	// ErrInternal: an unexpected failure; nothing was recorded by it. Get,
+	// Wait and Tools retry it; the other calls return it.
 	ErrInternal = errors.New("countersign: internal")
 	// ErrMethodNotAllowed and ErrUnsupportedMediaType: a call the client
 	// never makes (a method the route does not take, a body not sent as
@@ -94,11 +95,23 @@ type APIError struct {
 	RetryAfter time.Duration
 }
 
+// Error reads "countersign: code (status) at field: message (request_id
+// req_…)"; the request id is what to quote to whoever runs the server. An
+// answer without the hook's error body (a proxy's page) reads "countersign:
+// HTTP status: …".
 func (e *APIError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("countersign: %s (%d) at %s: %s", e.Code, e.Status, e.Field, e.Message)
+	msg := fmt.Sprintf("countersign: %s (%d)", e.Code, e.Status)
+	if e.Code == "" {
+		msg = fmt.Sprintf("countersign: HTTP %d", e.Status)
 	}
-	return fmt.Sprintf("countersign: %s (%d): %s", e.Code, e.Status, e.Message)
+	if e.Field != "" {
+		msg += " at " + e.Field
+	}
+	msg += ": " + e.Message
+	if e.RequestID != "" {
+		msg += " (request_id " + e.RequestID + ")"
+	}
+	return msg
 }
 
 // Violation is one value at fault: its JSON pointer and why.
