@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -26,38 +27,46 @@ type EffectSchema struct {
 
 // CompileEffectSchema compiles the schema document raw (JSON) of the tool
 // called tool. A $ref may name a file beside it (dir, "" for the working
-// directory); nothing is fetched over the network.
+// directory), which is bundled in at start (bundleSchema); nothing is
+// fetched over the network.
 func CompileEffectSchema(tool string, raw []byte, dir string) (*EffectSchema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("effect_schema of %s is not JSON: %w", tool, err)
-	}
-	if _, ok := doc.(map[string]any); !ok {
+	var doc map[string]any
+	if err := decodeSchema(raw, &doc); err != nil || doc == nil {
 		return nil, fmt.Errorf("effect_schema of %s must be a JSON Schema object", tool)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(jsonschema.SchemeURLLoader{"file": jsonschema.FileLoader{}})
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
 	}
-	loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, "effect_schema."+tool+".json"))}).String()
-	if err := c.AddResource(loc, doc); err != nil {
+	base := &url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, "effect_schema."+tool+".json"))}
+	if doc, err = bundleSchema(doc, base); err != nil {
 		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
 	}
-	schema, err := c.Compile(loc)
+	bundled, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
 	}
-	compact := new(bytes.Buffer)
-	if err := json.Compact(compact, raw); err != nil {
+	// The bundle is what is compiled, so what agents are shown is what
+	// checks their effects. It reads no file: any that is left is an error.
+	parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(bundled))
+	if err != nil {
 		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
 	}
-	return &EffectSchema{raw: compact.Bytes(), schema: schema}, nil
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(jsonschema.SchemeURLLoader{})
+	if err := c.AddResource(base.String(), parsed); err != nil {
+		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
+	}
+	schema, err := c.Compile(base.String())
+	if err != nil {
+		return nil, fmt.Errorf("effect_schema of %s: %w", tool, err)
+	}
+	return &EffectSchema{raw: bundled, schema: schema}, nil
 }
 
-// JSON returns the schema document as configured, for GET /v1/tools.
+// JSON returns the schema document as configured, with the files it
+// references bundled under its $defs (no $ref leaves it), for GET /v1/tools.
 func (s *EffectSchema) JSON() json.RawMessage { return s.raw }
 
 // Check validates an effect (JSON bytes) against the schema. A failure is an
@@ -76,15 +85,47 @@ func (s *EffectSchema) Check(effect []byte) error {
 	if !errors.As(err, &verr) {
 		return fmt.Errorf("validating the effect: %w", err)
 	}
-	leaf := firstLeaf(verr)
-	location := leaf.InstanceLocation
-	if req, ok := leaf.ErrorKind.(*kind.Required); ok && len(req.Missing) > 0 {
-		// Name the missing member itself, not the object that lacks it.
-		location = append(append([]string(nil), location...), req.Missing[0])
+	var violations []Violation
+	seen := map[Violation]bool{}
+	for _, leaf := range leaves(verr, nil) {
+		location := leaf.InstanceLocation
+		if req, ok := leaf.ErrorKind.(*kind.Required); ok && len(req.Missing) > 0 {
+			// Name each missing member itself, not the object that lacks it.
+			for _, m := range req.Missing {
+				v := violationAt(append(append([]string(nil), location...), m), leaf)
+				if !seen[v] {
+					seen[v] = true
+					violations = append(violations, v)
+				}
+			}
+			continue
+		}
+		if v := violationAt(location, leaf); !seen[v] {
+			seen[v] = true
+			violations = append(violations, v)
+		}
 	}
-	path := "/effect" + jsonPointer(location)
+	// The validator's order follows maps; the answer's follows the effect.
+	slices.SortStableFunc(violations, func(a, b Violation) int { return strings.Compare(a.Field, b.Field) })
+	if len(violations) > maxViolations {
+		violations = violations[:maxViolations]
+	}
 	return &InputError{
 		Code:    CodeInvalidEffect,
+		Field:   violations[0].Field,
+		Message: violations[0].Message,
+		Errors:  violations,
+	}
+}
+
+// maxViolations caps the violations an answer lists: enough to fix an
+// effect in one pass, few enough that a hostile body cannot make a huge
+// answer.
+const maxViolations = 50
+
+func violationAt(location []string, leaf *jsonschema.ValidationError) Violation {
+	path := "/effect" + jsonPointer(location)
+	return Violation{
 		Field:   path,
 		Message: fmt.Sprintf("The effect does not match the tool's effect_schema at %s: %s.", path, leaf.ErrorKind.LocalizedString(englishPrinter)),
 	}
@@ -92,13 +133,16 @@ func (s *EffectSchema) Check(effect []byte) error {
 
 var englishPrinter = message.NewPrinter(language.English)
 
-// firstLeaf follows the first cause down to the failure that has no cause
-// beneath it: the most specific reason.
-func firstLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	for len(e.Causes) > 0 {
-		e = e.Causes[0]
+// leaves appends the failures with no cause beneath them, the most specific
+// reasons, in the validator's order.
+func leaves(e *jsonschema.ValidationError, into []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return append(into, e)
 	}
-	return e
+	for _, c := range e.Causes {
+		into = leaves(c, into)
+	}
+	return into
 }
 
 // jsonPointer writes tokens as an RFC 6901 pointer ("" for the whole value).

@@ -3,6 +3,7 @@ package approvals
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -28,6 +29,10 @@ const (
 	CodeNoDelivery      = "nothing_to_redrive"
 	CodeUnavailable     = "unavailable"
 	CodeInternal        = "internal"
+	// The agent API's own: a route that exists answers other methods with
+	// it, and a body that is not JSON by its Content-Type.
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // RetryAfter is the wait an unavailable answer asks for (HTTP Retry-After):
@@ -73,18 +78,39 @@ var (
 )
 
 // InputError is a problem with an agent's request body; Code is
-// CodeMalformedJSON, CodeInvalidRequest or CodeInvalidEffect, and Field
-// names the field (for an effect, the JSON pointer of the failing value).
+// CodeMalformedJSON, CodeInvalidRequest or CodeInvalidEffect, and Field is
+// the JSON pointer (RFC 6901) of the value at fault: /run_id,
+// /effect/lines/1/sku ("" for the whole body). Errors lists every
+// violation when there are several (an effect against its schema), the
+// first of them being Field and Message.
 type InputError struct {
 	Code    string
 	Field   string
 	Message string
+	Errors  []Violation
 }
 
 func (e *InputError) Error() string { return e.Message }
 
+// Violation is one value at fault: its JSON pointer and why.
+type Violation struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// invalid is an invalid_request naming the top-level member field (or a
+// pointer, when field is one).
 func invalid(field, format string, args ...any) *InputError {
-	return &InputError{Code: CodeInvalidRequest, Field: field, Message: fmt.Sprintf(format, args...)}
+	return &InputError{Code: CodeInvalidRequest, Field: pointerTo(field), Message: fmt.Sprintf(format, args...)}
+}
+
+// pointerTo is the JSON pointer of a top-level member; "" and pointers are
+// kept as they are.
+func pointerTo(field string) string {
+	if field == "" || strings.HasPrefix(field, "/") {
+		return field
+	}
+	return jsonPointer([]string{field})
 }
 
 // UnknownToolError names the tool an intent asked for; it unwraps to

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/countersign/countersign/internal/intentkey"
 	"github.com/countersign/countersign/internal/strictjson"
 )
 
@@ -36,8 +37,9 @@ var intentFields = []string{"run_id", "step", "tool", "effect", "summary", "reas
 
 // DecodeIntent parses an intake body strictly: malformed JSON is
 // CodeMalformedJSON; duplicate member names anywhere, unknown top-level fields,
-// missing or mistyped fields, and integers too large to be exact are
-// CodeInvalidRequest naming the field, and so is U+0000 in any string: the
+// missing or mistyped fields, and numbers RFC 8785 would not write as the
+// value sent (intentkey.CheckNumber) are CodeInvalidRequest naming the field
+// (a number by its JSON Pointer), and so is U+0000 in any string: the
 // ledger's text cannot hold it (DECISIONS.md). A reviewer and an executor must never
 // read different values from the same bytes, so nothing ambiguous is accepted.
 func DecodeIntent(body []byte) (Intent, error) {
@@ -151,7 +153,7 @@ func checkEffectNUL(effect []byte) error {
 	if !bytes.Contains(effect, []byte(`\u0000`)) {
 		return nil
 	}
-	at, name, found := strictjson.FindNUL(effect, "effect")
+	at, name, found := strictjson.FindNUL(effect, "/effect")
 	switch {
 	case !found:
 		return nil
@@ -186,15 +188,25 @@ func decodeStep(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // CheckJSON reports whether body is exactly one well-formed UTF-8 JSON value
-// with no duplicate member names at any depth, no nesting deeper than 64 and no
-// integer beyond ±2^53 (strictjson.Check). Errors are *InputError.
+// with no duplicate member names at any depth and no nesting deeper than 64
+// (strictjson.Check), whose every number RFC 8785 writes as the value sent
+// (intentkey.CheckNumbers): otherwise the reviewer, the key and the provider
+// would read another amount than the agent's. Errors are *InputError.
 func CheckJSON(body []byte) error {
 	var e *strictjson.Error
-	if !errors.As(strictjson.Check(body), &e) {
-		return nil
+	if errors.As(strictjson.Check(body), &e) {
+		if e.Malformed {
+			return &InputError{Code: CodeMalformedJSON, Message: e.Message}
+		}
+		return &InputError{Code: CodeInvalidRequest, Field: e.Path, Message: e.Message}
 	}
-	if e.Malformed {
-		return &InputError{Code: CodeMalformedJSON, Message: e.Message}
+	err := intentkey.CheckNumbers(body, "")
+	var n *intentkey.NumberError
+	switch {
+	case errors.As(err, &n):
+		return &InputError{Code: CodeInvalidRequest, Field: n.Pointer, Message: n.Error()}
+	case err != nil: // strictjson found the body well-formed; kept for safety
+		return &InputError{Code: CodeMalformedJSON, Message: "the body is not valid JSON: " + err.Error()}
 	}
-	return &InputError{Code: CodeInvalidRequest, Field: e.Path, Message: e.Message}
+	return nil
 }

@@ -16,9 +16,12 @@ import (
 type Refusal struct {
 	Code    string
 	Message string
-	// Field names the request field at fault: for invalid_request its name,
-	// for invalid_effect the JSON pointer of the failing value (/effect/…).
+	// Field is the JSON pointer of the request value at fault (/run_id,
+	// /effect/…); a header or a query parameter is named as itself.
 	Field string
+	// Errors lists every value at fault when there are several
+	// (invalid_effect); Field and Message are the first.
+	Errors []Violation
 	// By is the user id Message names, if any, so that a surface which
 	// renders people (Slack) can show it as one.
 	By string
@@ -30,7 +33,7 @@ func RefusalCodes() []string {
 	return []string{
 		CodeMalformedJSON, CodeInvalidRequest, CodeInvalidEffect, CodeUnknownTool, CodeKeyReused, CodeUnauthorized, CodeTooLarge,
 		CodeNotFound, CodeAlreadyDecided, CodeStaleCard, CodeNotApprover, CodeSelfApproval, CodeAlreadyResolved,
-		CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal,
+		CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal, CodeMethodNotAllowed, CodeUnsupportedMediaType,
 	}
 }
 
@@ -71,7 +74,7 @@ func RefusalFor(err error) Refusal {
 	)
 	switch {
 	case errors.As(err, &input):
-		return Refusal{Code: input.Code, Message: input.Message, Field: input.Field}
+		return Refusal{Code: input.Code, Message: input.Message, Field: input.Field, Errors: input.Errors}
 	case errors.Is(err, ErrUnauthorized):
 		return fixed[CodeUnauthorized]
 	case errors.Is(err, ErrTooLarge):

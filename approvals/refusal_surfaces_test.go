@@ -107,6 +107,14 @@ func TestSurfacesAgreeOnEveryRefusal(t *testing.T) {
 				return s.decide(t, deciderA, missingID, 1, "sha256:00")
 			},
 		},
+		// The agent API's own: a method a route does not take, and a body
+		// sent without Content-Type: application/json.
+		approvals.CodeMethodNotAllowed: {hook: func(t *testing.T, s *surfaces) answer {
+			return s.hookCall(t, http.MethodDelete, "/v1/requests/"+missingID, surfaceToken, nil)
+		}},
+		approvals.CodeUnsupportedMediaType: {hook: func(t *testing.T, s *surfaces) answer {
+			return s.hookCall(t, http.MethodPost, "/v1/requests", surfaceToken, nil)
+		}},
 		// One request for all three, so that they name the same decision.
 		approvals.CodeAlreadyDecided: {
 			hook: func(t *testing.T, s *surfaces) answer {
@@ -444,6 +452,9 @@ func (s *surfaces) hookSend(t *testing.T, method, path, token string, body []byt
 		t.Fatal(err)
 	}
 	r.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(r)
 	if err != nil {
 		t.Fatal(err)

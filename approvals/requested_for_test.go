@@ -27,7 +27,7 @@ func TestRequestedForMustBeAUserID(t *testing.T) {
 			in := newIntent(&intentOpts{RunID: ptr(fmt.Sprintf("r-for-svc-%d", i))})
 			in.RequestedFor = id
 			_, _, err := b.svc.Submit(b.ctx, "billing-agent", in)
-			if ref := RefusalFor(err); ref.Code != CodeInvalidRequest || ref.Field != "requested_for" {
+			if ref := RefusalFor(err); ref.Code != CodeInvalidRequest || ref.Field != "/requested_for" {
 				t.Errorf("requested_for %q: Submit = %v, refusal %+v", id, err, ref)
 			}
 		}

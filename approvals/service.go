@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -125,6 +126,12 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	if key == "" {
 		key = derivedKey
 	}
+	if key != derivedKey && strings.HasPrefix(key, KeyPrefix) {
+		// The prefix is what tells a derived key on a card, in a lookup and
+		// at the provider; a client key must not pass for one.
+		return store.Request{}, false, invalid("idempotency_key",
+			"a key that begins with %s must be the key this intent derives; send that key, none, or a key without the prefix", KeyPrefix)
+	}
 
 	// The store reads the key first or inserts first, as suits it
 	// (store.Ledger.Intake); build runs only for an intent it has to store.
@@ -169,7 +176,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		return s.answerReplay(ctx, res.Request, res.PostQueued, agent, basisHash)
 	}
 	req = res.Request
-	s.Logger.Info("request created", slog.String("key", req.Key), slog.String("tool", req.Tool), slog.String("agent", agent))
+	s.Logger.InfoContext(ctx, "request created", slog.String("key", req.Key), slog.String("tool", req.Tool), slog.String("agent", agent))
 	return req, true, nil
 }
 
@@ -208,7 +215,7 @@ func (s *Service) Get(ctx context.Context, agent Agent, ref string) (store.Reque
 		return store.Request{}, err
 	}
 	if !agent.Sees(req) {
-		s.Logger.Warn("request hidden from another agent", slog.String("key", req.Key),
+		s.Logger.WarnContext(ctx, "request hidden from another agent", slog.String("key", req.Key),
 			slog.String("agent", agent.Name), slog.String("owner", req.RequestedBy))
 		return store.Request{}, ErrNotFound
 	}
@@ -241,6 +248,6 @@ func (s *Service) Cancel(ctx context.Context, agent Agent, ref string) (store.Re
 		}
 		return req, notPending
 	}
-	s.Logger.Info("request cancelled", slog.String("key", req.Key), slog.String("actor", actor))
+	s.Logger.InfoContext(ctx, "request cancelled", slog.String("key", req.Key), slog.String("actor", actor))
 	return req, nil
 }

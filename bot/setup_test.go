@@ -144,13 +144,40 @@ func (b *bundle) submit(in intent) store.Request {
 	if in.effect != "" {
 		effect = in.effect
 	}
-	req, _, err := b.review.Submit(b.ctx, "billing-agent", approvals.Intent{
+	intent := approvals.Intent{
 		RunID: "r-7f3a", Step: json.RawMessage(fmt.Sprint(in.n + 1)), Tool: in.tool, Effect: json.RawMessage(effect),
 		Summary: "Credit " + in.invoice, Reason: "customer reported a duplicate charge", RequestedFor: in.requestedFor,
 		IdempotencyKey: in.key,
-	})
+	}
+	if strings.HasPrefix(in.key, approvals.KeyPrefix) {
+		return b.storeUnderKey(intent)
+	}
+	req, _, err := b.review.Submit(b.ctx, "billing-agent", intent)
 	if err != nil {
 		b.t.Fatalf("submitting: %v", err)
+	}
+	return req
+}
+
+// storeUnderKey stores in under its idempotency key as the ledger stores
+// any request, card post owed: lookups are tested with keys that share a
+// prefix, which no intent derives and the hook refuses from a client.
+func (b *bundle) storeUnderKey(in approvals.Intent) store.Request {
+	b.t.Helper()
+	snapshot, err := approvals.Canonicalize(in.Effect)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	_, basisHash, err := approvals.Derive(in.Basis())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req, _, err := b.store.InsertRequest(b.ctx, store.NewRequest{Key: in.IdempotencyKey, BasisHash: basisHash, RunID: in.RunID,
+		Step: in.Step, Tool: in.Tool, Snapshot: snapshot, PayloadHash: approvals.PayloadHash(snapshot), Summary: in.Summary,
+		Reason: in.Reason, RequestedBy: "billing-agent", RequestedFor: in.RequestedFor, TTL: time.Hour,
+		Policy: b.review.Tools[in.Tool].PolicyFor(snapshot)})
+	if err != nil {
+		b.t.Fatalf("storing under %s: %v", in.IdempotencyKey, err)
 	}
 	return req
 }

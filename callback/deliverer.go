@@ -43,9 +43,10 @@ const maxAnswerBytes = 64 << 10
 // Config is what a Deliverer needs.
 type Config struct {
 	DB store.Store
-	// Render returns the body of a callback: the request's representation
-	// as the hook returns it, at the time of the attempt.
-	Render  func(ctx context.Context, requestID string) ([]byte, error)
+	// Render returns the body of an attempt at delivery: the request's
+	// representation as the hook returns it at the time of the attempt,
+	// the delivery shown as delivering (hook.CallbackBody).
+	Render  func(ctx context.Context, delivery store.Callback) ([]byte, error)
 	Targets map[string]Target // by agent name
 	// Timeout bounds one POST; the claim's lease is 2×Timeout+5s, so a
 	// delivery in flight is never claimed by another replica.
@@ -214,7 +215,7 @@ func (d *Deliverer) send(ctx context.Context, row store.Callback) (int, string) 
 	if !ok {
 		return 0, "the agent has no callback configured"
 	}
-	body, err := d.cfg.Render(ctx, row.RequestID)
+	body, err := d.cfg.Render(ctx, row)
 	if err != nil {
 		return 0, "reading the request: " + err.Error()
 	}
@@ -228,7 +229,8 @@ func (d *Deliverer) send(ctx context.Context, row store.Callback) (int, string) 
 	req.Header.Set("User-Agent", "countersign-callback")
 	req.Header.Set(EventHeader, string(row.Event))
 	req.Header.Set(DeliveryHeader, row.DeliveryID)
-	req.Header.Set(signature.Header, signature.Sign(target.Secret, time.Now(), body))
+	// Signed last, over the headers it covers as they will be sent.
+	req.Header.Set(signature.Header, signature.Sign([][]byte{target.Secret}, time.Now(), signature.RequestOf(req), body))
 	start := time.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {

@@ -38,15 +38,19 @@ type received struct {
 	event, delivery string
 	body            []byte
 	signatureOK     bool
+	// signature and path are the header and the path as received.
+	signature, path string
 }
 
 func newEndpoint(t *testing.T, answers ...int) *endpoint {
 	e := &endpoint{answers: answers}
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		ok := signature.Verify([]byte(secret), r.Header.Get(signature.Header), body, time.Now(), 5*time.Minute) == nil
+		// v2: the method, the path, the delivery id and the body.
+		ok := signature.VerifyRequest([]byte(secret), r.Header.Get(signature.Header), signature.RequestOf(r), body, time.Now(), 5*time.Minute) == nil
 		e.mu.Lock()
-		e.received = append(e.received, received{r.Header.Get(callback.EventHeader), r.Header.Get(callback.DeliveryHeader), body, ok})
+		e.received = append(e.received, received{r.Header.Get(callback.EventHeader), r.Header.Get(callback.DeliveryHeader), body, ok,
+			r.Header.Get(signature.Header), r.URL.EscapedPath()})
 		status := http.StatusOK
 		if len(e.answers) > 0 {
 			status, e.answers = e.answers[0], e.answers[1:]
@@ -75,14 +79,20 @@ type bundle struct {
 // Deliverer that retries at once.
 func setup(t *testing.T, drv *drivertest.Driver, url string) *bundle {
 	t.Helper()
+	return setupWith(t, drv, url, time.Millisecond)
+}
+
+// setupWith is setup with the first retry's delay.
+func setupWith(t *testing.T, drv *drivertest.Driver, url string, retryBase time.Duration) *bundle {
+	t.Helper()
 	b := drv.Open(t, true)
 	b.Store.(*store.Ledger).SetCallbackAgents(agentName)
 	reg := prometheus.NewRegistry()
 	m := callback.NewMetrics(reg)
 	d := callback.New(callback.Config{
 		DB: b.Store,
-		Render: func(ctx context.Context, id string) ([]byte, error) {
-			req, err := b.RequestByID(ctx, id)
+		Render: func(ctx context.Context, cb store.Callback) ([]byte, error) {
+			req, err := b.RequestByID(ctx, cb.RequestID)
 			if err != nil {
 				return nil, err
 			}
@@ -90,7 +100,7 @@ func setup(t *testing.T, drv *drivertest.Driver, url string) *bundle {
 		},
 		Targets:   map[string]callback.Target{agentName: {URL: url, Secret: []byte(secret)}},
 		Timeout:   2 * time.Second,
-		RetryBase: time.Millisecond,
+		RetryBase: retryBase,
 		Metrics:   m,
 	})
 	return &bundle{b: b, d: d, registry: reg, metrics: m}
@@ -148,7 +158,7 @@ func TestDeliveredOncePerTransitionSigned(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		e := newEndpoint(t)
-		b := setup(t, drv, e.URL)
+		b := setup(t, drv, e.URL+"/hooks/countersign")
 		req := rejected(t, b.b, "wa_cb_once")
 		b.drain(t)
 		b.drain(t)
@@ -159,6 +169,21 @@ func TestDeliveredOncePerTransitionSigned(t *testing.T) {
 		r := got[0]
 		if r.event != string(store.CallbackSettled) || len(r.delivery) != 36 || !r.signatureOK {
 			t.Errorf("callback event %q delivery %q signature ok %v", r.event, r.delivery, r.signatureOK)
+		}
+		// v2 covers the delivery id and the path: the same body under
+		// another delivery id, or at another path, does not verify.
+		sent := signature.Request{Method: http.MethodPost, Path: r.path, Delivery: r.delivery}
+		if r.path != "/hooks/countersign" || signature.VerifyRequest([]byte(secret), r.signature, sent, r.body, time.Now(), time.Minute) != nil {
+			t.Errorf("the callback to %s does not verify as sent: %s", r.path, r.signature)
+		}
+		for _, replay := range []signature.Request{
+			{Method: http.MethodPost, Path: r.path, Delivery: "00000000-0000-4000-8000-000000000000"},
+			{Method: http.MethodPost, Path: "/hooks/other", Delivery: r.delivery},
+			{Method: http.MethodPost, Path: r.path, IdempotencyKey: r.delivery},
+		} {
+			if signature.VerifyRequest([]byte(secret), r.signature, replay, r.body, time.Now(), time.Minute) == nil {
+				t.Errorf("the callback verifies as %+v", replay)
+			}
 		}
 		var body struct {
 			ID     string `json:"id"`
@@ -203,6 +228,53 @@ func TestRedeliveredAfterTwoFailures(t *testing.T) {
 		}
 		if n := testutil.ToFloat64(b.metrics.Attempts.WithLabelValues(string(store.CallbackSettled), "retry")); n != 2 {
 			t.Errorf("retry attempts metric = %v, want 2", n)
+		}
+	})
+}
+
+// A redrive restarts the backoff: after failures have pushed the next
+// retry out by doubling delays, the redriven delivery's first failure waits
+// only the first delay again.
+func TestRedriveRestartsTheBackoff(t *testing.T) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		const base, slack = 10 * time.Minute, 5 * time.Second
+		e := newEndpoint(t, 500, 500, 500, 500)
+		b := setupWith(t, drv, e.URL, base)
+		ctx := context.Background()
+		req := rejected(t, b.b, "wa_cb_backoff")
+		// attempt makes the delivery due, sends it once, and returns its row
+		// and how long it now waits.
+		attempt := func(want int) time.Duration {
+			t.Helper()
+			if err := b.b.Exec("UPDATE callbacks SET next_attempt_at = created_at"); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := b.d.RunOnce(ctx); err != nil || n != 1 {
+				t.Fatalf("RunOnce = %d, %v", n, err)
+			}
+			cb, err := b.b.LatestCallback(ctx, req.ID)
+			if err != nil || cb.State != store.CallbackPending || cb.Attempts != want {
+				t.Fatalf("after attempt %d: %+v, %v", want, cb, err)
+			}
+			return time.Until(cb.NextAttemptAt)
+		}
+		if wait := attempt(1); wait < base/2-slack || wait > base+slack {
+			t.Errorf("after the first failure the delivery waits %s, want %s to %s", wait, base/2, base)
+		}
+		attempt(2)
+		if wait := attempt(3); wait < 2*base-slack {
+			t.Errorf("after the third failure the delivery waits %s, want at least %s", wait, 2*base)
+		}
+		cb, ok, err := b.b.RedriveCallback(ctx, req.ID)
+		if err != nil || !ok || cb.Attempts != 0 || time.Until(cb.NextAttemptAt) > slack {
+			t.Fatalf("RedriveCallback = %+v, %v, %v; want attempts 0, due now", cb, ok, err)
+		}
+		if wait := attempt(1); wait < base/2-slack || wait > base+slack {
+			t.Errorf("after the redriven delivery's first failure it waits %s, want %s to %s again", wait, base/2, base)
+		}
+		if got := e.got(); len(got) != 4 || got[3].delivery != got[0].delivery {
+			t.Errorf("the endpoint received %d deliveries; want the same one 4 times", len(got))
 		}
 	})
 }

@@ -6,7 +6,11 @@
 //
 //	Countersign-Event: request.settled | request.needs_review
 //	Countersign-Delivery: <delivery id, the same on every retry and redrive>
-//	Countersign-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
+//	Countersign-Signature: t=<unix>,v1=<hex>,v2=<hex> (v2 also covers the method, the path and the delivery id)
+//
+// signed with the agent's callback secret (docs/CALLBACKS.md). The body is
+// the representation at the time of the attempt (hook.CallbackBody), which
+// says the delivery is delivering.
 //
 // A 2xx answer delivers it; anything else (a redirect included: redirects
 // are never followed) is retried with jittered exponential backoff until

@@ -21,7 +21,7 @@ type delivery struct {
 	request   client.Request
 }
 
-// An agent verifies countersign's callbacks with client.VerifySignature, and
+// An agent verifies countersign's callbacks with client.VerifyRequest, and
 // Redrive sends the newest one again under the same delivery id.
 func TestCallbacksVerifyAndRedrive(t *testing.T) {
 	t.Parallel()
@@ -31,7 +31,7 @@ func TestCallbacksVerifyAndRedrive(t *testing.T) {
 	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		d := delivery{event: r.Header.Get(client.EventHeader), id: r.Header.Get(client.DeliveryHeader),
-			verified: client.VerifySignature([]byte(callbackSecret), r.Header.Get(client.SignatureHeader), body, 0)}
+			verified: client.VerifyRequest([]byte(callbackSecret), r, body, 0)}
 		_ = json.Unmarshal(body, &d.request)
 		mu.Lock()
 		got = append(got, d)
@@ -86,8 +86,13 @@ func TestCallbacksVerifyAndRedrive(t *testing.T) {
 		if d.verified != nil || d.event != "request.settled" || d.request.Key != req.Key || d.request.Status != client.StatusCancelled {
 			t.Errorf("delivery %+v", d)
 		}
+		// The body says the delivery it arrives in is being delivered.
+		// The redrive started its attempts again: each is attempt 1.
+		if cb := d.request.Callback; cb == nil || cb.State != "delivering" || cb.Attempts != 1 {
+			t.Errorf("delivery %s carries callback %+v, want delivering on attempt 1", d.id, cb)
+		}
 	}
-	forged := client.VerifySignature([]byte("not-the-secret"), "t=1,v1=00", []byte("{}"), 0)
+	forged := client.VerifySignature([]byte("not-the-secret"), "t=1,v1=00,v2=00", []byte("{}"), 0)
 	if !errors.Is(forged, client.ErrBadSignature) {
 		t.Errorf("a forged callback verified: %v", forged)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,6 +21,9 @@ type Client struct {
 	http       *http.Client
 	minBackoff time.Duration
 	maxBackoff time.Duration
+	// badURL is why baseURL cannot be called, if it cannot: every call
+	// fails with it at once rather than retrying until its context ends.
+	badURL error
 }
 
 // Option adjusts a Client built by New.
@@ -32,15 +34,16 @@ type Option func(*Client)
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
 // WithBackoff sets the first and the longest pause between retries of a
-// network error or a 503 (default 200 ms doubling to 5 s; a Retry-After the
-// server sends is honoured when longer).
+// network error, a 503 or a read's 500 (default 200 ms doubling to 5 s; a
+// Retry-After the server sends is honoured when longer).
 func WithBackoff(first, longest time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = first, longest }
 }
 
 // New returns a client of the countersign server at baseURL
 // ("https://countersign.internal") that authenticates with the agent's
-// bearer token.
+// bearer token. A baseURL that is not an http or https URL makes every
+// call fail at once, without retries.
 func New(baseURL, token string, opts ...Option) *Client {
 	c := &Client{
 		baseURL:    strings.TrimRight(baseURL, "/"),
@@ -48,6 +51,9 @@ func New(baseURL, token string, opts ...Option) *Client {
 		http:       &http.Client{Timeout: pollWait + 30*time.Second},
 		minBackoff: 200 * time.Millisecond,
 		maxBackoff: 5 * time.Second,
+	}
+	if u, err := url.Parse(c.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.badURL = fmt.Errorf("countersign: the base URL %q is not an http or https URL", baseURL)
 	}
 	for _, opt := range opts {
 		opt(c)
@@ -79,7 +85,8 @@ func (c *Client) Request(ctx context.Context, in Intent) (*Request, error) {
 	return req, nil
 }
 
-// Get returns the request named by ref, its id or its full key.
+// Get returns the request named by ref, its id or its full key. A network
+// error, a 500 or a 503 is retried until ctx ends: a read changes nothing.
 func (c *Client) Get(ctx context.Context, ref string) (*Request, error) {
 	a, err := c.call(ctx, http.MethodGet, requestPath(ref, ""), nil, true)
 	if err != nil {
@@ -111,7 +118,7 @@ func (c *Client) Wait(ctx context.Context, ref string) (*Request, error) {
 
 // Do asks for the intent's write and waits until it is settled: Request then
 // Wait, retrying network errors and 503s with the same intent, so the key
-// never changes. Bound it with ctx.
+// never changes (and a 500 while it reads). Bound it with ctx.
 func (c *Client) Do(ctx context.Context, in Intent) (*Request, error) {
 	req, err := c.Request(ctx, in)
 	if err != nil || req.Settled {
@@ -139,7 +146,7 @@ func (c *Client) Redrive(ctx context.Context, ref string) (*Request, error) {
 	return decodeRequest(a)
 }
 
-// Tools lists the tools this agent may request.
+// Tools lists the tools this agent may request, retried as Get is.
 func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 	a, err := c.call(ctx, http.MethodGet, "/v1/tools", nil, true)
 	if err != nil {
@@ -168,42 +175,8 @@ type answer struct {
 // maxAnswerBytes caps what the client reads of an answer.
 const maxAnswerBytes = 8 << 20
 
-// call sends one request and, when retry is set, sends the same bytes again
-// after a network error or a 503 until ctx ends. An answer of 400 or more is
-// an *APIError.
-func (c *Client) call(ctx context.Context, method, path string, body []byte, retry bool) (answer, error) {
-	backoff := c.minBackoff
-	for {
-		a, err := c.once(ctx, method, path, body)
-		var pause time.Duration
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return answer{}, ctx.Err()
-		case err != nil:
-			if !retry {
-				return answer{}, err
-			}
-			pause = backoff
-		case a.status < 400:
-			return a, nil
-		default:
-			apiErr := decodeError(a)
-			if !retry || a.status != http.StatusServiceUnavailable {
-				return answer{}, apiErr
-			}
-			pause = max(backoff, apiErr.RetryAfter)
-		}
-		// Jitter spreads the retries of many agents after one outage.
-		pause = pause/2 + rand.N(pause/2+1)
-		select {
-		case <-ctx.Done():
-			return answer{}, ctx.Err()
-		case <-time.After(pause):
-		}
-		backoff = min(2*backoff, c.maxBackoff)
-	}
-}
-
+// once sends one attempt. Its error is the transport's, which names the
+// URL; call says which call it was.
 func (c *Client) once(ctx context.Context, method, path string, body []byte) (answer, error) {
 	var reader io.Reader
 	if body != nil {
@@ -211,21 +184,22 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte) (an
 	}
 	r, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, reader)
 	if err != nil {
-		return answer{}, fmt.Errorf("client: %w", err)
+		return answer{}, err
 	}
 	r.Header.Set("Authorization", "Bearer "+c.token)
 	r.Header.Set("Accept", "application/json")
+	r.Header.Set("User-Agent", userAgent())
 	if body != nil {
 		r.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(r)
 	if err != nil {
-		return answer{}, fmt.Errorf("client: %s %s: %w", method, path, err)
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return answer{}, fmt.Errorf("client: reading the answer to %s %s: %w", method, path, err)
+		return answer{}, fmt.Errorf("reading the answer: %w", err)
 	}
 	return answer{status: resp.StatusCode, header: resp.Header, body: raw}, nil
 }
@@ -243,14 +217,19 @@ func decodeRequest(a answer) (*Request, error) {
 func decodeError(a answer) *APIError {
 	var body struct {
 		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-			Field   string `json:"field"`
+			Code      string      `json:"code"`
+			Message   string      `json:"message"`
+			Field     string      `json:"field"`
+			Errors    []Violation `json:"errors"`
+			RequestID string      `json:"request_id"`
 		} `json:"error"`
 	}
-	e := &APIError{Status: a.status}
+	e := &APIError{Status: a.status, RequestID: a.header.Get("Request-Id")}
 	if json.Unmarshal(a.body, &body) == nil && body.Error.Code != "" {
-		e.Code, e.Message, e.Field = body.Error.Code, body.Error.Message, body.Error.Field
+		e.Code, e.Message, e.Field, e.Errors = body.Error.Code, body.Error.Message, body.Error.Field, body.Error.Errors
+		if body.Error.RequestID != "" {
+			e.RequestID = body.Error.RequestID
+		}
 	} else {
 		e.Message = http.StatusText(a.status)
 		if a.status == http.StatusServiceUnavailable {

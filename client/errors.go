@@ -45,8 +45,14 @@ var (
 	// ErrUnavailable: countersign cannot reach its database; Do, Request,
 	// Get and Wait retry it after APIError.RetryAfter.
 	ErrUnavailable = errors.New("countersign: unavailable")
-	// ErrInternal: an unexpected failure; nothing was recorded by it.
+	// ErrInternal: an unexpected failure; nothing was recorded by it. Get,
+	// Wait and Tools retry it; the other calls return it.
 	ErrInternal = errors.New("countersign: internal")
+	// ErrMethodNotAllowed and ErrUnsupportedMediaType: a call the client
+	// never makes (a method the route does not take, a body not sent as
+	// JSON), there for callers that build their own.
+	ErrMethodNotAllowed     = errors.New("countersign: method_not_allowed")
+	ErrUnsupportedMediaType = errors.New("countersign: unsupported_media_type")
 )
 
 // codes maps each error code to its sentinel.
@@ -68,6 +74,8 @@ var codes = map[string]error{
 	"nothing_to_redrive":      ErrNothingToRedrive,
 	"unavailable":             ErrUnavailable,
 	"internal":                ErrInternal,
+	"method_not_allowed":      ErrMethodNotAllowed,
+	"unsupported_media_type":  ErrUnsupportedMediaType,
 }
 
 // APIError is a refusal from the hook: the stable code, the HTTP status, the
@@ -78,15 +86,38 @@ type APIError struct {
 	Code    string
 	Message string
 	Field   string
+	// Errors lists every value at fault when there are several
+	// (invalid_effect); Field and Message are the first.
+	Errors []Violation
+	// RequestID names the request in the server's logs (Request-Id).
+	RequestID string
 	// RetryAfter is the wait the answer asked for (503), or 0.
 	RetryAfter time.Duration
 }
 
+// Error reads "countersign: code (status) at field: message (request_id
+// req_…)"; the request id is what to quote to whoever runs the server. An
+// answer without the hook's error body (a proxy's page) reads "countersign:
+// HTTP status: …".
 func (e *APIError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("countersign: %s (%d) at %s: %s", e.Code, e.Status, e.Field, e.Message)
+	msg := fmt.Sprintf("countersign: %s (%d)", e.Code, e.Status)
+	if e.Code == "" {
+		msg = fmt.Sprintf("countersign: HTTP %d", e.Status)
 	}
-	return fmt.Sprintf("countersign: %s (%d): %s", e.Code, e.Status, e.Message)
+	if e.Field != "" {
+		msg += " at " + e.Field
+	}
+	msg += ": " + e.Message
+	if e.RequestID != "" {
+		msg += " (request_id " + e.RequestID + ")"
+	}
+	return msg
+}
+
+// Violation is one value at fault: its JSON pointer and why.
+type Violation struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
 // Is reports whether target is the sentinel of e's code.

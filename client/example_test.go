@@ -48,15 +48,16 @@ func ExampleKey() {
 	// Output: wa_d0290121a1bc5140c2f0e0dcb82f8a07d785742f014cc81ac67938ef379d634c <nil>
 }
 
-// A provider checks that a dispatch came through the gate before it writes.
-func ExampleVerifySignature() {
-	secret := []byte("the COUNTERSIGN_DISPATCH_SECRET")
+// A provider checks that a dispatch came through the gate, to this path
+// with this method and under this Idempotency-Key, before it writes.
+func ExampleVerifyRequest() {
+	secret := []byte("the tool's dispatch secret")
 	http.HandleFunc("POST /credits", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 		if err != nil {
 			return
 		}
-		if client.VerifySignature(secret, r.Header.Get(client.SignatureHeader), body, 0) != nil {
+		if client.VerifyRequest(secret, r, body, 0) != nil {
 			http.Error(w, "not signed by countersign", http.StatusUnauthorized)
 			return
 		}

@@ -8,3 +8,9 @@ func Sentinels() []error {
 	}
 	return out
 }
+
+// The verifiers at a time of the test's choosing, for the signature vectors.
+var (
+	VerifyV1At = verifyV1At
+	VerifyV2At = verifyV2At
+)

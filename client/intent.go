@@ -33,7 +33,10 @@ type Intent struct {
 
 // Key returns the key countersign stores for the intent, computed offline:
 // its IdempotencyKey if set, else "wa_" + hex(sha256(JCS({"run", "step",
-// "tool", "effect"}))), the same as the hook and `countersign key`.
+// "tool", "effect"}))), the same as the hook and `countersign key`. Like
+// them it refuses a number RFC 8785 would write as another value
+// (9007199254740993, 1e-400, 9007199254740993.0 as a json.Number), naming
+// it by its JSON Pointer: the hook would refuse the intent.
 func Key(in Intent) (string, error) {
 	if in.IdempotencyKey != "" {
 		if !intentkey.ValidClientKey(in.IdempotencyKey) {
@@ -57,12 +60,18 @@ func (in Intent) basis() (intentkey.Basis, error) {
 	if _, err := strconv.ParseInt(string(step), 10, 64); err != nil && step[0] != '"' {
 		return intentkey.Basis{}, fmt.Errorf("client: Step must be an integer or a string, not %s", step)
 	}
+	if err := intentkey.CheckNumbers(step, "/step"); err != nil {
+		return intentkey.Basis{}, fmt.Errorf("client: %w", err)
+	}
 	effect, err := json.Marshal(in.Effect)
 	if err != nil {
 		return intentkey.Basis{}, fmt.Errorf("client: encoding effect: %w", err)
 	}
 	if len(effect) == 0 || effect[0] != '{' {
 		return intentkey.Basis{}, fmt.Errorf("client: Effect must encode as a JSON object")
+	}
+	if err := intentkey.CheckNumbers(effect, "/effect"); err != nil {
+		return intentkey.Basis{}, fmt.Errorf("client: %w", err)
 	}
 	return intentkey.Basis{RunID: in.RunID, Step: step, Tool: in.Tool, Effect: effect}, nil
 }

@@ -39,7 +39,7 @@ type Page struct {
 // every agent's) that match p, newest first. Paging is by keyset: following
 // NextCursor neither repeats nor skips a request that existed when the
 // listing began, however many arrive meanwhile. It only reads, so a network
-// error or a 503 is retried until ctx ends.
+// error, a 503 or a 500 is retried until ctx ends.
 func (c *Client) List(ctx context.Context, p ListParams) (*Page, error) {
 	query := url.Values{}
 	for name, value := range map[string]string{"status": string(p.Status), "tool": p.Tool, "run_id": p.RunID, "cursor": p.Cursor} {

@@ -58,6 +58,10 @@ type Request struct {
 	Version int64 `json:"version"`
 	// Callback is the newest callback delivery to the agent, if one was sent.
 	Callback *Callback `json:"callback"`
+	// Policy is how the request's rounds are decided, frozen when it was
+	// stored; Votes are the current round's votes, oldest first.
+	Policy RequestPolicy `json:"policy"`
+	Votes  []Vote        `json:"votes"`
 
 	// Replayed is true when Request found the key already stored (200 with
 	// Idempotent-Replayed) rather than creating it (201).
@@ -71,6 +75,29 @@ type Decision struct {
 	At      time.Time `json:"at"`
 	Via     string    `json:"via"`
 	Round   int       `json:"round"`
+	// Reason is the deciding reviewer's words; "" when none were asked for
+	// or given.
+	Reason string `json:"reason"`
+}
+
+// RequestPolicy is how a request's rounds are decided.
+type RequestPolicy struct {
+	// Approvals is how many distinct approvers a round needs.
+	Approvals int `json:"approvals"`
+	// Approvers are who may vote: Slack user and user-group ids, or local
+	// reviewers.
+	Approvers []string `json:"approvers"`
+	// Tier is the index of the tool's tier that matched the effect, or nil
+	// when none did and the tool's own policy applies.
+	Tier *int `json:"tier"`
+}
+
+// Vote is one reviewer's vote in a request's round.
+type Vote struct {
+	By      string    `json:"by"`
+	Verdict string    `json:"verdict"` // approve or reject
+	At      time.Time `json:"at"`
+	Reason  string    `json:"reason"`
 }
 
 // Execution is the request's latest execution.
@@ -90,7 +117,9 @@ type Response struct {
 
 // Callback is where a request's newest callback delivery stands.
 type Callback struct {
-	State    string `json:"state"` // pending, delivered or failed
+	// State is pending, delivered or failed; in a callback's own body,
+	// delivering (the delivery it arrives in).
+	State    string `json:"state"`
 	Attempts int    `json:"attempts"`
 	// LastStatus is the status the agent's endpoint last answered, if any.
 	LastStatus *int `json:"last_status"`

@@ -75,6 +75,8 @@ type gate struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	logs *bytes.Buffer
+	// browser is the reviewer's session in the running serve's inbox.
+	browser *http.Client
 }
 
 // startGate starts serve and its provider.
@@ -108,6 +110,8 @@ tools:
     key_aware: true
     verify: {url: "`+providerSrv.URL+`/objects?key={key}"}
     claim_timeout: 30s
+    reject_reason: optional
+    tiers: [{when: {field: amount_cents, gt: 1000000}, approvals: 2, approvers: [local:reviewer, local:second]}]
     effect_schema: `+strings.Join(strings.Fields(creditSchema), " ")+`
   crm.note:
     approvers: [local:reviewer]
@@ -154,6 +158,7 @@ func (g *gate) start() {
 	g.t.Helper()
 	g.mu.Lock()
 	g.logs = &bytes.Buffer{}
+	g.browser = nil // a new process prints a new inbox link
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(g.env, "COUNTERSIGN_LISTEN="+g.addr)
 	out, err := cmd.StderrPipe()
@@ -233,6 +238,34 @@ var inboxEntry = regexp.MustCompile(`"url":"(http://[^"]+/inbox/\?token=[^"]+)"`
 // the serve process now running, as a person would.
 func (g *gate) approve(id, payloadHash string) {
 	g.t.Helper()
+	g.vote(id, payloadHash, "approve", "")
+}
+
+// vote records the local reviewer's verdict on the request's first round,
+// with its reason, through the inbox.
+func (g *gate) vote(id, payloadHash, verdict, reason string) {
+	g.t.Helper()
+	form := url.Values{"request_id": {id}, "round": {"1"}, "payload_hash": {payloadHash}, "verdict": {verdict}, "reason": {reason}}
+	resp, err := g.inbox().Post("http://"+g.addr+"/inbox/decide", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		g.t.Fatalf("voting %s in the inbox answered %d", verdict, resp.StatusCode)
+	}
+}
+
+// inbox returns the reviewer's browser, in the inbox of the serve process
+// now running: the first call opens the link serve logged, which works once.
+func (g *gate) inbox() *http.Client {
+	g.t.Helper()
+	g.mu.Lock()
+	browser := g.browser
+	g.mu.Unlock()
+	if browser != nil {
+		return browser
+	}
 	var entry string
 	for deadline := time.Now().Add(10 * time.Second); entry == ""; {
 		if m := inboxEntry.FindStringSubmatch(g.logText()); m != nil {
@@ -244,22 +277,17 @@ func (g *gate) approve(id, payloadHash string) {
 		}
 	}
 	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Timeout: 10 * time.Second, Jar: jar,
+	browser = &http.Client{Timeout: 10 * time.Second, Jar: jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := browser.Get(entry)
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	resp.Body.Close()
-	form := url.Values{"request_id": {id}, "round": {"1"}, "payload_hash": {payloadHash}, "verdict": {"approve"}}
-	resp, err = browser.Post("http://"+g.addr+"/inbox/decide", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		g.t.Fatalf("approving in the inbox answered %d", resp.StatusCode)
-	}
+	g.mu.Lock()
+	g.browser = browser
+	g.mu.Unlock()
+	return browser
 }
 
 // decodeJSON decodes raw into v or fails the test.

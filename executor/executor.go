@@ -18,7 +18,8 @@ import (
 type Config struct {
 	DB    store.Store
 	Tools map[string]Tool
-	// Secret signs every dispatch (COUNTERSIGN_DISPATCH_SECRET).
+	// Secret signs every dispatch of a tool without a Secret of its own
+	// (COUNTERSIGN_DISPATCH_SECRET).
 	Secret []byte
 	// Worker names this process in claimed_by; default host-pid-random.
 	Worker string
@@ -159,6 +160,14 @@ func New(cfg Config) *Executor {
 		e.window = 10 * time.Minute
 	}
 	return e
+}
+
+// secretFor is the secret that signs tool's dispatches.
+func (e *Executor) secretFor(tool Tool) []byte {
+	if len(tool.Secret) > 0 {
+		return tool.Secret
+	}
+	return e.secret
 }
 
 // Worker is the name this executor claims under.

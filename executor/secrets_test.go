@@ -81,7 +81,9 @@ func TestNoSurfaceShowsASecretFromAFailedCallsURL(t *testing.T) {
 	})
 	t.Cleanup(slackBot.Wait)
 	callbacks := callback.New(callback.Config{
-		DB: ledger, Render: func(ctx context.Context, id string) ([]byte, error) { return hook.Representation(ctx, review, id) }, Timeout: 2 * time.Second, RetryBase: time.Minute, Batch: 50, Logger: logger,
+		DB: ledger, Render: func(ctx context.Context, cb store.Callback) ([]byte, error) {
+			return hook.CallbackBody(ctx, review, cb)
+		}, Timeout: 2 * time.Second, RetryBase: time.Minute, Batch: 50, Logger: logger,
 		Targets: map[string]callback.Target{"agent": {URL: withSecret("/hooks/countersign"), Secret: []byte("callback-secret")}},
 	})
 

@@ -34,8 +34,10 @@ type Agents []Agent
 // Every configured hash is compared in constant time, and all are compared,
 // so timing reveals neither the token nor which agent matched.
 func (as Agents) Authenticate(authorization string) (approvals.Agent, bool) {
-	token, ok := strings.CutPrefix(authorization, "Bearer ")
-	if !ok || token == "" {
+	// RFC 6750: the scheme is case-insensitive, then one or more spaces.
+	scheme, token, ok := strings.Cut(authorization, " ")
+	token = strings.TrimLeft(token, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return approvals.Agent{}, false
 	}
 	sum := sha256.Sum256([]byte(token))

@@ -8,7 +8,7 @@
 // reads the body within approvals.MaxBodyBytes, and hands the intent to
 // approvals.Service, which owns intake, keys and decisions. It represents a
 // request as a View, which is also the body of a callback
-// (Representation), and answers every refusal with approvals' code and
+// (CallbackBody), and answers every refusal with approvals' code and
 // words, its HTTP status (Status) and, for a database out of reach,
 // Retry-After.
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,7 @@ func post(t *testing.T, b *bundle, body string) (*http.Response, errorBody) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, b.server.URL+"/v1/requests", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -94,4 +96,53 @@ func post(t *testing.T, b *bundle, body string) (*http.Response, errorBody) {
 		t.Fatal(err)
 	}
 	return resp, got
+}
+
+// GET /v1/tools serves a schema that names files beside it as one document:
+// an MCP runtime can take it as a tool's input schema as it is.
+func TestToolListServesBundledSchemas(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d *drivertest.Driver) {
+		t.Parallel()
+		b := setupWith(t, d)
+		raw, err := os.ReadFile("../approvals/testdata/bundle/refund.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema, err := approvals.CompileEffectSchema("billing.credit", raw, "../approvals/testdata/bundle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool := b.svc.Tools["billing.credit"]
+		tool.EffectSchema = schema
+		b.svc.Tools = map[string]approvals.Tool{"billing.credit": tool, "deploy.release": b.svc.Tools["deploy.release"]}
+		r := b.do(t, http.MethodGet, "/v1/tools", testToken, nil, nil)
+		var list struct {
+			Tools []struct {
+				Name   string          `json:"name"`
+				Schema json.RawMessage `json:"effect_schema"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(r.body, &list); err != nil || r.status != http.StatusOK {
+			t.Fatalf("= %d %s", r.status, r.body)
+		}
+		for _, tl := range list.Tools {
+			if tl.Name != "billing.credit" {
+				continue
+			}
+			refs := regexp.MustCompile(`"\$ref":"([^"]*)"`).FindAllStringSubmatch(string(tl.Schema), -1)
+			if len(refs) == 0 {
+				t.Fatalf("no $ref served at all: %s", tl.Schema)
+			}
+			for _, ref := range refs {
+				if !strings.HasPrefix(ref[1], "#/") {
+					t.Errorf("served $ref %q leaves the document", ref[1])
+				}
+			}
+			if !strings.Contains(string(tl.Schema), `"money"`) {
+				t.Errorf("common.json's money is not bundled: %s", tl.Schema)
+			}
+			return
+		}
+		t.Fatalf("billing.credit not listed: %s", r.body)
+	})
 }

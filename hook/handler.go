@@ -2,9 +2,7 @@ package hook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,56 +24,29 @@ type Handler struct {
 	logger   *slog.Logger
 	metrics  *Metrics
 	mux      *http.ServeMux
-}
-
-// NewHandler returns the hook's routes under /v1/.
-func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, logger *slog.Logger, metrics *Metrics) *Handler {
-	h := &Handler{svc: svc, agents: agents, listener: listener, logger: logger, metrics: metrics, mux: http.NewServeMux()}
-	h.mux.Handle("POST /v1/requests", h.route("create", h.create))
-	h.mux.Handle("GET /v1/requests", h.route("list", h.list))
-	h.mux.Handle("GET /v1/requests/{ref}", h.route("get", h.get))
-	h.mux.Handle("POST /v1/requests/{ref}/cancel", h.route("cancel", h.cancel))
-	h.mux.Handle("POST /v1/requests/{ref}/redrive", h.route("redrive", h.redrive))
-	h.mux.Handle("GET /v1/tools", h.route("tools", h.tools))
-	h.mux.HandleFunc("GET /v1/openapi.json", h.serveOpenAPI)
-	return h
-}
-
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
-
-// route authenticates the agent and times the request.
-func (h *Handler) route(name string, fn func(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		agent, ok := h.agents.Authenticate(r.Header.Get("Authorization"))
-		var status int
-		if !ok {
-			if name == "create" {
-				h.metrics.Intake.WithLabelValues("unauthorized").Inc()
-			}
-			status = writeRefusal(w, approvals.RefusalFor(approvals.ErrUnauthorized))
-		} else {
-			status = fn(w, r, agent)
-		}
-		h.metrics.HTTPDuration.WithLabelValues(name, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
-	})
+	// operations are the routes served, as "METHOD /pattern".
+	operations []string
 }
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
+	if !isJSON(r.Header.Get("Content-Type")) {
+		return writeRefusal(w, r, unsupportedMediaType)
+	}
 	if r.ContentLength > approvals.MaxBodyBytes {
-		return writeRefusal(w, approvals.RefusalFor(approvals.ErrTooLarge))
+		return writeRefusal(w, r, approvals.RefusalFor(approvals.ErrTooLarge))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, approvals.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return writeRefusal(w, approvals.RefusalFor(approvals.ErrTooLarge))
+			return writeRefusal(w, r, approvals.RefusalFor(approvals.ErrTooLarge))
 		}
-		return writeRefusal(w, approvals.RefusalFor(&approvals.InputError{Code: approvals.CodeMalformedJSON, Message: "The body could not be read."}))
+		return writeRefusal(w, r, approvals.RefusalFor(&approvals.InputError{Code: approvals.CodeMalformedJSON, Message: "The body could not be read."}))
 	}
 	in, err := approvals.DecodeIntent(body)
+	header := r.Header.Get("Idempotency-Key")
 	if err == nil {
-		err = applyKeyHeader(&in, r.Header.Get("Idempotency-Key"))
+		err = applyKeyHeader(&in, header)
 	}
 	var req store.Request
 	var created bool
@@ -89,7 +60,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals
 			outcome = code
 		}
 		h.metrics.Intake.WithLabelValues(outcome).Inc()
-		return h.writeServiceError(w, r, err)
+		return h.writeServiceError(w, r, namingKeyHeader(err, header))
 	}
 	view, err := viewOf(r.Context(), h.svc, req)
 	if err != nil {
@@ -104,6 +75,18 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals
 	return writeJSON(w, http.StatusOK, view)
 }
 
+// namingKeyHeader names the Idempotency-Key header, rather than the body's
+// idempotency_key, in a refusal of the key the header sent.
+func namingKeyHeader(err error, header string) error {
+	var input *approvals.InputError
+	if header != "" && errors.As(err, &input) && input.Field == "/idempotency_key" {
+		named := *input
+		named.Field = "Idempotency-Key"
+		return &named
+	}
+	return err
+}
+
 // applyKeyHeader takes a client key from the Idempotency-Key header; it must
 // agree with the body's idempotency_key when both are sent.
 func applyKeyHeader(in *approvals.Intent, header string) error {
@@ -114,7 +97,7 @@ func applyKeyHeader(in *approvals.Intent, header string) error {
 		return invalid("Idempotency-Key", "the Idempotency-Key header must be 8 to 255 printable ASCII characters")
 	}
 	if in.IdempotencyKey != "" && in.IdempotencyKey != header {
-		return invalid("idempotency_key", "idempotency_key and the Idempotency-Key header differ")
+		return invalid("Idempotency-Key", "idempotency_key and the Idempotency-Key header differ")
 	}
 	in.IdempotencyKey = header
 	return nil
@@ -124,11 +107,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent approvals.Ag
 	query := r.URL.Query()
 	wait, err := parseWait(query.Get("wait"))
 	if err != nil {
-		return writeRefusal(w, approvals.RefusalFor(&approvals.InputError{Code: approvals.CodeInvalidRequest, Message: err.Error(), Field: "wait"}))
+		return writeRefusal(w, r, approvals.RefusalFor(invalid("wait", "%v", err)))
 	}
 	since, err := parseSince(query.Get("since"))
 	if err != nil {
-		return writeRefusal(w, approvals.RefusalFor(&approvals.InputError{Code: approvals.CodeInvalidRequest, Message: err.Error(), Field: "since"}))
+		return writeRefusal(w, r, approvals.RefusalFor(invalid("since", "%v", err)))
 	}
 	ref := r.PathValue("ref")
 	if wait == 0 {
@@ -252,52 +235,4 @@ func (h *Handler) redrive(w http.ResponseWriter, r *http.Request, agent approval
 		return h.writeServiceError(w, r, err)
 	}
 	return writeJSON(w, http.StatusOK, view)
-}
-
-// writeServiceError answers an error with its refusal: a store out of reach
-// adds Retry-After, and anything unknown is a 500 that reveals nothing but
-// is logged. A client that went away gets nothing.
-func (h *Handler) writeServiceError(w http.ResponseWriter, r *http.Request, err error) int {
-	if errors.Is(err, context.Canceled) {
-		return 499
-	}
-	ref := approvals.RefusalFor(err)
-	switch ref.Code {
-	case approvals.CodeUnavailable:
-		h.logger.Warn("hook request failed: database unavailable", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
-		w.Header().Set("Retry-After", strconv.Itoa(int(approvals.RetryAfter/time.Second)))
-	case approvals.CodeInternal:
-		h.logger.Error("hook request failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
-	}
-	return writeRefusal(w, ref)
-}
-
-type errorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Field   string `json:"field,omitempty"`
-	} `json:"error"`
-}
-
-// invalid is an invalid_request naming field.
-func invalid(field, format string, args ...any) *approvals.InputError {
-	return &approvals.InputError{Code: approvals.CodeInvalidRequest, Field: field, Message: fmt.Sprintf(format, args...)}
-}
-
-// writeRefusal writes a refusal as the hook's error body, with its code's
-// status.
-func writeRefusal(w http.ResponseWriter, ref approvals.Refusal) int {
-	var body errorBody
-	body.Error.Code, body.Error.Message, body.Error.Field = ref.Code, ref.Message, ref.Field
-	return writeJSON(w, Status(ref.Code), body)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) int {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return status
 }

@@ -19,6 +19,7 @@ func (b *bundle) postBody(body string) (status int, respBody []byte, err error) 
 		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -31,16 +32,16 @@ func (b *bundle) postBody(body string) (status int, respBody []byte, err error) 
 // nulIntents are intents with U+0000 in one place each, and the field the
 // refusal must name.
 var nulIntents = []struct{ field, body string }{
-	{"summary", `{"run_id":"r-nul","step":1,"tool":"billing.credit","effect":{"a":1},"summary":"credit\u0000 it"}`},
-	{"reason", `{"run_id":"r-nul","step":2,"tool":"billing.credit","effect":{"a":1},"reason":"\u0000"}`},
-	{"run_id", `{"run_id":"r-\u0000","step":3,"tool":"billing.credit","effect":{"a":1}}`},
-	{"step", `{"run_id":"r-nul","step":"s\u0000","tool":"billing.credit","effect":{"a":1}}`},
-	{"tool", `{"run_id":"r-nul","step":5,"tool":"billing.credit\u0000","effect":{"a":1}}`},
-	{"requested_for", `{"run_id":"r-nul","step":6,"tool":"billing.credit","effect":{"a":1},"requested_for":"U0\u0000"}`},
-	{"idempotency_key", `{"run_id":"r-nul","step":7,"tool":"billing.credit","effect":{"a":1},"idempotency_key":"key-\u0000-0001"}`},
-	{"effect.invoice", `{"run_id":"r-nul","step":8,"tool":"billing.credit","effect":{"invoice":"inv_\u0000"}}`},
-	{"effect.lines[1]", `{"run_id":"r-nul","step":9,"tool":"billing.credit","effect":{"lines":[{"a":1},{"b\u0000":1}]}}`},
-	{"summary", `{"run_id":"r-nul","step":10,"tool":"billing.credit","effect":{"a":1},"summary":"\u0000"}`},
+	{"/summary", `{"run_id":"r-nul","step":1,"tool":"billing.credit","effect":{"a":1},"summary":"credit\u0000 it"}`},
+	{"/reason", `{"run_id":"r-nul","step":2,"tool":"billing.credit","effect":{"a":1},"reason":"\u0000"}`},
+	{"/run_id", `{"run_id":"r-\u0000","step":3,"tool":"billing.credit","effect":{"a":1}}`},
+	{"/step", `{"run_id":"r-nul","step":"s\u0000","tool":"billing.credit","effect":{"a":1}}`},
+	{"/tool", `{"run_id":"r-nul","step":5,"tool":"billing.credit\u0000","effect":{"a":1}}`},
+	{"/requested_for", `{"run_id":"r-nul","step":6,"tool":"billing.credit","effect":{"a":1},"requested_for":"U0\u0000"}`},
+	{"/idempotency_key", `{"run_id":"r-nul","step":7,"tool":"billing.credit","effect":{"a":1},"idempotency_key":"key-\u0000-0001"}`},
+	{"/effect/invoice", `{"run_id":"r-nul","step":8,"tool":"billing.credit","effect":{"invoice":"inv_\u0000"}}`},
+	{"/effect/lines/1", `{"run_id":"r-nul","step":9,"tool":"billing.credit","effect":{"lines":[{"a":1},{"b\u0000":1}]}}`},
+	{"/summary", `{"run_id":"r-nul","step":10,"tool":"billing.credit","effect":{"a":1},"summary":"\u0000"}`},
 }
 
 // One intent can never fail another: posts with U+0000 are refused alone,

@@ -56,6 +56,9 @@ func (b *bundle) do(t *testing.T, method, path, token string, body io.Reader, he
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -66,6 +69,23 @@ func (b *bundle) do(t *testing.T, method, path, token string, body io.Reader, he
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// withoutRequestID is an error body with its request_id blanked: the one
+// part of a refusal that differs on every request, checked on its own
+// (TestEveryAnswerCarriesARequestID).
+func withoutRequestID(t *testing.T, body []byte) string {
+	t.Helper()
+	var e map[string]map[string]any
+	if err := json.Unmarshal(body, &e); err != nil || e["error"] == nil {
+		t.Fatalf("not an error body: %s", body)
+	}
+	if id, _ := e["error"]["request_id"].(string); !strings.HasPrefix(id, "req_") {
+		t.Errorf("error body without a request_id: %s", body)
+	}
+	e["error"]["request_id"] = ""
+	out, _ := json.Marshal(e)
+	return string(out)
 }
 
 func (b *bundle) post(t *testing.T, body string) response {
@@ -123,7 +143,7 @@ func TestHookClientKey(t *testing.T) {
 		}
 		bodyKey := strings.Replace(vectorBody, `"step": 6`, `"step": 6, "idempotency_key": "another-key-123"`, 1)
 		r = b.do(t, http.MethodPost, "/v1/requests", testToken, strings.NewReader(bodyKey), hdr)
-		if code, field := r.errorCode(t); r.status != http.StatusUnprocessableEntity || code != approvals.CodeInvalidRequest || field != "idempotency_key" {
+		if code, field := r.errorCode(t); r.status != http.StatusUnprocessableEntity || code != approvals.CodeInvalidRequest || field != "Idempotency-Key" {
 			t.Errorf("header and body keys differ = %d %s", r.status, r.body)
 		}
 		r = b.do(t, http.MethodPost, "/v1/requests", testToken, strings.NewReader(vectorBody), map[string]string{"Idempotency-Key": "short"})
@@ -147,21 +167,21 @@ func TestHookErrorTable(t *testing.T) {
 			field  string
 		}{
 			{"unknown tool", testToken, strings.Replace(vectorBody, "billing.credit", "db.drop", 1), 422, approvals.CodeUnknownTool, ""},
-			{"missing run_id", testToken, strings.Replace(vectorBody, `"run_id": "r-7f3a",`, "", 1), 422, approvals.CodeInvalidRequest, "run_id"},
-			{"missing step", testToken, strings.Replace(vectorBody, `"step": 6,`, "", 1), 422, approvals.CodeInvalidRequest, "step"},
-			{"missing effect", testToken, `{"run_id":"r","step":1,"tool":"billing.credit"}`, 422, approvals.CodeInvalidRequest, "effect"},
-			{"empty tool", testToken, strings.Replace(vectorBody, `"billing.credit"`, `""`, 1), 422, approvals.CodeInvalidRequest, "tool"},
-			{"run_id not a string", testToken, strings.Replace(vectorBody, `"r-7f3a"`, `7`, 1), 422, approvals.CodeInvalidRequest, "run_id"},
-			{"step a float", testToken, strings.Replace(vectorBody, `"step": 6`, `"step": 6.5`, 1), 422, approvals.CodeInvalidRequest, "step"},
-			{"step an object", testToken, strings.Replace(vectorBody, `"step": 6`, `"step": {}`, 1), 422, approvals.CodeInvalidRequest, "step"},
-			{"summary not a string", testToken, strings.Replace(vectorBody, `"Credit 42.00 USD to inv_8841"`, `["x"]`, 1), 422, approvals.CodeInvalidRequest, "summary"},
-			{"unknown top-level field", testToken, strings.Replace(vectorBody, `"step": 6,`, `"step": 6, "model": "gpt",`, 1), 422, approvals.CodeInvalidRequest, "model"},
-			{"effect not an object", testToken, strings.Replace(vectorBody, `{"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}`, `[1,2]`, 1), 422, approvals.CodeInvalidRequest, "effect"},
-			{"effect a string", testToken, strings.Replace(vectorBody, `{"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}`, `"credit it"`, 1), 422, approvals.CodeInvalidRequest, "effect"},
-			{"duplicate top-level name", testToken, strings.Replace(vectorBody, `"step": 6,`, `"step": 6, "step": 7,`, 1), 422, approvals.CodeInvalidRequest, "step"},
-			{"duplicate name in effect", testToken, strings.Replace(vectorBody, `"amount_cents": 4200,`, `"amount_cents": 4200, "amount_cents": 1,`, 1), 422, approvals.CodeInvalidRequest, "effect.amount_cents"},
-			{"duplicate name deep in an array", testToken, strings.Replace(vectorBody, `"currency": "USD"}`, `"currency": "USD", "lines": [{"a": 1}, {"b": 1, "b": 2}]}`, 1), 422, approvals.CodeInvalidRequest, "effect.lines[1].b"},
-			{"integer too large to be exact", testToken, strings.Replace(vectorBody, `4200`, `12345678901234567890`, 1), 422, approvals.CodeInvalidRequest, "effect.amount_cents"},
+			{"missing run_id", testToken, strings.Replace(vectorBody, `"run_id": "r-7f3a",`, "", 1), 422, approvals.CodeInvalidRequest, "/run_id"},
+			{"missing step", testToken, strings.Replace(vectorBody, `"step": 6,`, "", 1), 422, approvals.CodeInvalidRequest, "/step"},
+			{"missing effect", testToken, `{"run_id":"r","step":1,"tool":"billing.credit"}`, 422, approvals.CodeInvalidRequest, "/effect"},
+			{"empty tool", testToken, strings.Replace(vectorBody, `"billing.credit"`, `""`, 1), 422, approvals.CodeInvalidRequest, "/tool"},
+			{"run_id not a string", testToken, strings.Replace(vectorBody, `"r-7f3a"`, `7`, 1), 422, approvals.CodeInvalidRequest, "/run_id"},
+			{"step a float", testToken, strings.Replace(vectorBody, `"step": 6`, `"step": 6.5`, 1), 422, approvals.CodeInvalidRequest, "/step"},
+			{"step an object", testToken, strings.Replace(vectorBody, `"step": 6`, `"step": {}`, 1), 422, approvals.CodeInvalidRequest, "/step"},
+			{"summary not a string", testToken, strings.Replace(vectorBody, `"Credit 42.00 USD to inv_8841"`, `["x"]`, 1), 422, approvals.CodeInvalidRequest, "/summary"},
+			{"unknown top-level field", testToken, strings.Replace(vectorBody, `"step": 6,`, `"step": 6, "model": "gpt",`, 1), 422, approvals.CodeInvalidRequest, "/model"},
+			{"effect not an object", testToken, strings.Replace(vectorBody, `{"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}`, `[1,2]`, 1), 422, approvals.CodeInvalidRequest, "/effect"},
+			{"effect a string", testToken, strings.Replace(vectorBody, `{"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}`, `"credit it"`, 1), 422, approvals.CodeInvalidRequest, "/effect"},
+			{"duplicate top-level name", testToken, strings.Replace(vectorBody, `"step": 6,`, `"step": 6, "step": 7,`, 1), 422, approvals.CodeInvalidRequest, "/step"},
+			{"duplicate name in effect", testToken, strings.Replace(vectorBody, `"amount_cents": 4200,`, `"amount_cents": 4200, "amount_cents": 1,`, 1), 422, approvals.CodeInvalidRequest, "/effect/amount_cents"},
+			{"duplicate name deep in an array", testToken, strings.Replace(vectorBody, `"currency": "USD"}`, `"currency": "USD", "lines": [{"a": 1}, {"b": 1, "b": 2}]}`, 1), 422, approvals.CodeInvalidRequest, "/effect/lines/1/b"},
+			{"integer too large to be exact", testToken, strings.Replace(vectorBody, `4200`, `12345678901234567890`, 1), 422, approvals.CodeInvalidRequest, "/effect/amount_cents"},
 			{"body an array", testToken, `[1]`, 422, approvals.CodeInvalidRequest, ""},
 			{"malformed JSON", testToken, `{"run_id": "r-7f3a",`, 400, approvals.CodeMalformedJSON, ""},
 			{"trailing garbage", testToken, vectorBody + ` {}`, 400, approvals.CodeMalformedJSON, ""},
@@ -169,6 +189,7 @@ func TestHookErrorTable(t *testing.T) {
 			{"empty body", testToken, ``, 400, approvals.CodeMalformedJSON, ""},
 			{"no token", "", vectorBody, 401, approvals.CodeUnauthorized, ""},
 			{"bad token", "not-the-token", vectorBody, 401, approvals.CodeUnauthorized, ""},
+			{"a member name with / and ~", testToken, strings.Replace(vectorBody, `"currency": "USD"}`, `"currency": "USD", "a/b~c": 1, "a/b~c": 2}`, 1), 422, approvals.CodeInvalidRequest, "/effect/a~1b~0c"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

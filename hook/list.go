@@ -31,7 +31,7 @@ type listPage struct {
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
 	p, err := parseListQuery(r.URL.RawQuery)
 	if err != nil {
-		return writeRefusal(w, approvals.RefusalFor(err))
+		return writeRefusal(w, r, approvals.RefusalFor(err))
 	}
 	limit := p.Limit
 	p.Limit++ // one request past the page says whether another page follows

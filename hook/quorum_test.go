@@ -40,7 +40,7 @@ func TestVotesReachTheRepresentationAndTheMetrics(t *testing.T) {
 		}
 		reject := approvals.Decision{RequestID: req.ID, Round: 1, PayloadHash: req.PayloadHash, Verdict: store.VerdictReject, DecidedBy: "U0BEN", Via: "inbox"}
 		var input *approvals.InputError
-		if _, err := b.svc.Decide(b.ctx, reject); !errors.As(err, &input) || input.Field != "reason" {
+		if _, err := b.svc.Decide(b.ctx, reject); !errors.As(err, &input) || input.Field != "/reason" {
 			t.Fatalf("reject without a required reason = %v", err)
 		}
 		if got := b.count(t, `SELECT count(*) FROM votes`); got != 1 {

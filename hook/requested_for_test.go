@@ -23,7 +23,7 @@ func TestHookRefusesARequestedForThatIsNotAUserID(t *testing.T) {
 				t.Errorf("requested_for %q: hook answered %d %s, want 422", id, r.status, r.body)
 				continue
 			}
-			if code, field := r.errorCode(t); code != approvals.CodeInvalidRequest || field != "requested_for" {
+			if code, field := r.errorCode(t); code != approvals.CodeInvalidRequest || field != "/requested_for" {
 				t.Errorf("requested_for %q: hook answered %s (field %q), want invalid_request (requested_for)", id, code, field)
 			}
 		}

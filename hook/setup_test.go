@@ -1,10 +1,11 @@
 package hook
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
+	"github.com/countersign/countersign/internal/requestid"
 	"log/slog"
 	"net/http/httptest"
 	"sync"
@@ -49,6 +50,26 @@ type bundle struct {
 	// answers records what the hook answered, checked against its OpenAPI
 	// document as it went.
 	answers *apitest.Recorder
+	// logs holds the log lines, JSON, as serve writes them.
+	logs *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer that handlers may write concurrently.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }
 
 // setup returns a service on a fresh database, serving the hook.
@@ -81,7 +102,8 @@ func setupOnBackend(t testing.TB, bk *drivertest.Backend) *bundle {
 // serve builds the service on s and serves the hook.
 func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listener store.Notifier) {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b.logs = &syncBuffer{}
+	logger := slog.New(requestid.Handler(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	batcher := store.NewIntakeBatcher(s, 2, 16)
 	go batcher.Run(ctx)
 	svc := mustService(t, approvals.Config{

@@ -27,6 +27,9 @@ var statuses = map[string]int{
 	approvals.CodeNoDelivery:      http.StatusConflict,
 	approvals.CodeUnavailable:     http.StatusServiceUnavailable,
 	approvals.CodeInternal:        http.StatusInternalServerError,
+
+	approvals.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	approvals.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 }
 
 // Status is the HTTP status a refusal with code is answered with: the

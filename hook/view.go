@@ -50,6 +50,8 @@ type CallbackView struct {
 	State      store.CallbackState `json:"state"`
 	Attempts   int                 `json:"attempts"`
 	LastStatus *int                `json:"last_status"`
+
+	id int64 // the delivery's row, for CallbackBody
 }
 
 // RequestPolicyView is how the request's rounds are decided, frozen at intake.
@@ -141,23 +143,29 @@ func viewOf(ctx context.Context, s *approvals.Service, req store.Request) (View,
 	cb, err := s.DB.LatestCallback(ctx, req.ID)
 	switch {
 	case err == nil:
-		v.Callback = &CallbackView{State: cb.State, Attempts: cb.Attempts, LastStatus: cb.LastStatus}
+		v.Callback = &CallbackView{State: cb.State, Attempts: cb.Attempts, LastStatus: cb.LastStatus, id: cb.ID}
 	case !errors.Is(err, store.ErrNotFound):
 		return View{}, err
 	}
 	return v, nil
 }
 
-// Representation returns the representation of the request with requestID
-// as the hook's JSON body: what a callback carries.
-func Representation(ctx context.Context, s *approvals.Service, requestID string) ([]byte, error) {
-	req, err := s.DB.RequestByID(ctx, requestID)
+// CallbackBody returns the body of an attempt at delivery: the request's
+// representation as the hook's JSON body at the time of the attempt. When
+// the newest delivery is this one, its state says delivering, as the agent
+// reading it finds it (its row says pending while the attempt holds it);
+// a newer delivery is shown as it stands.
+func CallbackBody(ctx context.Context, s *approvals.Service, delivery store.Callback) ([]byte, error) {
+	req, err := s.DB.RequestByID(ctx, delivery.RequestID)
 	if err != nil {
 		return nil, err
 	}
 	v, err := viewOf(ctx, s, req)
 	if err != nil {
 		return nil, err
+	}
+	if v.Callback != nil && v.Callback.id == delivery.ID && v.Callback.State == store.CallbackPending {
+		v.Callback.State = store.CallbackDelivering
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

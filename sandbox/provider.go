@@ -54,13 +54,21 @@ type Object struct {
 	RequestID string
 	Body      []byte
 	At        time.Time
+	// Method, Path (as on the request line) and Signature (the
+	// Countersign-Signature header) are how the write arrived, so tests
+	// can check what the signature covers.
+	Method    string
+	Path      string
+	Signature string
 }
 
 // Provider is the fake. Its zero value is not usable; call New.
 type Provider struct {
-	// Secret, when set, makes the provider check Countersign-Signature;
-	// BadSignatures counts the writes that failed the check (they are still
-	// processed, so tests see them).
+	// Secret, when set, makes the provider check Countersign-Signature as
+	// a provider should, with client.VerifyRequest (v2: the method, the
+	// path, the Idempotency-Key and the body); BadSignatures counts the
+	// writes that failed the check (they are still processed, so tests see
+	// them).
 	Secret []byte
 
 	mu           sync.Mutex
@@ -244,7 +252,7 @@ func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
 	}
 	p.received.Add(1)
 	if p.Secret != nil {
-		if client.VerifySignature(p.Secret, r.Header.Get(client.SignatureHeader), body, 5*time.Minute) != nil {
+		if client.VerifyRequest(p.Secret, r, body, 5*time.Minute) != nil {
 			p.badSignatures.Add(1)
 		}
 	}
@@ -298,7 +306,8 @@ func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
 	}
 	id := "obj_" + strconv.Itoa(len(p.objects)+1)
 	resp, _ := json.Marshal(map[string]any{"id": id, "key": key, "status": "created"})
-	p.objects = append(p.objects, Object{ID: id, Key: key, RequestID: r.Header.Get("Countersign-Request-Id"), Body: body, At: time.Now()})
+	p.objects = append(p.objects, Object{ID: id, Key: key, RequestID: r.Header.Get("Countersign-Request-Id"), Body: body, At: time.Now(),
+		Method: r.Method, Path: r.URL.EscapedPath(), Signature: r.Header.Get(client.SignatureHeader)})
 	if !seen {
 		p.stored[key] = resp
 	}

@@ -29,6 +29,12 @@ const (
 	CallbackFailed    CallbackState = "failed"
 )
 
+// CallbackDelivering is what a callback's own body says of the delivery it
+// arrives in: while an attempt holds it, its row is pending under the
+// attempt's lease, which is not what the agent reading that body is told.
+// It is never stored.
+const CallbackDelivering CallbackState = "delivering"
+
 // CallbackRetryWindow is how long a delivery is retried before it fails,
 // counted from when it was queued or last redriven.
 const CallbackRetryWindow = 24 * time.Hour
@@ -151,8 +157,12 @@ func (l *Ledger) RetryCallback(ctx context.Context, p RetryCallbackParams) (Call
 }
 
 // RedriveCallback sends the request's newest delivery again, under the same
-// delivery id: it becomes pending and due now, with a fresh retry window.
-// ok is false when the request has no delivery.
+// delivery id: it becomes pending and due now, with a fresh retry window,
+// and its attempts start again from 0, so the backoff restarts from its
+// first delay (a redrive follows a fix at the agent's end; the delivery
+// should not wait out the hour its failures had reached). Its last status
+// and error stay until the next attempt. ok is false when the request has
+// no delivery.
 func (l *Ledger) RedriveCallback(ctx context.Context, requestID string) (cb Callback, ok bool, err error) {
 	if !IsUUID(requestID) {
 		return Callback{}, false, nil

@@ -33,6 +33,7 @@ func TestBrowserLocalRun(t *testing.T) {
 	post, _ := http.NewRequest(http.MethodPost, base+"/v1/requests", strings.NewReader(
 		`{"run_id": "run-browser", "step": 1, "tool": "demo.refund", "effect": {"order": "ord_2002", "amount_cents": 990, "currency": "EUR"}, "summary": "Refund 9.90 EUR on ord_2002"}`))
 	post.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	post.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(post)
 	if err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func newAgentEndpoint(t *testing.T, secret string) *agentEndpoint {
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		e.mu.Lock()
-		if signature.Verify(e.secret, r.Header.Get(signature.Header), body, time.Now(), 5*time.Minute) != nil {
+		if signature.VerifyRequest(e.secret, r.Header.Get(signature.Header), signature.RequestOf(r), body, time.Now(), 5*time.Minute) != nil {
 			e.bad++
 		}
 		e.seen[r.Header.Get(callback.DeliveryHeader)]++
@@ -229,6 +229,9 @@ callbacks: {timeout: 1s, poll: 50ms, retry_base: 50ms}
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -276,11 +279,15 @@ callbacks: {timeout: 1s, poll: 50ms, retry_base: 50ms}
 	}
 	for i, body := range endpoint.bodies {
 		var v struct {
-			Key     string `json:"key"`
-			Status  string `json:"status"`
-			Settled bool   `json:"settled"`
+			Key      string `json:"key"`
+			Status   string `json:"status"`
+			Settled  bool   `json:"settled"`
+			Callback struct {
+				State string `json:"state"`
+			} `json:"callback"`
 		}
-		if err := json.Unmarshal([]byte(body), &v); err != nil || v.Key != key || v.Status != "cancelled" || !v.Settled {
+		if err := json.Unmarshal([]byte(body), &v); err != nil || v.Key != key || v.Status != "cancelled" || !v.Settled ||
+			v.Callback.State != "delivering" {
 			t.Errorf("callback body %s, %v", body, err)
 		}
 		if endpoint.events[i] != "request.settled" {

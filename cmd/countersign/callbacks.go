@@ -7,6 +7,7 @@ import (
 
 	"github.com/countersign/countersign/callback"
 	"github.com/countersign/countersign/hook"
+	"github.com/countersign/countersign/store"
 )
 
 // addCallbacks adds the deliverer to the start order (the ledger was told
@@ -23,8 +24,10 @@ func (a *app) addCallbacks() {
 	logger := a.logger.With("component", "callbacks")
 	c := a.cfg.File.Callbacks
 	d := callback.New(callback.Config{
-		DB:        a.db,
-		Render:    func(ctx context.Context, id string) ([]byte, error) { return hook.Representation(ctx, a.review, id) },
+		DB: a.db,
+		Render: func(ctx context.Context, cb store.Callback) ([]byte, error) {
+			return hook.CallbackBody(ctx, a.review, cb)
+		},
 		Targets:   targets,
 		Timeout:   c.Timeout,
 		Poll:      c.Poll,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -151,6 +152,9 @@ type DispatchConfig struct {
 	URL     string            `yaml:"url"`
 	Timeout time.Duration     `yaml:"timeout"`
 	Headers map[string]string `yaml:"headers"`
+	// Secret signs this tool's dispatches instead of
+	// COUNTERSIGN_DISPATCH_SECRET (it may be ${VAR}); never logged.
+	Secret string `yaml:"secret"`
 }
 
 // EndpointConfig is a URL the executor reads; {key} is replaced by the key.
@@ -326,8 +330,9 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.InboxReviewer, localApproverPrefix) {
 		add("COUNTERSIGN_INBOX_REVIEWER %q must start with %q, so it never passes for a Slack user", c.InboxReviewer, localApproverPrefix)
 	}
-	if c.DispatchSecret == "" {
-		add("COUNTERSIGN_DISPATCH_SECRET is not set: providers use it to check that a call came through countersign")
+	if unsigned := c.toolsWithoutASecret(); c.DispatchSecret == "" && len(unsigned) > 0 {
+		add("COUNTERSIGN_DISPATCH_SECRET is not set, and %s no dispatch.secret of its own: providers use it to check that a call came through countersign",
+			unsigned)
 	}
 	if c.SlackAppToken != "" && c.SlackBotToken == "" {
 		add("SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN is not: Socket Mode needs both")
@@ -364,6 +369,26 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.compileEffectSchemas())
 	return errors.Join(errs...)
+}
+
+// toolsWithoutASecret names the tools that sign with
+// COUNTERSIGN_DISPATCH_SECRET, for the sentence that says it is missing:
+// "tools.a has" or "tools.a and tools.b have".
+func (c *Config) toolsWithoutASecret() string {
+	var names []string
+	for name, t := range c.File.Tools {
+		if t.Dispatch.Secret == "" {
+			names = append(names, "tools."+name)
+		}
+	}
+	sort.Strings(names)
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0] + " has"
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " have"
 }
 
 // Validate reports every schedule that is not a cron schedule.

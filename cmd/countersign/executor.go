@@ -17,6 +17,9 @@ func (c *Config) executorTools() map[string]executor.Tool {
 			Timeout: t.Dispatch.Timeout, KeyAware: t.KeyAware, MaxAttempts: t.MaxAttempts,
 			ClaimTimeout: t.ClaimTimeout, ApprovalTTL: t.ApprovalTTL, RequestTTL: t.RequestTTL,
 		}
+		if t.Dispatch.Secret != "" {
+			et.Secret = []byte(t.Dispatch.Secret)
+		}
 		if t.Verify != nil {
 			et.Verify = &executor.Endpoint{URL: t.Verify.URL, Headers: t.Verify.Headers}
 		}

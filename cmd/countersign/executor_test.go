@@ -103,3 +103,64 @@ tools:
 		t.Errorf("Validate said:\n%v", err)
 	}
 }
+
+// tools.X.dispatch.secret signs that tool's dispatches instead of
+// COUNTERSIGN_DISPATCH_SECRET, which is then needed only by the tools
+// without one; Validate names those and never the secrets.
+func TestDispatchSecretPerTool(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+agents: [{name: a, token_sha256: "`+strings.Repeat("0", 64)+`"}]
+tools:
+  billing.credit:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits", secret: "${BILLING_DISPATCH_SECRET}"}
+  crm.note:
+    approvers: [U1]
+    dispatch: {url: "http://crm.internal/notes"}
+`)
+	load := func(env map[string]string) *Config {
+		t.Helper()
+		env["COUNTERSIGN_CONFIG"], env["COUNTERSIGN_DATABASE_URL"] = path, "postgres://x"
+		cfg, err := LoadConfig(envFrom(env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+
+	cfg := load(map[string]string{"BILLING_DISPATCH_SECRET": "billing-only-s3cret", "COUNTERSIGN_DISPATCH_SECRET": "shared-s3cret"})
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tools := cfg.executorTools()
+	if got := string(tools["billing.credit"].Secret); got != "billing-only-s3cret" {
+		t.Errorf("billing.credit signs with %q, want its own secret", got)
+	}
+	if tools["crm.note"].Secret != nil {
+		t.Errorf("crm.note has a secret of its own: %q", tools["crm.note"].Secret)
+	}
+
+	// Without the shared secret, the tool that would sign with it is named.
+	err := load(map[string]string{"BILLING_DISPATCH_SECRET": "billing-only-s3cret"}).Validate()
+	want := "COUNTERSIGN_DISPATCH_SECRET is not set, and tools.crm.note has no dispatch.secret of its own"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "billing.credit has") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Validate() = %v, want it to say %q and nothing of billing.credit or the secret", err, want)
+	}
+
+	// With a secret on every tool, the shared one is not needed.
+	every := writeConfig(t, `
+agents: [{name: a, token_sha256: "`+strings.Repeat("0", 64)+`"}]
+tools:
+  billing.credit:
+    approvers: [U1]
+    dispatch: {url: "http://billing.internal/credits", secret: "billing-only-s3cret"}
+`)
+	cfg, err = LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": every, "COUNTERSIGN_DATABASE_URL": "postgres://x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("every tool has a secret, yet Validate() = %v", err)
+	}
+}

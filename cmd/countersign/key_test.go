@@ -60,3 +60,32 @@ func TestKeyCommandMatchesTheSharedVectors(t *testing.T) {
 		}
 	}
 }
+
+// `countersign key` refuses, as the hook does, a number RFC 8785 would
+// write as another value, naming its JSON Pointer, and prints no key; an
+// exact number written another way keys as RFC 8785 writes it.
+func TestKeyCommandRefusesInexactNumbers(t *testing.T) {
+	t.Parallel()
+	intent := func(amount string) string {
+		return `{"run_id": "r-7f3a", "step": 6, "tool": "billing.credit",
+			"effect": {"invoice": "inv_8841", "lines": [{"amount": 1}, {"amount": ` + amount + `}]}}`
+	}
+	key := func(body string) (code int, stdout, stderr string) {
+		var out, errOut bytes.Buffer
+		code = run(context.Background(), []string{"key"}, envFrom(nil), strings.NewReader(body), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	for _, n := range []string{"9007199254740993.0", "12345678901234567891e0", "1e-400", "2.4e-324", "0." + strings.Repeat("1", 5000), "9007199254740993", "1e400"} {
+		code, stdout, stderr := key(intent(n))
+		if code != 1 || stdout != "" || !strings.Contains(stderr, " at /effect/lines/1/amount ") {
+			t.Errorf("%.30s: exit %d, stdout %q, stderr %q; want exit 1 naming /effect/lines/1/amount", n, code, stdout, stderr)
+		}
+	}
+	for written, canonical := range map[string]string{"1.0": "1", "1e2": "100", "-0": "0", "0.10": "0.1", "5e-324": "5e-324"} {
+		code, got, stderr := key(intent(written))
+		_, want, _ := key(intent(canonical))
+		if code != 0 || got == "" || got != want {
+			t.Errorf("%s: exit %d, key %q (%s); want %q, the key of %s", written, code, got, stderr, want, canonical)
+		}
+	}
+}

@@ -128,7 +128,7 @@ countersign is running locally (no COUNTERSIGN_CONFIG).
 
 Post an intent, then approve it in the inbox:
 
-curl -s %s/v1/requests -H 'Authorization: Bearer %s' -d '{"run_id": "run-1", "step": 1, "tool": "%s", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}, "summary": "Refund 12.50 EUR on ord_1001", "reason": "parcel lost in transit"}'
+curl -s %s/v1/requests -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"run_id": "run-1", "step": 1, "tool": "%s", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}, "summary": "Refund 12.50 EUR on ord_1001", "reason": "parcel lost in transit"}'
 
 `, store, inbox, token, localTool, base, sandboxPath, base, token, localTool)
 }

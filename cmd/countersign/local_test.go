@@ -48,6 +48,9 @@ func TestLocalRunApprovesThroughTheInboxToTheSandbox(t *testing.T) {
 	call := func(method, path string, body io.Reader, header map[string]string) (int, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, body)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
@@ -212,6 +215,9 @@ func caller(t *testing.T, client *http.Client, base string) func(method, path, b
 	return func(method, path, body string, header map[string]string) (int, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}

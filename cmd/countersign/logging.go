@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/countersign/countersign/internal/requestid"
 	"io"
 	"log/slog"
 	"os"
@@ -16,10 +17,11 @@ func newLogger(format string, stderr io.Writer) *slog.Logger {
 			format = "text"
 		}
 	}
+	// A line logged for an agent API request names it (http_request_id).
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(stderr, nil))
+		return slog.New(requestid.Handler(slog.NewTextHandler(stderr, nil)))
 	}
-	return slog.New(slog.NewJSONHandler(stderr, nil))
+	return slog.New(requestid.Handler(slog.NewJSONHandler(stderr, nil)))
 }
 
 // isTerminal reports whether w is a character device, such as a terminal.

@@ -131,6 +131,7 @@ func TestServeEndToEnd(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/requests", strings.NewReader(
 		`{"run_id":"r-7f3a","step":6,"tool":"billing.credit","effect":{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}}`))
 	req.Header.Set("Authorization", "Bearer "+smokeToken)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

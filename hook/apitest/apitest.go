@@ -222,7 +222,7 @@ func Conform(t testing.TB, d *Document, rec *Recorder, h http.Handler) http.Hand
 func (d *Document) check(t testing.TB, rec *Recorder, r *http.Request, body []byte, c *capturing) {
 	op := d.operationOf(r)
 	if op == "" {
-		t.Errorf("conformance: %s %s is not in the OpenAPI document", r.Method, r.URL.Path)
+		checkOffTheDocument(t, r, c)
 		return
 	}
 	answer := Answer{Operation: op, Status: c.status}
@@ -254,15 +254,37 @@ func (d *Document) check(t testing.TB, rec *Recorder, r *http.Request, body []by
 	}
 	if c.status < 300 && r.Method == http.MethodPost {
 		replay.Body = io.NopCloser(bytes.NewReader(body))
-		if len(body) > 0 && replay.Header.Get("Content-Type") == "" {
-			// The hook reads every body as JSON, whatever it is labelled.
-			replay.Header.Set("Content-Type", "application/json")
-		}
 		if ok, errs := d.validator.ValidateHttpRequest(replay); !ok {
 			for _, e := range errs {
 				t.Errorf("conformance: %s: the hook accepted a request the OpenAPI document refuses: %s: %s (body %.300s)", answer, e.Message, detail(e.Reason, e.SchemaValidationErrors), body)
 			}
 		}
+	}
+}
+
+// checkOffTheDocument checks the answer to a call no operation describes:
+// an unknown path is 404 not_found, a method the path does not take 405
+// method_not_allowed with Allow, each the one error envelope (the
+// document's info says so) with the Request-Id it was given.
+func checkOffTheDocument(t testing.TB, r *http.Request, c *capturing) {
+	var e struct {
+		Error struct {
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			RequestID string `json:"request_id"`
+		} `json:"error"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.body.Bytes()))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&e)
+	want := map[int]string{http.StatusNotFound: "not_found", http.StatusMethodNotAllowed: "method_not_allowed"}[c.status]
+	switch {
+	case err != nil || want == "" || e.Error.Code != want || e.Error.Message == "":
+		t.Errorf("conformance: %s %s is not in the OpenAPI document, and answered %d %s, not the envelope's 404 not_found or 405 method_not_allowed", r.Method, r.URL.Path, c.status, c.body.String())
+	case e.Error.RequestID == "" || e.Error.RequestID != c.Header().Get("Request-Id"):
+		t.Errorf("conformance: %s %s: request_id %q, Request-Id header %q", r.Method, r.URL.Path, e.Error.RequestID, c.Header().Get("Request-Id"))
+	case c.status == http.StatusMethodNotAllowed && c.Header().Get("Allow") == "":
+		t.Errorf("conformance: %s %s: 405 without Allow", r.Method, r.URL.Path)
 	}
 }
 

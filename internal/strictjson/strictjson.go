@@ -1,8 +1,9 @@
 // Package strictjson reads JSON that must mean one thing to every reader:
 // one well-formed UTF-8 value, no duplicate member names at any depth, no
-// nesting deeper than 64, no integer a float64 reader would round, and,
-// where asked, no U+0000. The intake refuses what it refuses, so a reviewer
-// and an executor never read different values from the same bytes.
+// nesting deeper than 64, and, where asked, no U+0000. The intake refuses
+// what it refuses, so a reviewer and an executor never read different
+// values from the same bytes. Numbers are the key scheme's to judge
+// (intentkey.CheckNumbers): what matters is that RFC 8785 keeps them.
 package strictjson
 
 import (
@@ -11,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -20,13 +20,9 @@ import (
 // maxDepth caps nesting so a hostile body cannot exhaust the stack.
 const maxDepth = 64
 
-// maxExactInteger is the largest integer every JSON reader (and JCS's
-// ES6 number formatting) holds exactly.
-const maxExactInteger = 1 << 53
-
 // Error is why Check refused a body. Malformed is set when the body is not
-// one well-formed JSON value; otherwise the value at Path (dotted, with
-// [i] for array elements; "" for the whole body) breaks a rule.
+// one well-formed JSON value; otherwise the value at Path (a JSON pointer,
+// RFC 6901: /effect/lines/1; "" for the whole body) breaks a rule.
 type Error struct {
 	Malformed bool
 	Path      string
@@ -40,8 +36,8 @@ func invalid(path, format string, args ...any) *Error {
 }
 
 // FindNUL finds the first string value or member name holding U+0000 in
-// value, which is known to be well-formed. at is the value's path from
-// path, named as Check names paths; when name is set, U+0000 is in a member
+// value, which is known to be well-formed. at is the value's JSON pointer
+// below path, the pointer of value itself; when name is set, U+0000 is in a member
 // name and at is the object that holds it.
 func FindNUL(value []byte, path string) (at string, name, found bool) {
 	return nulIn(json.NewDecoder(bytes.NewReader(value)), path)
@@ -57,7 +53,7 @@ func nulIn(dec *json.Decoder, path string) (at string, name, found bool) {
 	switch tok := tok.(type) {
 	case json.Delim:
 		for i := 0; dec.More(); i++ {
-			child := fmt.Sprintf("%s[%d]", path, i)
+			child := path + "/" + strconv.Itoa(i)
 			if tok == '{' {
 				nameTok, err := dec.Token()
 				if err != nil {
@@ -83,8 +79,8 @@ func nulIn(dec *json.Decoder, path string) (at string, name, found bool) {
 }
 
 // Check reports whether body is exactly one well-formed UTF-8 JSON value
-// with no duplicate member names at any depth, no nesting deeper than 64 and no
-// integer beyond ±2^53. Errors are *Error.
+// with no duplicate member names at any depth and no nesting deeper than 64.
+// Errors are *Error.
 func Check(body []byte) error {
 	if !utf8.Valid(body) {
 		return &Error{Malformed: true, Message: "the body is not valid UTF-8"}
@@ -101,7 +97,7 @@ func Check(body []byte) error {
 // checkJSONTokens is Check by a token walk, which names the problem.
 func checkJSONTokens(body []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
+	dec.UseNumber() // numbers stay text: 1e400 is well-formed, not an error here
 	if err := walkValue(dec, "", 0); err != nil {
 		return err
 	}
@@ -112,8 +108,8 @@ func checkJSONTokens(body []byte) error {
 }
 
 // passes reports whether a body that json.Valid accepts has no duplicate
-// member names, no nesting deeper than maxDepth and no number checkNumber
-// refuses. It allocates only for escaped member names and large objects.
+// member names and no nesting deeper than maxDepth. It allocates only for
+// escaped member names and large objects.
 func passes(body []byte) bool {
 	w := validWalker{b: body}
 	return w.value(0)
@@ -217,12 +213,11 @@ func (w *validWalker) value(depth int) bool {
 	case 'f':
 		w.i += 5
 		return true
-	default:
-		start := w.i
+	default: // a number
 		for w.i < len(w.b) && strings.IndexByte("+-0123456789.eE", w.b[w.i]) >= 0 {
 			w.i++
 		}
-		return checkNumber(json.Number(w.b[start:w.i]), "") == nil
+		return true
 	}
 }
 
@@ -280,7 +275,7 @@ func walkValue(dec *json.Decoder, path string, depth int) error {
 			}
 		case '[':
 			for i := 0; dec.More(); i++ {
-				if err := walkValue(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+				if err := walkValue(dec, path+"/"+strconv.Itoa(i), depth+1); err != nil {
 					return err
 				}
 			}
@@ -288,23 +283,6 @@ func walkValue(dec *json.Decoder, path string, depth int) error {
 		if _, err := dec.Token(); err != nil { // the closing delimiter
 			return malformed(err)
 		}
-	case json.Number:
-		return checkNumber(tok, path)
-	}
-	return nil
-}
-
-func checkNumber(n json.Number, path string) error {
-	s := n.String()
-	if !strings.ContainsAny(s, ".eE") {
-		i, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || i > maxExactInteger || i < -maxExactInteger {
-			return invalid(path, "the number %s at %s is too large to be exact; send it as a string", s, describePath(path))
-		}
-		return nil
-	}
-	if f, err := strconv.ParseFloat(s, 64); err != nil || math.IsInf(f, 0) {
-		return invalid(path, "the number %s at %s is out of range", s, describePath(path))
 	}
 	return nil
 }
@@ -317,12 +295,12 @@ func malformed(err error) error {
 	return &Error{Malformed: true, Message: "the body is not valid JSON: " + err.Error()}
 }
 
+// joinPath is the JSON pointer of member name of the value at path.
 func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
+	return path + "/" + pointerEscaper.Replace(name)
 }
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 func describePath(path string) string {
 	if path == "" {

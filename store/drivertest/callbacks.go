@@ -174,14 +174,21 @@ func testCallbackClaimRetryDeliverRedrive(t *testing.T, b *Backend) {
 		t.Errorf("backlog = %d, %v; want 0", n, err)
 	}
 
-	// A redrive sends the same delivery again.
+	// A redrive sends the same delivery again, due now and with its
+	// attempts (so its backoff) started again.
+	before := time.Now()
 	cb, ok, err := b.RedriveCallback(ctx, req.ID)
-	if err != nil || !ok || cb.State != store.CallbackPending || cb.DeliveryID != first.DeliveryID {
+	if err != nil || !ok || cb.State != store.CallbackPending || cb.DeliveryID != first.DeliveryID || cb.Attempts != 0 {
 		t.Fatalf("RedriveCallback = %+v, %v, %v", cb, ok, err)
 	}
+	if cb.NextAttemptAt.After(time.Now().Add(time.Second)) || cb.GiveUpAt.Before(before.Add(store.CallbackRetryWindow-time.Second)) ||
+		cb.LastStatus == nil || *cb.LastStatus != 204 {
+		t.Errorf("after the redrive: next attempt %s, give up %s, last status %v; want due now, a fresh window, 204 kept",
+			cb.NextAttemptAt, cb.GiveUpAt, cb.LastStatus)
+	}
 	claimed, err = b.ClaimCallbacks(ctx, 10, time.Hour)
-	if err != nil || len(claimed) != 1 || claimed[0].DeliveryID != first.DeliveryID {
-		t.Fatalf("claim after redrive = %+v, %v", claimed, err)
+	if err != nil || len(claimed) != 1 || claimed[0].DeliveryID != first.DeliveryID || claimed[0].Attempts != 1 {
+		t.Fatalf("claim after redrive = %+v, %v; want the delivery on its attempt 1", claimed, err)
 	}
 	third := claimed[0]
 
@@ -197,7 +204,7 @@ func testCallbackClaimRetryDeliverRedrive(t *testing.T, b *Backend) {
 		t.Errorf("RetryCallback of a redriven attempt = %v, want ErrNotFound", err)
 	}
 	claimed, err = b.ClaimCallbacks(ctx, 10, time.Hour)
-	if err != nil || len(claimed) != 1 || claimed[0].DeliveryID != first.DeliveryID {
+	if err != nil || len(claimed) != 1 || claimed[0].DeliveryID != first.DeliveryID || claimed[0].Attempts != 1 {
 		t.Fatalf("claim after a redrive during an attempt = %+v, %v", claimed, err)
 	}
 	fourth := claimed[0]

@@ -382,7 +382,8 @@ RETURNING state;
 SELECT {{callback_columns}} FROM callbacks WHERE request_id = ? ORDER BY id DESC LIMIT 1;
 
 -- name: redrive_callback
-UPDATE callbacks SET state = 'pending', next_attempt_at = ?2, give_up_at = ?2 + ?3, delivered_at = NULL
+-- Attempts start again from 0, and with them the backoff.
+UPDATE callbacks SET state = 'pending', next_attempt_at = ?2, attempts = 0, give_up_at = ?2 + ?3, delivered_at = NULL
 WHERE id = (SELECT max(id) FROM callbacks WHERE request_id = ?1)
 RETURNING {{callback_columns}};
 

@@ -582,7 +582,8 @@ RETURNING state;
 SELECT {{callback_columns}} FROM callbacks WHERE request_id = $1 ORDER BY id DESC LIMIT 1;
 
 -- name: redrive_callback
-UPDATE callbacks SET state = 'pending', next_attempt_at = now(),
+-- Attempts start again from 0, and with them the backoff.
+UPDATE callbacks SET state = 'pending', next_attempt_at = now(), attempts = 0,
 	give_up_at = now() + $2::bigint * interval '1 microsecond', delivered_at = NULL
 WHERE id = (SELECT max(id) FROM callbacks WHERE request_id = $1)
 RETURNING {{callback_columns}};

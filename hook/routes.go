@@ -1,0 +1,139 @@
+package hook
+
+import (
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/internal/requestid"
+	"github.com/countersign/countersign/store"
+)
+
+// route is one operation of the agent API: its method and path pattern,
+// the name its metrics carry, and its handler, which runs for an
+// authenticated agent and returns the status it answered.
+type route struct {
+	method, pattern, name string
+	fn                    func(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int
+}
+
+// NewHandler returns the hook's routes under /v1/. Every answer carries a
+// Request-Id; every refusal, including an unknown route (404 not_found)
+// and a method the route does not take (405 method_not_allowed, with
+// Allow), is the one error envelope.
+func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, logger *slog.Logger, metrics *Metrics) *Handler {
+	h := &Handler{svc: svc, agents: agents, listener: listener, logger: logger, metrics: metrics, mux: http.NewServeMux()}
+	routes := []route{
+		{http.MethodPost, "/v1/requests", "create", h.create},
+		{http.MethodGet, "/v1/requests", "list", h.list},
+		{http.MethodGet, "/v1/requests/{ref}", "get", h.get},
+		{http.MethodPost, "/v1/requests/{ref}/cancel", "cancel", h.cancel},
+		{http.MethodPost, "/v1/requests/{ref}/redrive", "redrive", h.redrive},
+		{http.MethodGet, "/v1/tools", "tools", h.tools},
+	}
+	allowed := map[string][]string{"/v1/openapi.json": {http.MethodGet}}
+	h.mux.HandleFunc("GET /v1/openapi.json", h.serveOpenAPI)
+	h.operations = []string{"GET /v1/openapi.json"}
+	for _, rt := range routes {
+		h.mux.Handle(rt.method+" "+rt.pattern, h.authenticated(rt.name, rt.fn))
+		h.operations = append(h.operations, rt.method+" "+rt.pattern)
+		allowed[rt.pattern] = append(allowed[rt.pattern], rt.method)
+	}
+	for pattern, methods := range allowed {
+		slices.Sort(methods)
+		refuse := methodNotAllowed(methods)
+		h.mux.Handle(pattern, refuse)
+		if slices.Contains(methods, http.MethodGet) {
+			// A GET pattern also takes HEAD; the API answers no HEAD.
+			h.mux.Handle(http.MethodHead+" "+pattern, refuse)
+		}
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeRefusal(w, r, approvals.Refusal{Code: approvals.CodeNotFound, Message: "No route of the agent API has this path."})
+	})
+	return h
+}
+
+// Operations lists what the hook serves, as "METHOD /pattern".
+func (h *Handler) Operations() []string { return slices.Sorted(slices.Values(h.operations)) }
+
+// ServeHTTP names the request (Request-Id), routes it, and logs its line.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := requestid.New()
+	w.Header().Set(requestid.Header, id)
+	r = r.WithContext(requestid.With(r.Context(), id))
+	sw := &statusWriter{ResponseWriter: w}
+	h.mux.ServeHTTP(sw, r)
+	level := slog.LevelDebug
+	switch {
+	case sw.status >= 500:
+		level = slog.LevelError
+	case sw.status >= 400:
+		level = slog.LevelInfo
+	}
+	h.logger.Log(r.Context(), level, "hook request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", sw.status), slog.Duration("took", time.Since(start)))
+}
+
+// authenticated authenticates the agent and times the request. A request
+// without a valid token is 401 with the challenge RFC 6750 asks for.
+func (h *Handler) authenticated(name string, fn func(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		authorization := r.Header.Get("Authorization")
+		agent, ok := h.agents.Authenticate(authorization)
+		var status int
+		if !ok {
+			if name == "create" {
+				h.metrics.Intake.WithLabelValues("unauthorized").Inc()
+			}
+			challenge := `Bearer realm="countersign"`
+			if authorization != "" {
+				challenge += `, error="invalid_token"`
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
+			status = writeRefusal(w, r, approvals.RefusalFor(approvals.ErrUnauthorized))
+		} else {
+			status = fn(w, r, agent)
+		}
+		h.metrics.HTTPDuration.WithLabelValues(name, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
+	})
+}
+
+// methodNotAllowed answers a method a route does not take.
+func methodNotAllowed(methods []string) http.Handler {
+	allow := strings.Join(methods, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeRefusal(w, r, approvals.Refusal{Code: approvals.CodeMethodNotAllowed,
+			Message: "This route does not take " + r.Method + "; it takes " + allow + "."})
+	})
+}
+
+// statusWriter remembers the status written, for the request's log line.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
