@@ -94,7 +94,9 @@ func secondAmount(t *testing.T, effect []byte) string {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(effect))
 	dec.UseNumber()
-	var e struct{ Lines []struct{ Amount json.Number } }
+	var e struct {
+		Lines []struct{ Amount json.Number }
+	}
 	if err := dec.Decode(&e); err != nil || len(e.Lines) != 2 {
 		t.Fatalf("stored effect %s: %v", effect, err)
 	}
