@@ -27,32 +27,55 @@ func credit(amount int) client.Intent {
 	}
 }
 
-// The offline key is the one the hook stores, for every shared vector.
+// The offline key is the one the hook stores, for every shared vector, and
+// Key refuses every refused vector naming its JSON Pointer
+// (internal/intentkey/testdata/key-vectors.json).
 func TestKeyMatchesTheSharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../internal/intentkey/testdata/vectors.json")
+	raw, err := os.ReadFile("../internal/intentkey/testdata/key-vectors.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vectors []struct {
-		Name   string          `json:"name"`
-		Intent json.RawMessage `json:"intent"`
-		Key    string          `json:"key"`
+	type vector struct {
+		Name    string          `json:"name"`
+		Intent  json.RawMessage `json:"intent"`
+		Key     string          `json:"key"`
+		Pointer string          `json:"pointer"`
+	}
+	var vectors struct {
+		Keys    []vector `json:"keys"`
+		Refused []vector `json:"refused"`
 	}
 	decodeJSON(t, raw, &vectors)
-	for _, v := range vectors {
+	if len(vectors.Keys) == 0 || len(vectors.Refused) == 0 {
+		t.Fatalf("%d keys and %d refusals", len(vectors.Keys), len(vectors.Refused))
+	}
+	intent := func(v vector) client.Intent {
+		// Only the basis: summary, reason and requested_for never enter it.
 		var fields struct {
-			RunID          string          `json:"run_id"`
-			Step           json.RawMessage `json:"step"`
-			Tool           string          `json:"tool"`
-			Effect         json.RawMessage `json:"effect"`
-			IdempotencyKey string          `json:"idempotency_key"`
+			RunID  string          `json:"run_id"`
+			Step   json.RawMessage `json:"step"`
+			Tool   string          `json:"tool"`
+			Effect json.RawMessage `json:"effect"`
 		}
-		decodeJSON(t, v.Intent, &fields)
-		got, err := client.Key(client.Intent{RunID: fields.RunID, Step: fields.Step, Tool: fields.Tool, Effect: fields.Effect, IdempotencyKey: fields.IdempotencyKey})
-		if err != nil || got != v.Key {
+		if err := json.Unmarshal(v.Intent, &fields); err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		return client.Intent{RunID: fields.RunID, Step: fields.Step, Tool: fields.Tool, Effect: fields.Effect}
+	}
+	for _, v := range vectors.Keys {
+		if got, err := client.Key(intent(v)); err != nil || got != v.Key {
 			t.Errorf("%s: Key = %s, %v; want %s", v.Name, got, err, v.Key)
 		}
+	}
+	for _, v := range vectors.Refused {
+		if got, err := client.Key(intent(v)); err == nil || !strings.Contains(err.Error(), " at "+v.Pointer+" ") {
+			t.Errorf("%s: Key = %q, %v; want a refusal naming %s", v.Name, got, err, v.Pointer)
+		}
+	}
+	// A client key is the key.
+	if got, err := client.Key(client.Intent{RunID: "r", Step: 6, Tool: "t", Effect: map[string]any{}, IdempotencyKey: "dispatch-4711-credit"}); err != nil || got != "dispatch-4711-credit" {
+		t.Errorf("Key with IdempotencyKey = %s, %v", got, err)
 	}
 	// Go values, as an agent writes them, give the published vector too.
 	got, err := client.Key(client.Intent{RunID: "r-7f3a", Step: 6, Tool: "billing.credit",

@@ -34,23 +34,34 @@ func TestKeyCommandRefusesAmbiguousInput(t *testing.T) {
 	}
 }
 
-// `countersign key` prints the key of every shared vector, as the Go client's
-// offline Key does (internal/intentkey/testdata/vectors.json).
+// `countersign key` prints the key of every shared vector and refuses every
+// refused one, exiting 1 with its JSON Pointer and printing no key
+// (internal/intentkey/testdata/key-vectors.json).
 func TestKeyCommandMatchesTheSharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../internal/intentkey/testdata/vectors.json")
+	raw, err := os.ReadFile("../../internal/intentkey/testdata/key-vectors.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vectors []struct {
-		Name   string          `json:"name"`
-		Intent json.RawMessage `json:"intent"`
-		Key    string          `json:"key"`
+	var vectors struct {
+		Keys []struct {
+			Name   string          `json:"name"`
+			Intent json.RawMessage `json:"intent"`
+			Key    string          `json:"key"`
+		} `json:"keys"`
+		Refused []struct {
+			Name    string          `json:"name"`
+			Intent  json.RawMessage `json:"intent"`
+			Pointer string          `json:"pointer"`
+		} `json:"refused"`
 	}
 	if err := json.Unmarshal(raw, &vectors); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range vectors {
+	if len(vectors.Keys) == 0 || len(vectors.Refused) == 0 {
+		t.Fatalf("%d keys and %d refusals", len(vectors.Keys), len(vectors.Refused))
+	}
+	for _, v := range vectors.Keys {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), []string{"key"}, envFrom(nil), bytes.NewReader(v.Intent), &out, &errOut); code != 0 {
 			t.Fatalf("%s: exit %d: %s", v.Name, code, errOut.String())
@@ -58,6 +69,26 @@ func TestKeyCommandMatchesTheSharedVectors(t *testing.T) {
 		if got := strings.TrimSpace(out.String()); got != v.Key {
 			t.Errorf("%s: key = %s, want %s", v.Name, got, v.Key)
 		}
+	}
+	for _, v := range vectors.Refused {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"key"}, envFrom(nil), bytes.NewReader(v.Intent), &out, &errOut)
+		if code != 1 || out.Len() != 0 || !strings.Contains(errOut.String(), " at "+v.Pointer+" ") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 naming %s", v.Name, code, out.String(), errOut.String(), v.Pointer)
+		}
+	}
+}
+
+// An intent with its own idempotency_key keys as that key.
+func TestKeyCommandPrintsTheClientKey(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	in := strings.NewReader(`{"run_id": "r-7f3a", "step": 6, "tool": "billing.credit", "effect": {"invoice": "inv_8841"}, "idempotency_key": "dispatch-4711-credit"}`)
+	if code := run(context.Background(), []string{"key"}, envFrom(nil), in, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != "dispatch-4711-credit" {
+		t.Errorf("key = %s, want the client's key", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package intentkey
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -9,50 +10,59 @@ import (
 	"github.com/gowebpki/jcs"
 )
 
-// The expected keys in testdata/vectors.json were computed independently with
+// Every implementation of the key passes testdata/key-vectors.json: each
+// intent there keys as listed, and each refused one names the number's JSON
+// Pointer. The first vectors' keys were also computed independently with
 // Python's json.dumps(basis, sort_keys=True, separators=(",", ":"),
-// ensure_ascii=False), which equals JCS for these inputs.
-func TestVectors(t *testing.T) {
+// ensure_ascii=False), which equals RFC 8785 for them.
+func TestKeyVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("testdata/vectors.json")
+	raw, err := os.ReadFile("testdata/key-vectors.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vectors []struct {
-		Name   string          `json:"name"`
-		Intent json.RawMessage `json:"intent"`
-		Key    string          `json:"key"`
+	var vectors struct {
+		Keys []struct {
+			Name   string          `json:"name"`
+			Intent json.RawMessage `json:"intent"`
+			Key    string          `json:"key"`
+		} `json:"keys"`
+		Refused []struct {
+			Name    string          `json:"name"`
+			Intent  json.RawMessage `json:"intent"`
+			Pointer string          `json:"pointer"`
+		} `json:"refused"`
 	}
 	if err := json.Unmarshal(raw, &vectors); err != nil {
 		t.Fatal(err)
 	}
-	if len(vectors) < 8 {
-		t.Fatalf("%d vectors", len(vectors))
+	if len(vectors.Keys) < 20 || len(vectors.Refused) < 10 {
+		t.Fatalf("%d keys and %d refusals: the file lost vectors", len(vectors.Keys), len(vectors.Refused))
 	}
-	for _, v := range vectors {
-		t.Run(v.Name, func(t *testing.T) {
-			t.Parallel()
-			var in struct {
-				RunID          string          `json:"run_id"`
-				Step           json.RawMessage `json:"step"`
-				Tool           string          `json:"tool"`
-				Effect         json.RawMessage `json:"effect"`
-				IdempotencyKey string          `json:"idempotency_key"`
-			}
-			if err := json.Unmarshal(v.Intent, &in); err != nil {
-				t.Fatal(err)
-			}
-			got := in.IdempotencyKey
-			if got == "" {
-				var err error
-				if got, err = Key(Basis{RunID: in.RunID, Step: in.Step, Tool: in.Tool, Effect: in.Effect}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got != v.Key {
-				t.Fatalf("key = %s, want %s", got, v.Key)
-			}
-		})
+	type fields struct {
+		RunID  string          `json:"run_id"`
+		Step   json.RawMessage `json:"step"`
+		Tool   string          `json:"tool"`
+		Effect json.RawMessage `json:"effect"`
+	}
+	for _, v := range vectors.Keys {
+		var in fields
+		if err := json.Unmarshal(v.Intent, &in); err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		if err := CheckNumbers(v.Intent, ""); err != nil {
+			t.Errorf("%s: CheckNumbers = %v", v.Name, err)
+		}
+		got, err := Key(Basis{RunID: in.RunID, Step: in.Step, Tool: in.Tool, Effect: in.Effect})
+		if err != nil || got != v.Key {
+			t.Errorf("%s: key = %s, %v; want %s", v.Name, got, err, v.Key)
+		}
+	}
+	for _, v := range vectors.Refused {
+		var n *NumberError
+		if err := CheckNumbers(v.Intent, ""); !errors.As(err, &n) || n.Pointer != v.Pointer {
+			t.Errorf("%s: CheckNumbers = %v; want a *NumberError at %s", v.Name, err, v.Pointer)
+		}
 	}
 }
 
