@@ -1,0 +1,244 @@
+"""The errors countersign answers, one class per stable error code.
+
+Every refusal is one envelope, ``{"error": {"code", "message", "field",
+"errors", "request_id"}}``; ``APIError`` carries it, and each code of the
+ErrorCode enum in the OpenAPI document (GET /v1/openapi.json) has its own
+subclass, so ``except KeyReusedError`` reads like the code it catches.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.message import Message
+
+
+class CountersignError(Exception):
+    """The base of every error this package raises about countersign."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One value at fault: its JSON Pointer (or a header's or parameter's
+    name) and why."""
+
+    field: str
+    message: str
+
+
+class APIError(CountersignError):
+    """A refusal from countersign: the HTTP status, the stable code, a
+    sentence for a human, the value at fault (``field``, and ``errors`` when
+    there are several), the ``request_id`` the server logged the call under,
+    and for a 503 the ``retry_after`` it asked for, in seconds."""
+
+    #: The error code the class stands for; "" on APIError itself, which is
+    #: raised for a code this version does not know (or an answer without
+    #: the envelope, such as a proxy's page).
+    code: str = ""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None = None,
+        errors: tuple[Violation, ...] = (),
+        request_id: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.errors = errors
+        self.request_id = request_id
+        self.retry_after = retry_after
+        text = f"countersign: {code or 'HTTP ' + str(status)} ({status})"
+        if field:
+            text += f" at {field}"
+        text += f": {message}"
+        if request_id:
+            text += f" (request {request_id})"
+        super().__init__(text)
+
+
+class MalformedJSONError(APIError):
+    """The body was not JSON, or not UTF-8 (a bug in the caller)."""
+
+    code = "malformed_json"
+
+
+class InvalidRequestError(APIError):
+    """A field is missing or wrong, or a number is inexact; ``field`` names it."""
+
+    code = "invalid_request"
+
+
+class InvalidEffectError(APIError):
+    """The effect fails the tool's effect_schema; ``errors`` lists every
+    violation. Nothing was stored."""
+
+    code = "invalid_effect"
+
+
+class UnknownToolError(APIError):
+    """The configuration has no such tool."""
+
+    code = "unknown_tool"
+
+
+class KeyReusedError(APIError):
+    """The key already names another write (or another agent's request).
+    Sending it again will not help: the intent must change."""
+
+    code = "key_reused"
+
+
+class UnauthorizedError(APIError):
+    """No token, or one no agent holds."""
+
+    code = "unauthorized"
+
+
+class TooLargeError(APIError):
+    """The body is over 1 MiB."""
+
+    code = "too_large"
+
+
+class NotFoundError(APIError):
+    """No request has that id or key, or it is another agent's."""
+
+    code = "not_found"
+
+
+class AlreadyDecidedError(APIError):
+    """The request is no longer pending."""
+
+    code = "already_decided"
+
+
+class StaleCardError(APIError):
+    """A reviewer's refusal; never answered to an agent."""
+
+    code = "stale_card"
+
+
+class NotApproverError(APIError):
+    """A reviewer's refusal; never answered to an agent."""
+
+    code = "not_approver"
+
+
+class SelfApprovalError(APIError):
+    """A reviewer's refusal; never answered to an agent."""
+
+    code = "self_approval"
+
+
+class AlreadyResolvedError(APIError):
+    """A reviewer's refusal; never answered to an agent."""
+
+    code = "already_resolved"
+
+
+class CallbackNotConfiguredError(APIError):
+    """A redrive for an agent without a callback."""
+
+    code = "callback_not_configured"
+
+
+class NothingToRedriveError(APIError):
+    """A redrive of a request that has sent no callback yet."""
+
+    code = "nothing_to_redrive"
+
+
+class UnavailableError(APIError):
+    """countersign cannot reach its database; the calls that may be resent
+    were, after ``retry_after``, until their time ran out."""
+
+    code = "unavailable"
+
+
+class InternalError(APIError):
+    """An unexpected failure on the server."""
+
+    code = "internal"
+
+
+class MethodNotAllowedError(APIError):
+    """A method the route does not take (a call this package never makes)."""
+
+    code = "method_not_allowed"
+
+
+class UnsupportedMediaTypeError(APIError):
+    """A body not sent as application/json (a call this package never makes)."""
+
+    code = "unsupported_media_type"
+
+
+#: The class of each error code.
+ERRORS: Mapping[str, type[APIError]] = {
+    cls.code: cls
+    for cls in (
+        MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError,
+        KeyReusedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError,
+        StaleCardError, NotApproverError, SelfApprovalError, AlreadyResolvedError,
+        CallbackNotConfiguredError, NothingToRedriveError, UnavailableError, InternalError,
+        MethodNotAllowedError, UnsupportedMediaTypeError,
+    )
+}
+
+
+class WaitTimeout(CountersignError, TimeoutError):
+    """The request was not settled when the wait ended; ``request`` is the
+    last answer read (None when none was)."""
+
+    def __init__(self, ref: str, request: object | None) -> None:
+        self.ref = ref
+        self.request = request
+        super().__init__(f"countersign: request {ref} was not settled when the wait ended")
+
+
+class SignatureError(CountersignError):
+    """A Countersign-Signature that does not prove countersign sent what it
+    covers, with the secret, within the tolerance."""
+
+
+def error_from(status: int, headers: Message, body: bytes) -> APIError:
+    """Build the error of an answer of status 400 or more."""
+    code, message, field, violations, request_id = "", "", None, (), headers.get("Request-Id")
+    try:
+        envelope = json.loads(body)["error"]
+        code = str(envelope["code"])
+        message = str(envelope.get("message", ""))
+        field = envelope.get("field")
+        violations = tuple(Violation(str(v.get("field", "")), str(v.get("message", ""))) for v in envelope.get("errors") or ())
+        request_id = envelope.get("request_id") or request_id
+    except (ValueError, KeyError, TypeError, AttributeError):
+        # Not countersign's envelope: a proxy's page, say.
+        message = f"HTTP {status}"
+        if status == 503:
+            code = "unavailable"
+    cls = ERRORS.get(code, APIError)
+    return cls(status, code, message, field, violations, request_id, retry_after(headers.get("Retry-After")))
+
+
+def retry_after(value: str | None) -> float | None:
+    """Read Retry-After: delay seconds, or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

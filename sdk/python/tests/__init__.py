@@ -1,0 +1,1 @@
+"""Tests of the countersign package: python3 -W error -m unittest discover."""
