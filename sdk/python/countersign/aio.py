@@ -2,32 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import math
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from .client import POLL_WAIT, Client
+from . import calls
 from .errors import WaitTimeout
 from .request import Page, Request, Tool
+from .transport import RETRIED, Call, T, Transport
+from .version import __version__
 
 
 class AsyncClient:
     """Client's calls for asyncio code, with the same arguments, retries and
     errors.
 
-    Each HTTP exchange runs in a thread of the event loop's default
-    executor (asyncio.to_thread), since the standard library has no
-    asynchronous HTTP client: a call holds a thread while it is in flight,
-    and cancelling the awaiting task takes effect when that exchange ends.
-    wait() polls one exchange at a time, so it can be cancelled between
-    polls (at most 30 s apart) and holds no thread in between.
+    The standard library has no asynchronous HTTP client, so each HTTP
+    exchange runs in a thread of the event loop's default executor
+    (asyncio.to_thread); the pauses between retries and polls are awaited.
+    Cancelling a call takes effect when the exchange in flight ends (a
+    long-poll holds at most 30 s), and nothing is sent after it.
     """
 
     def __init__(self, url: str, token: str, *, timeout: float = 30.0, retry_for: float = 60.0) -> None:
-        self._client = Client(url, token, timeout=timeout, retry_for=retry_for)
+        self.retry_for = retry_for
+        self._transport = Transport(url, token, f"countersign-python/{__version__}", timeout=timeout)
 
     async def request(
         self,
@@ -42,19 +43,16 @@ class AsyncClient:
         idempotency_key: str | None = None,
     ) -> Request:
         """See Client.request."""
-        return await asyncio.to_thread(
-            self._client.request, tool=tool, effect=effect, run_id=run_id, step=step, summary=summary,
-            reason=reason, requested_for=requested_for, idempotency_key=idempotency_key)
+        return await self._run(calls.create(tool, effect, run_id, step, summary, reason, requested_for, idempotency_key))
 
     async def get(self, ref: str) -> Request:
         """See Client.get."""
-        return await asyncio.to_thread(self._client.get, ref)
+        return await self._run(calls.get(ref))
 
     async def list_page(self, *, status: str | None = None, tool: str | None = None, run_id: str | None = None,
                         settled: bool | None = None, limit: int | None = None, cursor: str | None = None) -> Page:
         """See Client.list_page."""
-        return await asyncio.to_thread(self._client.list_page, status=status, tool=tool, run_id=run_id,
-                                       settled=settled, limit=limit, cursor=cursor)
+        return await self._run(calls.list_page(status, tool, run_id, settled, limit, cursor))
 
     async def list(self, *, status: str | None = None, tool: str | None = None, run_id: str | None = None,
                    settled: bool | None = None, limit: int | None = None) -> AsyncIterator[Request]:
@@ -72,12 +70,16 @@ class AsyncClient:
     async def wait(self, ref: str, timeout: float | None = None) -> Request:
         """See Client.wait."""
         deadline = math.inf if timeout is None else time.monotonic() + timeout
-        req = await self.get(ref)
-        while not req.settled:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise WaitTimeout(ref, req)
-            req = await asyncio.to_thread(self._client._poll, ref, req.version, min(remaining, POLL_WAIT), deadline)
+        req: Request | None = None
+        try:
+            req = await self._transport.arun(calls.get(ref), deadline)
+            while not req.settled and (remaining := deadline - time.monotonic()) > 0:
+                req = await self._transport.arun(calls.poll(ref, req.version, remaining), deadline)
+        except RETRIED as e:
+            # Retries end only at the deadline: the wait is over.
+            raise WaitTimeout(ref, req) from e
+        if not req.settled:
+            raise WaitTimeout(ref, req)
         return req
 
     async def request_and_wait(
@@ -100,12 +102,15 @@ class AsyncClient:
 
     async def cancel(self, ref: str) -> Request:
         """See Client.cancel."""
-        return await asyncio.to_thread(self._client.cancel, ref)
+        return await self._run(calls.cancel(ref))
 
     async def redrive(self, ref: str) -> Request:
         """See Client.redrive."""
-        return await asyncio.to_thread(self._client.redrive, ref)
+        return await self._run(calls.redrive(ref))
 
     async def tools(self) -> builtins.list[Tool]:
         """See Client.tools."""
-        return await asyncio.to_thread(self._client.tools)
+        return await self._run(calls.tools())
+
+    async def _run(self, call: Call[T]) -> T:
+        return await self._transport.arun(call, time.monotonic() + self.retry_for)

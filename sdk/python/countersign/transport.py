@@ -1,7 +1,8 @@
-"""One HTTP call to countersign, resent after a network error or a 503."""
+"""HTTP exchanges with countersign, and when one is sent again."""
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import random
 import time
@@ -11,11 +12,18 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
+from typing import Generic, TypeVar
 
-from .errors import APIError, error_from
+from .errors import APIError, UnavailableError, error_from
 
 #: The most of an answer that is read.
 MAX_ANSWER_BYTES = 8 << 20
+
+T = TypeVar("T")
+
+#: What a call that may be sent again is sent again after: a network error
+#: or an answer of 503 (UnavailableError).
+RETRIED = (OSError, http.client.HTTPException, UnavailableError)
 
 
 @dataclass(frozen=True)
@@ -27,77 +35,99 @@ class Answer:
     body: bytes
 
 
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One call of the API: what is sent, whether it may be sent again, and
+    how its answer is read. Client and AsyncClient run the same calls."""
+
+    method: str
+    path: str
+    body: bytes | None
+    read: Callable[[Answer], T]
+    retry: bool = True
+    hold: float = 0  # seconds a long-poll's answer may take on top
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     # countersign never redirects an agent; a redirect is someone else's
-    # answer, and following it would resend the token elsewhere.
+    # answer, and following it would send the token elsewhere.
     def redirect_request(self, *args: object, **kwargs: object) -> None:
         return None
 
 
 class Transport:
-    """Sends calls to one countersign server as one agent."""
+    """Sends calls to one countersign server as one agent.
 
-    def __init__(self, url: str, token: str, user_agent: str, *, first_backoff: float = 0.2, max_backoff: float = 5.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    A call that may be sent again is, with the same bytes, after a network
+    error (an OSError: urllib.error.URLError, TimeoutError, ConnectionError)
+    or a 503, following a jittered exponential backoff, or the answer's
+    Retry-After when that is longer, until its deadline would pass; then the
+    last error is raised.
+    """
+
+    def __init__(self, url: str, token: str, user_agent: str, *, timeout: float,
+                 first_backoff: float = 0.2, max_backoff: float = 5.0) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"the countersign URL must be an http or https URL, not {url!r}")
         self.base = url.rstrip("/")
         self.token = token
         self.user_agent = user_agent
+        self.timeout = timeout
         self.first_backoff = first_backoff
         self.max_backoff = max_backoff
-        self.sleep = sleep
         self._opener = urllib.request.build_opener(_NoRedirect)
 
-    def call(self, method: str, path: str, body: bytes | None, *, timeout: float, retry_until: float | None) -> Answer:
-        """Send one call; an answer of 400 or more raises its APIError.
-
-        With ``retry_until`` (a time.monotonic() deadline), a network error
-        or a 503 is followed by the same bytes again, after a jittered
-        backoff or the answer's Retry-After when longer, until the deadline
-        would pass; then the last error is raised. Network errors are
-        OSErrors (urllib.error.URLError, TimeoutError, ConnectionError).
-        """
+    def run(self, call: Call[T], deadline: float) -> T:
+        """Run call, retrying until deadline (a time.monotonic() value)."""
         backoff = self.first_backoff
         while True:
             try:
-                status, headers, raw = self._once(method, path, body, timeout)
-            except (OSError, http.client.HTTPException) as e:
-                if retry_until is None:
-                    raise
-                error: Exception = e
-                pause = backoff
-            else:
-                if status < 400:
-                    return Answer(status, headers, raw)
-                api_error = error_from(status, headers, raw)
-                if retry_until is None or status != 503:
-                    raise api_error
-                error = api_error
-                pause = backoff
-            # Jitter spreads the retries of many agents after one outage;
-            # a Retry-After the server sent is waited in full.
-            pause = pause / 2 + random.uniform(0, pause / 2)
-            if isinstance(error, APIError) and error.retry_after:
-                pause = max(pause, error.retry_after)
-            if time.monotonic() + pause > retry_until:
-                raise error
-            self.sleep(pause)
+                return call.read(self.exchange(call))
+            except (OSError, http.client.HTTPException, APIError) as e:
+                pause = self._pause(call, e, backoff, deadline)
+            time.sleep(pause)
             backoff = min(2 * backoff, self.max_backoff)
 
-    def _once(self, method: str, path: str, body: bytes | None, timeout: float) -> tuple[int, Message, bytes]:
+    async def arun(self, call: Call[T], deadline: float) -> T:
+        """run() for asyncio: each exchange in a thread, the pauses awaited,
+        so a cancelled task stops at the end of the exchange in flight."""
+        backoff = self.first_backoff
+        while True:
+            try:
+                return call.read(await asyncio.to_thread(self.exchange, call))
+            except (OSError, http.client.HTTPException, APIError) as e:
+                pause = self._pause(call, e, backoff, deadline)
+            await asyncio.sleep(pause)
+            backoff = min(2 * backoff, self.max_backoff)
+
+    def _pause(self, call: Call[T], error: Exception, backoff: float, deadline: float) -> float:
+        """How long to wait before sending call again after error, or raise
+        error when it is not to be sent again."""
+        if not call.retry or (isinstance(error, APIError) and not isinstance(error, RETRIED)):
+            raise error
+        # Jitter spreads the retries of many agents after one outage; a
+        # Retry-After the server sent is waited in full.
+        pause = backoff / 2 + random.uniform(0, backoff / 2)
+        if isinstance(error, APIError) and error.retry_after:
+            pause = max(pause, error.retry_after)
+        if time.monotonic() + pause > deadline:
+            raise error
+        return pause
+
+    def exchange(self, call: Call[T]) -> Answer:
+        """Send call once; an answer of 400 or more raises its APIError."""
         headers = {
             "Authorization": "Bearer " + self.token,
             "Accept": "application/json",
             "User-Agent": self.user_agent,
         }
-        if body is not None:
+        if call.body is not None:
             headers["Content-Type"] = "application/json"
-        req = urllib.request.Request(self.base + path, data=body, headers=headers, method=method)
+        req = urllib.request.Request(self.base + call.path, data=call.body, headers=headers, method=call.method)
         try:
-            with self._opener.open(req, timeout=timeout) as resp:
-                return resp.status, resp.headers, resp.read(MAX_ANSWER_BYTES)
+            with self._opener.open(req, timeout=self.timeout + call.hold) as resp:
+                return Answer(resp.status, resp.headers, resp.read(MAX_ANSWER_BYTES))
         except urllib.error.HTTPError as e:
             with e:
-                return e.code, e.headers, e.read(MAX_ANSWER_BYTES)
+                raise error_from(e.code, e.headers, e.read(MAX_ANSWER_BYTES)) from None
