@@ -1,0 +1,174 @@
+"""The SDK against a real countersign (tests/local_server.py): nothing here
+is scripted; the server answers as it answers agents."""
+
+import dataclasses
+import itertools
+import json
+import unittest
+import uuid
+from decimal import Decimal
+
+from countersign import (
+    AlreadyDecidedError, AsyncClient, CallbackNotConfiguredError, Client, InvalidEffectError, InvalidRequestError,
+    KeyReusedError, NotFoundError, NumberError, Request, SignatureError, UnauthorizedError, intent_key,
+    verify_signature,
+)
+from countersign.calls import get
+from countersign.canonical import canonical
+
+from .local_server import DISPATCH_SECRET, TOKEN, Server
+
+server: Server
+steps = itertools.count(1)
+
+
+def setUpModule():
+    global server
+    server = Server()
+
+
+def tearDownModule():
+    server.close()
+
+
+def run_id():
+    return f"run-{uuid.uuid4()}"
+
+
+CREDIT = {"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}
+
+
+class ServerTest(unittest.TestCase):
+    def setUp(self):
+        self.client = Client(server.url, TOKEN, timeout=10)
+
+    def test_request_approve_wait_succeeded(self):
+        run = run_id()
+        req = self.client.request(tool="sdk.credit", run_id=run, step=6, effect=CREDIT, summary="Credit 42.00 USD")
+        self.assertEqual((req.status, req.settled, req.replayed), ("pending", False, False))
+        self.assertEqual(req.key, intent_key(run, 6, "sdk.credit", CREDIT))
+        self.assertEqual(req.policy.approvers, ("local:reviewer",))
+        server.approve(req)
+        done = self.client.wait(req.key, timeout=30)
+        self.assertTrue(done.settled)
+        self.assertTrue(done.succeeded, done)
+        self.assertEqual((done.status, done.decision.verdict, done.decision.via), ("approved", "approve", "inbox"))
+        self.assertGreater(done.version, req.version)
+        # The provider got the write once, under the offline key, signed.
+        dispatches = [d for d in server.provider.dispatches if d.key == req.key]
+        self.assertEqual(len(dispatches), 1)
+        d = dispatches[0]
+        self.assertTrue(d.verified, "the dispatch's v2 signature did not verify")
+        self.assertEqual(d.body, canonical(CREDIT).encode())
+        with self.assertRaises(SignatureError):  # v2 covers the path
+            verify_signature(DISPATCH_SECRET, d.signature, d.body, method="POST", path="/other", idempotency_key=d.key)
+
+    def test_the_same_intent_replays(self):
+        run = run_id()
+        first = self.client.request(tool="sdk.credit", run_id=run, step=1, effect=CREDIT, summary="one wording")
+        again = self.client.request(tool="sdk.credit", run_id=run, step=1, effect=dict(reversed(CREDIT.items())),
+                                    summary="another wording")
+        self.assertFalse(first.replayed)
+        self.assertTrue(again.replayed)
+        self.assertEqual((again.id, again.key, again.summary), (first.id, first.key, "one wording"))
+
+    def test_a_client_key_for_another_write_is_key_reused(self):
+        own = f"sdk-own-key-{uuid.uuid4()}"
+        run = run_id()
+        self.client.request(tool="sdk.credit", run_id=run, step=1, effect=CREDIT, idempotency_key=own)
+        with self.assertRaises(KeyReusedError) as caught:
+            self.client.request(tool="sdk.credit", run_id=run, step=1, effect={**CREDIT, "amount_cents": 4300},
+                                idempotency_key=own)
+        e = caught.exception
+        self.assertEqual((e.status, e.code), (409, "key_reused"))
+        self.assertRegex(e.request_id, r"^req_[0-9a-f]{24}$")
+
+    def test_an_invalid_effect_names_every_violation(self):
+        with self.assertRaises(InvalidEffectError) as caught:
+            self.client.request(tool="sdk.credit", run_id=run_id(), step=1,
+                                effect={"invoice": "INV 1", "amount_cents": 0, "currency": "GBP"})
+        e = caught.exception
+        self.assertEqual(e.status, 422)
+        fields = {v.field for v in e.errors}
+        self.assertEqual(fields, {"/effect/invoice", "/effect/amount_cents", "/effect/currency"}, e.errors)
+        self.assertEqual((e.field, e.message), (e.errors[0].field, e.errors[0].message))
+
+    def test_an_inexact_number_is_refused_where_intent_key_refuses_it(self):
+        effect = {"lines": [{"amount": 1}, {"amount": Decimal("9007199254740993.0")}]}
+        with self.assertRaises(NumberError) as offline:
+            intent_key("r", 1, "sdk.note", effect)
+        with self.assertRaises(InvalidRequestError) as caught:
+            self.client.request(tool="sdk.note", run_id=run_id(), step=1, effect=effect)
+        self.assertEqual(caught.exception.field, "/effect/lines/1/amount")
+        self.assertEqual(offline.exception.pointer, caught.exception.field)
+
+    def test_the_offline_key_is_the_server_s(self):
+        effects = [
+            {"one": 1.0, "big": 1e20, "tenth": 0.1, "small": 2.5e-7, "minus_zero": -0.0, "decimal": Decimal("1E+2"),
+             "exact": Decimal("9007199254740994.0"), "max": 2**53, "yes": True, "none": None},
+            {"\ue000": 1, "😀": 2, "é": "e\u0301", "ctl": "\u0001\u2028\"\\", "nested": [[{}], {"a": []}]},
+            {},
+        ]
+        for effect, step in zip(effects, (next(steps), str(next(steps)), -7)):
+            with self.subTest(effect=effect):
+                run = run_id()
+                req = self.client.request(tool="sdk.note", run_id=run, step=step, effect=effect)
+                self.assertEqual(req.key, intent_key(run, step, "sdk.note", effect))
+                self.assertEqual(req.step, step)
+
+    def test_a_bad_token_is_unauthorized(self):
+        stranger = Client(server.url, "not-a-token")
+        with self.assertRaises(UnauthorizedError) as caught:
+            stranger.tools()
+        self.assertEqual(caught.exception.status, 401)
+        with self.assertRaises(UnauthorizedError):
+            stranger.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
+
+    def test_cancel(self):
+        req = self.client.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
+        cancelled = self.client.cancel(req.id)
+        self.assertEqual((cancelled.status, cancelled.settled), ("cancelled", True))
+        self.assertEqual(self.client.wait(req.key, timeout=5).status, "cancelled")
+        with self.assertRaises(AlreadyDecidedError) as caught:
+            self.client.cancel(req.key)
+        self.assertEqual(caught.exception.status, 409)
+
+    def test_unknown_refs_and_redrives_without_a_callback(self):
+        with self.assertRaises(NotFoundError):
+            self.client.get("wa_" + "0" * 64)
+        req = self.client.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
+        with self.assertRaises(CallbackNotConfiguredError):
+            self.client.redrive(req.key)
+
+    def test_tools(self):
+        tools = {t.name: t for t in self.client.tools()}
+        self.assertEqual(sorted(tools), ["sdk.credit", "sdk.note"])
+        credit = tools["sdk.credit"]
+        self.assertEqual((credit.description, credit.policy.approvals), ("Credit an invoice, in cents.", 1))
+        self.assertEqual(credit.effect_schema["required"], ["invoice", "amount_cents", "currency"])
+        self.assertIsNone(tools["sdk.note"].effect_schema)
+
+    def test_every_field_the_server_sends_is_read(self):
+        req = self.client.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
+        server.approve(req)
+        self.client.wait(req.id, timeout=30)
+        raw = json.loads(self.client._transport.exchange(get(req.id)).body)
+        known = {f.name for f in dataclasses.fields(Request)}
+        self.assertLessEqual(set(raw), known, "fields the SDK does not read")
+        self.assertEqual(Request.from_json(raw).execution.state, "succeeded")
+
+
+class AsyncServerTest(unittest.IsolatedAsyncioTestCase):
+    async def test_request_approve_and_wait(self):
+        client = AsyncClient(server.url, TOKEN, timeout=10)
+        req = await client.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
+        server.approve(req)
+        done = await client.wait(req.key, timeout=30)
+        self.assertTrue(done.succeeded)
+        with self.assertRaises(AlreadyDecidedError):
+            await client.cancel(req.key)
+        self.assertIn("sdk.credit", [t.name for t in await client.tools()])
+
+
+if __name__ == "__main__":
+    unittest.main()
