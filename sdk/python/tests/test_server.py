@@ -148,6 +148,20 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(credit.effect_schema["required"], ["invoice", "amount_cents", "currency"])
         self.assertIsNone(tools["sdk.note"].effect_schema)
 
+    def test_list_reads_every_page(self):
+        run = run_id()
+        made = [self.client.request(tool="sdk.credit", run_id=run, step=i, effect=CREDIT) for i in range(5)]
+        self.client.cancel(made[0].id)
+        listed = [r.id for r in self.client.list(run_id=run, limit=2)]
+        self.assertEqual(listed, [r.id for r in reversed(made)], "newest first, across three pages")
+        page = self.client.list_page(run_id=run, limit=2)
+        self.assertEqual((len(page.data), bool(page.next_cursor)), (2, True))
+        self.assertEqual([r.id for r in self.client.list(run_id=run, settled=True)], [made[0].id])
+        self.assertEqual(len(list(self.client.list(run_id=run, status="pending"))), 4)
+        with self.assertRaises(InvalidRequestError) as caught:
+            self.client.list_page(limit=0)
+        self.assertEqual(caught.exception.field, "limit")
+
     def test_every_field_the_server_sends_is_read(self):
         req = self.client.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
         server.approve(req)
