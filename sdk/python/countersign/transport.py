@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from email.message import Message
 from typing import Generic, TypeVar
 
-from .errors import APIError, UnavailableError, error_from
+from .errors import APIError, InternalError, UnavailableError, error_from
 
 #: The most of an answer that is read.
 MAX_ANSWER_BYTES = 8 << 20
@@ -22,7 +22,7 @@ MAX_ANSWER_BYTES = 8 << 20
 T = TypeVar("T")
 
 #: What a call that may be sent again is sent again after: a network error
-#: or an answer of 503 (UnavailableError).
+#: or an answer of 503 (UnavailableError); a read also after a 500 (_pause).
 RETRIED = (OSError, http.client.HTTPException, UnavailableError)
 
 
@@ -104,7 +104,10 @@ class Transport:
     def _pause(self, call: Call[T], error: Exception, backoff: float, deadline: float) -> float:
         """How long to wait before sending call again after error, or raise
         error when it is not to be sent again."""
-        if not call.retry or (isinstance(error, APIError) and not isinstance(error, RETRIED)):
+        # A read changes nothing, so a 500 is worth asking again, as the Go
+        # client does; a write's 500 is the caller's to judge.
+        retried = isinstance(error, RETRIED) or (call.method == "GET" and isinstance(error, InternalError))
+        if not call.retry or (isinstance(error, APIError) and not retried):
             raise error
         # Jitter spreads the retries of many agents after one outage; a
         # Retry-After the server sent is waited in full.

@@ -5,7 +5,7 @@ import unittest
 import urllib.parse
 
 from countersign import (
-    APIError, AsyncClient, Client, KeyReusedError, UnavailableError, WaitTimeout, __version__,
+    APIError, AsyncClient, Client, InternalError, KeyReusedError, UnavailableError, WaitTimeout, __version__,
 )
 
 from .fake import Fake, hang_up, refusal, reply, representation
@@ -68,6 +68,19 @@ class RetriesTest(unittest.TestCase):
             Client(fake.url, "t", retry_for=0.5).tools()
         self.assertLess(time.monotonic() - started, 2)
         self.assertGreater(len(fake.calls), 1)
+
+    def test_a_read_is_asked_again_after_a_500(self):
+        fake = self.fake(refusal(500, "internal"), reply(200, representation(3)))
+        req = Client(fake.url, "t").get("wa_x")
+        self.assertEqual(req.version, 3)
+        self.assertEqual([(c.method, c.path) for c in fake.calls], [("GET", "/v1/requests/wa_x")] * 2)
+
+    def test_a_request_is_not_sent_again_after_a_500(self):
+        fake = self.fake(refusal(500, "internal"), reply(201, representation()))
+        with self.assertRaises(InternalError):
+            Client(fake.url, "t").request(tool="billing.credit", run_id="r-7f3a", step=6,
+                                          effect={"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"})
+        self.assertEqual(len(fake.calls), 1)
 
     def test_cancel_and_redrive_are_sent_once(self):
         fake = self.fake(refusal(503, "unavailable"))
