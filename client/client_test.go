@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/countersign/countersign/internal/intentkey/intentkeytest"
 	"net/http"
 	"os"
 	"strings"
@@ -32,25 +33,8 @@ func credit(amount int) client.Intent {
 // (internal/intentkey/testdata/key-vectors.json).
 func TestKeyMatchesTheSharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../internal/intentkey/testdata/key-vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type vector struct {
-		Name    string          `json:"name"`
-		Intent  json.RawMessage `json:"intent"`
-		Key     string          `json:"key"`
-		Pointer string          `json:"pointer"`
-	}
-	var vectors struct {
-		Keys    []vector `json:"keys"`
-		Refused []vector `json:"refused"`
-	}
-	decodeJSON(t, raw, &vectors)
-	if len(vectors.Keys) == 0 || len(vectors.Refused) == 0 {
-		t.Fatalf("%d keys and %d refusals", len(vectors.Keys), len(vectors.Refused))
-	}
-	intent := func(v vector) client.Intent {
+	vectors := intentkeytest.Load(t)
+	intent := func(v intentkeytest.Vector) client.Intent {
 		// Only the basis: summary, reason and requested_for never enter it.
 		var fields struct {
 			RunID  string          `json:"run_id"`

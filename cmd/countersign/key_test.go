@@ -3,8 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"os"
+	"github.com/countersign/countersign/internal/intentkey/intentkeytest"
 	"strings"
 	"testing"
 )
@@ -39,28 +38,7 @@ func TestKeyCommandRefusesAmbiguousInput(t *testing.T) {
 // (internal/intentkey/testdata/key-vectors.json).
 func TestKeyCommandMatchesTheSharedVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../internal/intentkey/testdata/key-vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vectors struct {
-		Keys []struct {
-			Name   string          `json:"name"`
-			Intent json.RawMessage `json:"intent"`
-			Key    string          `json:"key"`
-		} `json:"keys"`
-		Refused []struct {
-			Name    string          `json:"name"`
-			Intent  json.RawMessage `json:"intent"`
-			Pointer string          `json:"pointer"`
-		} `json:"refused"`
-	}
-	if err := json.Unmarshal(raw, &vectors); err != nil {
-		t.Fatal(err)
-	}
-	if len(vectors.Keys) == 0 || len(vectors.Refused) == 0 {
-		t.Fatalf("%d keys and %d refusals", len(vectors.Keys), len(vectors.Refused))
-	}
+	vectors := intentkeytest.Load(t)
 	for _, v := range vectors.Keys {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), []string{"key"}, envFrom(nil), bytes.NewReader(v.Intent), &out, &errOut); code != 0 {

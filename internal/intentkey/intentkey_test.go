@@ -3,7 +3,7 @@ package intentkey
 import (
 	"encoding/json"
 	"errors"
-	"os"
+	"github.com/countersign/countersign/internal/intentkey/intentkeytest"
 	"strings"
 	"testing"
 
@@ -17,28 +17,7 @@ import (
 // ensure_ascii=False), which equals RFC 8785 for them.
 func TestKeyVectors(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("testdata/key-vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vectors struct {
-		Keys []struct {
-			Name   string          `json:"name"`
-			Intent json.RawMessage `json:"intent"`
-			Key    string          `json:"key"`
-		} `json:"keys"`
-		Refused []struct {
-			Name    string          `json:"name"`
-			Intent  json.RawMessage `json:"intent"`
-			Pointer string          `json:"pointer"`
-		} `json:"refused"`
-	}
-	if err := json.Unmarshal(raw, &vectors); err != nil {
-		t.Fatal(err)
-	}
-	if len(vectors.Keys) < 20 || len(vectors.Refused) < 10 {
-		t.Fatalf("%d keys and %d refusals: the file lost vectors", len(vectors.Keys), len(vectors.Refused))
-	}
+	vectors := intentkeytest.Load(t)
 	type fields struct {
 		RunID  string          `json:"run_id"`
 		Step   json.RawMessage `json:"step"`
