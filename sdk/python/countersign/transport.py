@@ -60,9 +60,9 @@ class Transport:
 
     A call that may be sent again is, with the same bytes, after a network
     error (an OSError: urllib.error.URLError, TimeoutError, ConnectionError)
-    or a 503, following a jittered exponential backoff, or the answer's
-    Retry-After when that is longer, until its deadline would pass; then the
-    last error is raised.
+    or a 503 (a read also after a 500), following a jittered exponential
+    backoff, or the answer's Retry-After when that is longer, until its
+    deadline would pass; then the last error is raised.
     """
 
     def __init__(self, url: str, token: str, user_agent: str, *, timeout: float,
