@@ -59,35 +59,31 @@ type owedByKey struct {
 	obKey, obKind, obData          []string
 }
 
-// flattenByKey is flatten for the requests ps; a key given twice owes once,
-// what its first request owes.
+// flattenByKey is flatten for the requests ps, each row naming its request
+// by key; a key given twice owes once, what its first request owes.
 func flattenByKey(ps []store.NewRequest, owed []store.Owed) (owedByKey, error) {
-	o := owedByKey{
-		evKey: make([]string, 0, len(ps)), evActor: make([]string, 0, len(ps)), evKind: make([]string, 0, len(ps)), evData: make([]string, 0, len(ps)),
-		obKey: make([]string, 0, len(ps)), obKind: make([]string, 0, len(ps)), obData: make([]string, 0, len(ps)),
-	}
+	firsts := make([]store.Owed, len(owed))
 	seen := make(map[string]bool, len(ps))
 	for i, p := range ps {
-		if seen[p.Key] {
-			continue
-		}
-		seen[p.Key] = true
-		for _, ev := range owed[i].Events {
-			data, err := encode(ev.Data)
-			if err != nil {
-				return owedByKey{}, err
-			}
-			o.evKey, o.evActor, o.evKind, o.evData = append(o.evKey, p.Key), append(o.evActor, ev.Actor), append(o.evKind, ev.Kind), append(o.evData, data)
-		}
-		for _, r := range owed[i].Outbox {
-			data, err := encode(r.Data)
-			if err != nil {
-				return owedByKey{}, err
-			}
-			o.obKey, o.obKind, o.obData = append(o.obKey, p.Key), append(o.obKind, string(r.Kind)), append(o.obData, data)
+		if !seen[p.Key] {
+			seen[p.Key], firsts[i] = true, owed[i]
 		}
 	}
-	return o, nil
+	o, err := flatten(firsts)
+	if err != nil {
+		return owedByKey{}, err
+	}
+	keysOf := func(ords []int64) []string {
+		keys := make([]string, len(ords))
+		for i, ord := range ords {
+			keys[i] = ps[ord-1].Key
+		}
+		return keys
+	}
+	return owedByKey{
+		evKey: keysOf(o.evOrd), evActor: o.evActor, evKind: o.evKind, evData: o.evData,
+		obKey: keysOf(o.obOrd), obKind: o.obKind, obData: o.obData,
+	}, nil
 }
 
 // Notify queues the wake-ups as NOTIFYs, which PostgreSQL delivers to every
