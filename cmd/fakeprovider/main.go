@@ -66,11 +66,14 @@ func main() {
 		log.Fatal(err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	// Notify before announcing the address: a signal that arrives between
+	// the announcement and a goroutine's first run would otherwise kill the
+	// process with the writes it already holds.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		sig := make(chan os.Signal, 2)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 		<-sig
 		// Answer the writes in flight before exiting, as a real provider
 		// being restarted does. Closing their connections would make each
