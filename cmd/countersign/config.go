@@ -347,7 +347,11 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.File.Executor.Validate(), c.File.Slack.Validate())
 
-	if len(c.File.Agents) == 0 {
+	// A local run whose data directory is missing has no agent or tool only
+	// because the demo's could not be set up: the data directory's error
+	// above is the one to act on.
+	localUnset := c.Local() && c.dataDirErr != nil
+	if len(c.File.Agents) == 0 && !localUnset {
 		add("agents: no agent is configured, so nothing can post to the hook; add one with a name and token_sha256")
 	}
 	seen := map[string]bool{}
@@ -361,7 +365,7 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	if len(c.File.Tools) == 0 {
+	if len(c.File.Tools) == 0 && !localUnset {
 		add("tools: no tool is configured, so every intent would be refused as unknown_tool")
 	}
 	for name, t := range c.File.Tools {
