@@ -2,7 +2,7 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: run test test-race lint verify bench bench-intake bench-executor bench-slack bench-list peers fuzz
+.PHONY: run test test-race lint verify release bench bench-intake bench-executor bench-slack bench-list peers fuzz
 
 # Runs countersign on the local PostgreSQL with the example configuration,
 # and the fake provider it dispatches to on 127.0.0.1:9090.
@@ -42,6 +42,11 @@ verify:
 	go vet ./...
 	go mod tidy -diff
 	cd bench/peers && go vet ./... && go mod tidy -diff
+
+# Static binaries for linux and darwin on amd64 and arm64, with SHA256SUMS,
+# in dist/ (VERSION defaults to git describe --tags; see CHANGELOG.md).
+release:
+	scripts/release dist
 
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
 bench: bench-intake bench-executor bench-slack bench-list
