@@ -22,8 +22,11 @@ import (
 
 // Config is everything serve needs, from the environment and the YAML file.
 type Config struct {
-	DatabaseURL        string
-	Listen             string
+	DatabaseURL string
+	Listen      string
+	// AdminListen, when set, is a listener of its own for /metrics,
+	// /healthz and /readyz, which then leave the public one.
+	AdminListen        string
 	ConfigPath         string
 	SlackBotToken      string
 	SlackSigningSecret string
@@ -186,6 +189,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	cfg := &Config{
 		DatabaseURL:        getenv("COUNTERSIGN_DATABASE_URL"),
 		Listen:             getenv("COUNTERSIGN_LISTEN"),
+		AdminListen:        getenv("COUNTERSIGN_ADMIN_LISTEN"),
 		ConfigPath:         getenv("COUNTERSIGN_CONFIG"),
 		SlackBotToken:      getenv("SLACK_BOT_TOKEN"),
 		SlackSigningSecret: getenv("SLACK_SIGNING_SECRET"),
