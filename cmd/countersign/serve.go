@@ -206,7 +206,8 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 			return nil, err
 		}
 	}
-	a.registry.MustRegister(approvals.NewPendingCollector(a.review, logger.With("component", "metrics")))
+	a.registry.MustRegister(approvals.NewPendingCollector(a.review, logger.With("component", "metrics")),
+		newStoreCollector(a.db, logger.With("component", "metrics")))
 	if cfg.SlackBotToken == "" && !cfg.InboxEnabled() {
 		logger.Warn("SLACK_BOT_TOKEN is not set and the inbox is off: cards wait in the outbox until Slack is configured")
 	}
