@@ -47,13 +47,16 @@ export class Client {
   constructor(options: ClientOptions) {
     const fetcher = options.fetch ?? globalThis.fetch;
     if (typeof fetcher !== "function") throw new TypeError("no fetch: give one as options.fetch");
+    // Called as a plain function: a browser's or a worker's fetch refuses
+    // to run as another object's method.
+    const send: typeof fetch = (input, init) => fetcher(input, init);
     this.retryFor = options.retryFor ?? 60_000;
     this.transport = new Transport({
       url: options.url,
       token: options.token,
       userAgent: `countersign-typescript/${VERSION}`,
       timeout: options.timeout ?? 30_000,
-      fetch: fetcher,
+      fetch: send,
     });
   }
 
@@ -64,12 +67,12 @@ export class Client {
    * idempotencyKey is given. A network error or a 503 sends the same bytes
    * again, which replays rather than creating a second request.
    */
-  request(params: RequestParams, options: CallOptions = {}): Promise<Request> {
+  async request(params: RequestParams, options: CallOptions = {}): Promise<Request> {
     return this.run(calls.create(params), options);
   }
 
   /** Returns the request named by ref: its id or its full key. */
-  get(ref: string, options: CallOptions = {}): Promise<Request> {
+  async get(ref: string, options: CallOptions = {}): Promise<Request> {
     return this.run(calls.get(ref), options);
   }
 
@@ -78,7 +81,7 @@ export class Client {
    * agent's), newest first, filtered by every parameter given; pass its
    * nextCursor as cursor for the next page.
    */
-  listPage(params: ListParams & { cursor?: string | null } = {}, options: CallOptions = {}): Promise<Page> {
+  async listPage(params: ListParams & { cursor?: string | null } = {}, options: CallOptions = {}): Promise<Page> {
     return this.run(calls.listPage(params), options);
   }
 
@@ -137,7 +140,7 @@ export class Client {
   }
 
   /** Withdraws a pending request; one no longer pending throws AlreadyDecidedError. Sent once. */
-  cancel(ref: string, options: CallOptions = {}): Promise<Request> {
+  async cancel(ref: string, options: CallOptions = {}): Promise<Request> {
     return this.run(calls.cancel(ref), options);
   }
 
@@ -146,12 +149,12 @@ export class Client {
    * CallbackNotConfiguredError or NothingToRedriveError when there is none.
    * Sent once.
    */
-  redrive(ref: string, options: CallOptions = {}): Promise<Request> {
+  async redrive(ref: string, options: CallOptions = {}): Promise<Request> {
     return this.run(calls.redrive(ref), options);
   }
 
   /** Returns the tools this agent may request. */
-  tools(options: CallOptions = {}): Promise<Tool[]> {
+  async tools(options: CallOptions = {}): Promise<Tool[]> {
     return this.run(calls.tools(), options);
   }
 

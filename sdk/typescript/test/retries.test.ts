@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 
 import {
-  APIError, Client, ConnectionTimeoutError, InternalError, KeyReusedError, UnavailableError, VERSION, WaitTimeoutError,
+  APIError, Client, ConnectionTimeoutError, InternalError, KeyReusedError, NumberError, UnavailableError, VERSION, WaitTimeoutError,
 } from "../src/index.js";
 import { Fake, hangUp, refusal, reply, representation, stall, type Answer } from "./fake.js";
 
@@ -105,6 +105,30 @@ describe("retries", () => {
       await assert.rejects(client.get("wa_x"), (e: unknown) => e instanceof APIError && e.constructor === APIError && e.status === status && e.code === "");
     }
     assert.equal(f.calls.length, 2);
+  });
+
+  test("an effect JSON cannot hold rejects the call's promise, and nothing is sent", async () => {
+    const f = await fake(reply(201, representation()));
+    const client = new Client({ url: f.url, token: "t" });
+    const call = client.request({ tool: "t", runId: "r", step: 1, effect: { n: NaN } });
+    await assert.rejects(call, (e: unknown) => e instanceof NumberError && e.pointer === "/effect/n");
+    await assert.rejects(client.request({ tool: "t", runId: "r", step: 1, effect: { d: new Date(0) } }), TypeError);
+    assert.equal(f.calls.length, 0);
+  });
+
+  test("a fetch given is used, called as a plain function", async () => {
+    const f = await fake(reply(200, { tools: [] }));
+    const seen: unknown[] = [];
+    const client = new Client({
+      url: f.url,
+      token: "t",
+      fetch: function (this: unknown, input: Parameters<typeof fetch>[0], init?: RequestInit) {
+        seen.push(this);
+        return fetch(input, init);
+      },
+    });
+    assert.deepEqual(await client.tools(), []);
+    assert.deepEqual(seen, [undefined]);
   });
 
   test("a base URL must be http or https", () => {
