@@ -1,7 +1,7 @@
 // The calls of countersign's agent API, as the Client sends them.
 
 import { dumps } from "./canonical.js";
-import type { Step } from "./key.js";
+import type { Effect, Step } from "./key.js";
 import { pageFromJSON, requestFromJSON, toolFromJSON, type Page, type Request, type Tool } from "./request.js";
 import type { Answer, Call } from "./transport.js";
 
@@ -11,7 +11,7 @@ export const POLL_WAIT = 30;
 /** What request() sends: the intent, and the words a reviewer reads. */
 export interface RequestParams {
   tool: string;
-  effect: Record<string, unknown>;
+  effect: Effect;
   runId: string;
   step: Step;
   summary?: string;

@@ -8,7 +8,7 @@ export type { ListParams, RequestParams } from "./calls.js";
 export { canonical, checkNumber, NumberError } from "./canonical.js";
 export * from "./errors.js";
 export { JsonNumber, parseJSON } from "./json-number.js";
-export { intentKey, KEY_PREFIX, type Step } from "./key.js";
+export { intentKey, KEY_PREFIX, type Effect, type Step } from "./key.js";
 export {
   requestFromJSON,
   type Callback,

@@ -7,6 +7,12 @@ import { sha256Hex } from "./sha256.js";
 /** Versions the key scheme; a new scheme gets a new prefix. */
 export const KEY_PREFIX = "wa_";
 
+/**
+ * An effect: a plain object (a JSON object), of any interface; its values
+ * are checked when it is written.
+ */
+export type Effect = object;
+
 /** A step: an integer or a string, used as given (6 and "6" differ). */
 export type Step = number | bigint | string | JsonNumber;
 
@@ -18,7 +24,7 @@ export type Step = number | bigint | string | JsonNumber;
  * canonical.ts: a NumberError names, by its JSON Pointer, a number the
  * server would refuse with 422 invalid_request.
  */
-export function intentKey(runId: string, step: Step, tool: string, effect: Record<string, unknown>): string {
+export function intentKey(runId: string, step: Step, tool: string, effect: Effect): string {
   if (typeof runId !== "string" || runId.trim() === "") throw new TypeError("runId must be a non-empty string");
   if (typeof tool !== "string" || tool.trim() === "") throw new TypeError("tool must be a non-empty string");
   checkStep(step);

@@ -92,6 +92,17 @@ describe("the intent", () => {
     assert.equal(intentKey("r-7f3a", 6, "billing.credit", { currency: "USD", amount_cents: 4200, invoice: "inv_8841" }), PUBLISHED);
   });
 
+  test("an effect of any interface type is taken, and only an object", () => {
+    interface Credit {
+      invoice: string;
+      amount_cents: number;
+      currency: "USD" | "EUR";
+    }
+    const credit: Credit = { invoice: "inv_8841", amount_cents: 4200, currency: "USD" };
+    assert.equal(intentKey("r-7f3a", 6, "billing.credit", credit), PUBLISHED);
+    for (const effect of [[], null, new JsonNumber("1"), "{}"]) assert.throws(() => intentKey("r", 1, "t", effect as never), TypeError);
+  });
+
   test("a step is an integer or a string, as given", () => {
     assert.notEqual(intentKey("r-7f3a", "6", "billing.credit", EFFECT), PUBLISHED);
     for (const step of [true, 6.5, null, [6]]) assert.throws(() => intentKey("r", step as never, "t", {}), TypeError);

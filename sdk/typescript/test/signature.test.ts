@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, test } from "node:test";
 
 import { DEFAULT_TOLERANCE, SignatureError, verifySignature, type VerifyOptions } from "../src/index.js";
-import { load } from "./shared.js";
+import { load, REPO } from "./shared.js";
 
 const vectors = load("internal/signature/testdata/vectors.json");
 
@@ -70,5 +72,33 @@ describe("arguments", () => {
       verifySignature(c.secrets[0], c.header, c.body, { method: c.method, path: c.path, idempotencyKey: c.idempotency_key }),
       SignatureError,
     );
+  });
+});
+
+describe("runtimes", () => {
+  const c = vectors.signed[0];
+  const options = { method: c.method, path: c.path, idempotencyKey: c.idempotency_key, now: c.t };
+
+  test("without a global crypto, as on Node 18, node:crypto's Web Crypto is used", async () => {
+    const global = Object.getOwnPropertyDescriptor(globalThis, "crypto");
+    Object.defineProperty(globalThis, "crypto", { value: undefined, configurable: true, writable: true });
+    try {
+      assert.equal(globalThis.crypto, undefined);
+      await verifySignature(c.secrets[0], c.header, c.body, options);
+      await assert.rejects(verifySignature("another secret", c.header, c.body, options), SignatureError);
+    } finally {
+      Object.defineProperty(globalThis, "crypto", global!);
+    }
+  });
+
+  test("the SDK imports no Node module but that fallback, so it runs at the edge", () => {
+    const dir = join(REPO, "sdk/typescript/dist/src");
+    const imports: string[] = [];
+    for (const file of readdirSync(dir).filter((f) => f.endsWith(".js"))) {
+      for (const m of readFileSync(join(dir, file), "utf8").matchAll(/(?:from |import\()\s*"([^"]+)"/g)) {
+        if (!m[1]!.startsWith("./")) imports.push(`${file}: ${m[1]}`);
+      }
+    }
+    assert.deepEqual(imports, ["signature.js: node:crypto"]);
   });
 });
