@@ -32,19 +32,24 @@ class Relay {
     this.server = createServer((agent) => {
       const upstream = createConnection(this.upstreamPort(), "127.0.0.1");
       this.sockets.add(agent).add(upstream);
-      let posted = false;
+      let holding = false;
       agent.on("data", (chunk: Buffer) => {
-        if (this.armed && chunk.toString("latin1").startsWith("POST /v1/requests HTTP/1.1")) posted = true;
+        if (this.armed && chunk.toString("latin1").startsWith("POST /v1/requests HTTP/1.1")) {
+          this.armed = false;
+          holding = true;
+        }
         upstream.write(chunk);
       });
       upstream.on("data", (chunk: Buffer) => {
-        if (posted && this.armed) {
-          this.armed = false;
-          this.held = chunk.toString("utf8");
-          void this.onAnswer().then(() => agent.destroy());
+        if (!holding) {
+          agent.write(chunk);
           return;
         }
-        agent.write(chunk);
+        this.held += chunk.toString("latin1");
+        if (complete(this.held)) {
+          holding = false;
+          void this.onAnswer().then(() => agent.destroy());
+        }
       });
       // serve down (refused, or killed): the agent sees its connection drop.
       upstream.on("error", () => agent.destroy());
@@ -63,6 +68,14 @@ class Relay {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+// complete reports whether an HTTP/1.1 answer is whole: its head and as
+// many bytes of body as its Content-Length says.
+function complete(answer: string): boolean {
+  const end = answer.indexOf("\r\n\r\n");
+  const length = /\r\ncontent-length: *([0-9]+)\r\n/i.exec(answer.slice(0, end + 2));
+  return end >= 0 && length !== null && answer.length - end - 4 >= Number(length[1]);
 }
 
 let server: Server | undefined;
@@ -94,7 +107,7 @@ test("a retry after serve was killed with the request stored, before its answer,
   await restarted;
 
   assert.match(relay.held, /^HTTP\/1\.1 201 /, "the first answer, held back, was not the request's creation");
-  const lost = JSON.parse(relay.held.slice(relay.held.indexOf("\r\n\r\n") + 4)) as { id: string; key: string };
+  const lost = JSON.parse(Buffer.from(relay.held.slice(relay.held.indexOf("\r\n\r\n") + 4), "latin1").toString("utf8")) as { id: string; key: string };
   assert.equal(req.replayed, true, "the retry was not answered as a replay");
   assert.equal(req.id, lost.id, "the retry landed on another request");
   assert.equal(req.key, lost.key);
