@@ -6,7 +6,34 @@
 export { Client, type CallOptions, type ClientOptions, type WaitOptions } from "./client.js";
 export type { ListParams, RequestParams } from "./calls.js";
 export { canonical, checkNumber, NumberError } from "./canonical.js";
-export * from "./errors.js";
+export {
+  AlreadyDecidedError,
+  AlreadyResolvedError,
+  APIError,
+  CallbackNotConfiguredError,
+  CountersignError,
+  ERRORS,
+  InternalError,
+  InvalidEffectError,
+  InvalidRequestError,
+  KeyReusedError,
+  MalformedJSONError,
+  MethodNotAllowedError,
+  NotApproverError,
+  NotFoundError,
+  NothingToRedriveError,
+  SelfApprovalError,
+  SignatureError,
+  StaleCardError,
+  TooLargeError,
+  UnauthorizedError,
+  UnavailableError,
+  UnknownToolError,
+  UnsupportedMediaTypeError,
+  WaitTimeoutError,
+  type APIErrorInit,
+  type Violation,
+} from "./errors.js";
 export { JsonNumber, parseJSON } from "./json-number.js";
 export { intentKey, KEY_PREFIX, type Effect, type Step } from "./key.js";
 export {

@@ -9,7 +9,7 @@ import { createConnection, createServer, type Server as TCPServer, type Socket }
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
 
-import { Client, intentKey } from "../src/index.js";
+import { Client, intentKey } from "@countersign/client";
 import { Server, TOKEN } from "./local-server.js";
 
 /**

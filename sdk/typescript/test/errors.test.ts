@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import * as countersign from "../src/index.js";
-import { APIError, ERRORS, InvalidEffectError, UnavailableError } from "../src/index.js";
+import * as countersign from "@countersign/client";
+import { APIError, ERRORS, InvalidEffectError, UnavailableError } from "@countersign/client";
 import { errorFrom, parseRetryAfter } from "../src/errors.js";
 import { load } from "./shared.js";
 

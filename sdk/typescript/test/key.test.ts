@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { JsonNumber, NumberError, canonical, intentKey, parseJSON } from "../src/index.js";
+import { JsonNumber, NumberError, canonical, intentKey, parseJSON } from "@countersign/client";
 import { dumps } from "../src/canonical.js";
 import { sha256Hex } from "../src/sha256.js";
 import { loadExact } from "./shared.js";

@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { SignatureError, verifySignature, type Request } from "../src/index.js";
+import { SignatureError, verifySignature, type Request } from "@countersign/client";
 import { REPO } from "./shared.js";
 
 export const TOKEN = "sdk-typescript-agent-token";

@@ -3,7 +3,7 @@ import { after, describe, test } from "node:test";
 
 import {
   APIError, Client, ConnectionTimeoutError, InternalError, KeyReusedError, NumberError, UnavailableError, VERSION, WaitTimeoutError,
-} from "../src/index.js";
+} from "@countersign/client";
 import { Fake, hangUp, refusal, reply, representation, stall, type Answer } from "./fake.js";
 
 const fakes: Fake[] = [];

@@ -9,7 +9,7 @@ import {
   AlreadyDecidedError, CallbackNotConfiguredError, Client, InvalidEffectError, InvalidRequestError, JsonNumber,
   KeyReusedError, NotFoundError, NumberError, SignatureError, UnauthorizedError, intentKey, requestFromJSON,
   verifySignature,
-} from "../src/index.js";
+} from "@countersign/client";
 import { canonical } from "../src/canonical.js";
 import * as calls from "../src/calls.js";
 import { REQUEST_MEMBERS } from "../src/request.js";

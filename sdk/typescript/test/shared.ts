@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { parseJSON } from "../src/index.js";
+import { parseJSON } from "@countersign/client";
 
 /** The repository's root (this file runs as sdk/typescript/dist/test/shared.js). */
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");

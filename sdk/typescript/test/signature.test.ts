@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 
-import { DEFAULT_TOLERANCE, SignatureError, verifySignature, type VerifyOptions } from "../src/index.js";
+import { DEFAULT_TOLERANCE, SignatureError, verifySignature, type VerifyOptions } from "@countersign/client";
 import { load, REPO } from "./shared.js";
 
 const vectors = load("internal/signature/testdata/vectors.json");
