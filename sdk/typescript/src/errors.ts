@@ -5,6 +5,8 @@
 // ErrorCode enum in the OpenAPI document (GET /v1/openapi.json) has its own
 // subclass, so `e instanceof KeyReusedError` reads like the code it catches.
 
+import type { Request } from "./request.js";
+
 /** The base of every error this package throws about countersign. */
 export class CountersignError extends Error {
   override name = "CountersignError";
@@ -195,9 +197,9 @@ export const ERRORS: Readonly<Record<string, APIErrorClass>> = Object.freeze(
 export class WaitTimeoutError extends CountersignError {
   override name = "WaitTimeoutError";
   readonly ref: string;
-  readonly request: unknown;
+  readonly request: Request | undefined;
 
-  constructor(ref: string, request: unknown, options?: { cause?: unknown }) {
+  constructor(ref: string, request: Request | undefined, options?: { cause?: unknown }) {
     super(`countersign: request ${ref} was not settled when the wait ended`, options);
     this.ref = ref;
     this.request = request;
