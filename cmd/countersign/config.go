@@ -32,7 +32,10 @@ type Config struct {
 	SlackSigningSecret string
 	SlackAppToken      string
 	SlackAPIURL        string
-	DispatchSecret     string
+	// SlackCheck is COUNTERSIGN_SLACK_CHECK: what start does when Slack
+	// refuses the bot token ("fail", the default, or "warn").
+	SlackCheck     string
+	DispatchSecret string
 	// DataDir holds the embedded store and the local agent token; set
 	// when either is needed.
 	DataDir string
@@ -195,6 +198,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		SlackSigningSecret: getenv("SLACK_SIGNING_SECRET"),
 		SlackAppToken:      getenv("SLACK_APP_TOKEN"),
 		SlackAPIURL:        getenv("COUNTERSIGN_SLACK_API_URL"),
+		SlackCheck:         getenv("COUNTERSIGN_SLACK_CHECK"),
 		DispatchSecret:     getenv("COUNTERSIGN_DISPATCH_SECRET"),
 		InboxReviewer:      orDefault(getenv("COUNTERSIGN_INBOX_REVIEWER"), defaultInboxReviewer),
 		InboxSetting:       getenv("COUNTERSIGN_INBOX"),
@@ -325,6 +329,11 @@ func (c *Config) Validate() error {
 	case "", "text", "json":
 	default:
 		add("COUNTERSIGN_LOG_FORMAT is %q: use text or json, or leave it unset (text on a terminal, else json)", c.LogFormat)
+	}
+	switch c.SlackCheck {
+	case "", slackCheckFail, slackCheckWarn:
+	default:
+		add("COUNTERSIGN_SLACK_CHECK is %q: use fail or warn, or leave it unset (fail)", c.SlackCheck)
 	}
 	switch c.InboxSetting {
 	case "", "on", "off":

@@ -178,6 +178,13 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	a.add("intake batcher", batcher, 0)
 
 	slackClient := a.slackClient()
+	if slackClient != nil {
+		if err := checkSlack(ctx, slackClient, cfg.SlackCheck, logger.With("component", "bot")); err != nil {
+			return nil, err
+		}
+	} else {
+		logSlackOff(cfg, logger.With("component", "bot"))
+	}
 	var groups approvals.GroupResolver
 	if slackClient != nil {
 		groups = newGroups(slackClient)
