@@ -52,6 +52,12 @@ type Config struct {
 
 	// dataDirErr says why no data directory could be found, when one is needed.
 	dataDirErr error
+	// fileUnreadable is set when the file is not YAML at all: nothing in it
+	// was read, so what it lacks is not reported on top of why.
+	fileUnreadable bool
+	// positions holds the line of every field path in the file, for the
+	// problems found after decoding.
+	positions map[string]*yaml.Node
 	// missingVars lists ${VAR} references with no value in the environment.
 	missingVars []string
 	// effectSchemas are the tools' compiled effect schemas, by tool; Validate
@@ -233,6 +239,7 @@ func (c *Config) parseFile(raw []byte, getenv func(string) string) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %s", c.ConfigPath, strings.TrimPrefix(err.Error(), "yaml: ")))
+		c.fileUnreadable = true
 		return
 	}
 	var expand func(n *yaml.Node)
@@ -252,6 +259,7 @@ func (c *Config) parseFile(raw []byte, getenv func(string) string) {
 		}
 	}
 	expand(&doc)
+	c.positions = yamlPositions(&doc)
 	problems := checkYAML(&doc, reflect.TypeFor[FileConfig](), "")
 	for _, p := range problems {
 		c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %w", c.ConfigPath, p))
@@ -361,9 +369,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.File.Executor.Validate(), c.File.Slack.Validate())
 
 	// A local run whose data directory is missing has no agent or tool only
-	// because the demo's could not be set up: the data directory's error
-	// above is the one to act on.
-	localUnset := c.Local() && c.dataDirErr != nil
+	// because the demo's could not be set up, and a file that is not YAML
+	// none because nothing was read: the error above is the one to act on.
+	localUnset := (c.Local() && c.dataDirErr != nil) || c.fileUnreadable
 	if len(c.File.Agents) == 0 && !localUnset {
 		add("agents: no agent is configured, so nothing can post to the hook; add one with a name and token_sha256")
 	}
@@ -385,7 +393,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, t.Validate(name, c.SlackBotToken != ""))
 	}
 	errs = append(errs, c.compileEffectSchemas())
-	return errors.Join(errs...)
+	return errors.Join(withLines(c.ConfigPath, c.positions, errs)...)
 }
 
 // toolsWithoutASecret names the tools that sign with
