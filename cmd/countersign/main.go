@@ -5,6 +5,7 @@
 //	countersign serve     run the hook, the Slack surface and the executor
 //	countersign migrate   apply database migrations and exit (--app-role NAME: prepare serve's role)
 //	countersign key       read an intent JSON from a file or stdin and print its key
+//	countersign backup    write a consistent copy of the embedded store to a file
 //	countersign version   print the version
 package main
 
@@ -28,6 +29,7 @@ commands:
   migrate   apply database migrations and exit (--app-role NAME: prepare
             the least-privilege role serve runs as; see migrate --help)
   key       read an intent JSON from FILE or stdin and print its key
+  backup    write a consistent copy of the embedded store to FILE, online
   version   print the version
 
 Every command takes --help. Configuration comes from the environment
@@ -85,6 +87,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return code
 		}
 		err = printKey(files, stdin, stdout)
+	case "backup":
+		files, code, ok := parseArgs("backup", backupUsage, args[1:], 1, nil, stdout, stderr)
+		if !ok {
+			return code
+		}
+		if len(files) != 1 {
+			fmt.Fprintf(stderr, "countersign backup: name the file to write\n\n%s", backupUsage)
+			return 2
+		}
+		err = backup(ctx, files[0], getenv, stdout)
 	case "version", "--version", "-version":
 		if _, code, ok := parseArgs("version", versionUsage, args[1:], 0, nil, stdout, stderr); !ok {
 			return code
