@@ -6,6 +6,7 @@
 //	countersign migrate   apply database migrations and exit (--app-role NAME: prepare serve's role)
 //	countersign key       read an intent JSON from a file or stdin and print its key
 //	countersign backup    write a consistent copy of the embedded store to a file
+//	countersign config    check FILE: validate a configuration and print it, secrets redacted
 //	countersign version   print the version
 package main
 
@@ -30,6 +31,8 @@ commands:
             the least-privilege role serve runs as; see migrate --help)
   key       read an intent JSON from FILE or stdin and print its key
   backup    write a consistent copy of the embedded store to FILE, online
+  config    check FILE: validate a configuration file and print the
+            effective configuration, secrets redacted
   version   print the version
 
 Every command takes --help. Configuration comes from the environment
@@ -87,6 +90,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return code
 		}
 		err = printKey(files, stdin, stdout)
+	case "config":
+		return configCheck(args[1:], getenv, stdout, stderr)
 	case "backup":
 		files, code, ok := parseArgs("backup", backupUsage, args[1:], 1, nil, stdout, stderr)
 		if !ok {
