@@ -128,10 +128,13 @@ type AgentConfig struct {
 
 // ToolConfig is one tool an agent may ask to use.
 type ToolConfig struct {
-	Channel      string          `yaml:"channel"`
-	Approvers    []string        `yaml:"approvers"`
-	Dispatch     DispatchConfig  `yaml:"dispatch"`
-	KeyAware     bool            `yaml:"key_aware"`
+	Channel   string         `yaml:"channel"`
+	Approvers []string       `yaml:"approvers"`
+	Dispatch  DispatchConfig `yaml:"dispatch"`
+	KeyAware  bool           `yaml:"key_aware"`
+	// VerifyAfter is how long a key-unaware tool's unknown outcome settles
+	// before it is verified (default: 30s or twice the dispatch timeout).
+	VerifyAfter  time.Duration   `yaml:"verify_after"`
 	Verify       *EndpointConfig `yaml:"verify"`
 	Precondition *EndpointConfig `yaml:"precondition"`
 	MaxAttempts  int             `yaml:"max_attempts"`
