@@ -5,6 +5,7 @@
 //	countersign serve     run the hook, the Slack surface and the executor
 //	countersign migrate   apply database migrations and exit (--app-role NAME: prepare serve's role)
 //	countersign key       read an intent JSON from a file or stdin and print its key
+//	countersign mcp       serve the agent API as MCP tools on stdio (COUNTERSIGN_URL, COUNTERSIGN_TOKEN)
 //	countersign version   print the version
 package main
 
@@ -28,6 +29,8 @@ commands:
   migrate   apply database migrations and exit (--app-role NAME: prepare
             the least-privilege role serve runs as; see migrate --help)
   key       read an intent JSON from FILE or stdin and print its key
+  mcp       serve the agent API as MCP tools on stdio, as a client of
+            COUNTERSIGN_URL with COUNTERSIGN_TOKEN (see mcp --help)
   version   print the version
 
 Every command takes --help. Configuration comes from the environment
@@ -85,6 +88,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return code
 		}
 		err = printKey(files, stdin, stdout)
+	case "mcp":
+		opts, code, ok := parseMCPArgs(args[1:], stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = serveMCP(ctx, opts, getenv, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		if _, code, ok := parseArgs("version", versionUsage, args[1:], 0, nil, stdout, stderr); !ok {
 			return code

@@ -230,9 +230,11 @@ func (a *app) add(name string, c component, grace time.Duration) {
 	a.parts = append(a.parts, part{name: name, component: c, grace: grace})
 }
 
-// mountRoutes mounts the hook, the health checks and the metrics.
+// mountRoutes mounts the hook, MCP over HTTP, the health checks and the metrics.
 func (a *app) mountRoutes() {
-	a.mux.Handle("/v1/", hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics))
+	api := hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics)
+	a.mux.Handle("/v1/", api)
+	a.mux.Handle("/mcp", a.mcpHandler(a.cfg.AgentList(), api))
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	a.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		pingCtx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
