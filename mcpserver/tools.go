@@ -69,7 +69,7 @@ func (h *handlers) fixedTools() []served {
 				"A person decides, so this can take minutes or hours: if the result says the request is not settled yet, call it again. Calling it again is always safe.",
 			InputSchema: json.RawMessage(`{"type": "object", "required": ["ref"], "additionalProperties": false, "properties": {` +
 				`"ref": {"type": "string", "description": "The request's key (wa_…) or id."}, ` +
-				fmt.Sprintf(`"timeout_seconds": {"type": "integer", "minimum": 1, "maximum": %d, "description": "How long to wait at most, default %d."}}}`, int(maxWait.Seconds()), int(defaultWait.Seconds()))),
+				fmt.Sprintf(`"timeout_seconds": {"type": "integer", "minimum": 1, "maximum": %d, "description": "How long to wait at most, default %d."}}}`, int(MaxWait.Seconds()), int(defaultWait.Seconds()))),
 			Annotations: readOnly,
 		}, h.waitForOutcome},
 		{&mcp.Tool{

@@ -7,12 +7,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// wait_for_outcome's bounds: it waits defaultWait unless told otherwise, at
-// most maxWait, and long-polls countersign pollEvery at a time, so a client
-// that resets its timeout on progress hears from it that often.
+// MaxWait is the longest wait_for_outcome waits: a transport must let a
+// tool call's answer take this long (and a call's time beyond it).
+const MaxWait = 10 * time.Minute
+
+// wait_for_outcome waits defaultWait unless told otherwise, and long-polls
+// countersign pollEvery at a time, so a client that resets its timeout on
+// progress hears from it that often.
 const (
 	defaultWait = 45 * time.Second
-	maxWait     = 10 * time.Minute
 	pollEvery   = 15 * time.Second
 )
 
@@ -35,7 +38,7 @@ func (h *handlers) waitForOutcome(ctx context.Context, req *mcp.CallToolRequest)
 	}
 	wait := defaultWait
 	if args.TimeoutSeconds != 0 {
-		if args.TimeoutSeconds < 0 || time.Duration(args.TimeoutSeconds)*time.Second > maxWait {
+		if args.TimeoutSeconds < 0 || time.Duration(args.TimeoutSeconds)*time.Second > MaxWait {
 			return argumentError("/timeout_seconds", "timeout_seconds must be between 1 and 600"), nil
 		}
 		wait = time.Duration(args.TimeoutSeconds) * time.Second

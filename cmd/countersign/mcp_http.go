@@ -45,6 +45,9 @@ func (a *app) mcpHandler(agents hook.Agents, api http.Handler) http.Handler {
 		return &auth.TokenInfo{UserID: agent.Name}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
 	return agents.AgentOnly(func(w http.ResponseWriter, r *http.Request, _ approvals.Agent) {
+		// A tool call's answer streams until wait_for_outcome ends, longer
+		// than the server's write timeout allows the API's answers.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(mcpserver.MaxWait + time.Minute))
 		bound.ServeHTTP(w, r)
 	})
 }

@@ -456,3 +456,15 @@ func TestMCPOverHTTPIsTheAgents(t *testing.T) {
 		t.Errorf("the agent's own call in its session = %d %s", resp.StatusCode, body)
 	}
 }
+
+// countersign mcp without the server's address or the agent's token says
+// which variables to set, and serves nothing.
+func TestMCPCommandNeedsTheServerAndTheToken(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"mcp"}, envFrom(map[string]string{"COUNTERSIGN_URL": "http://127.0.0.1:9"}),
+		strings.NewReader(""), &stdout, &stderr)
+	if code != 1 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "COUNTERSIGN_TOKEN") {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+}
