@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -55,8 +56,8 @@ func (a *app) mcpHandler(agents hook.Agents, api http.Handler) http.Handler {
 // bearerToken is the token of the request's Authorization header, which
 // AgentOnly has checked.
 func bearerToken(r *http.Request) string {
-	_, token, _ := bytes.Cut([]byte(r.Header.Get("Authorization")), []byte(" "))
-	return string(bytes.TrimLeft(token, " "))
+	_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return strings.TrimLeft(token, " ")
 }
 
 // inProcess is an http.RoundTripper that serves each request with a
