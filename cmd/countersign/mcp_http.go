@@ -36,7 +36,14 @@ func (a *app) mcpHandler(agents hook.Agents, api http.Handler) http.Handler {
 			return nil // the SDK answers 400
 		}
 		return server
-	}, &mcp.StreamableHTTPOptions{Logger: a.logger.With("component", "mcp"), SessionTimeout: mcpSessionIdle})
+	}, &mcp.StreamableHTTPOptions{
+		Logger: a.logger.With("component", "mcp"), SessionTimeout: mcpSessionIdle,
+		// The SDK refuses a loopback peer that names another host, against
+		// DNS rebinding; every call here needs the agent's token, which a
+		// rebinding page does not have, and a reverse proxy on this machine
+		// (forwarding the public Host) is a loopback peer naming another host.
+		DisableLocalhostProtection: true,
+	})
 	// The SDK ties a session to the TokenInfo's UserID it was opened with.
 	bound := auth.RequireBearerToken(func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		agent, ok := agents.Authenticate("Bearer " + token)

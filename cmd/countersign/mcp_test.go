@@ -410,6 +410,8 @@ func TestMCPOverHTTPIsTheAgents(t *testing.T) {
 	post := func(token, session, body string) (*http.Response, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, g.base+"/mcp", strings.NewReader(body))
+		// As a reverse proxy on this machine forwards it.
+		req.Host = "countersign.example.com"
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if token != "" {
