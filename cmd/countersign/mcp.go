@@ -19,7 +19,8 @@ Serves countersign's agent API as MCP tools over stdio (JSON-RPC, one
 message a line, on stdin and stdout), for an agent runtime to spawn. It is
 a client of the countersign server at COUNTERSIGN_URL, as the agent whose
 bearer token is COUNTERSIGN_TOKEN, and never opens a database. Its tools
-are the agent's as GET /v1/tools lists them when it starts. Logs go to
+are the agent's as GET /v1/tools lists them when it starts (it exits when
+countersign does not answer that within --call-timeout). Logs go to
 stderr.
 
   --call-timeout DURATION   how long one call to countersign may take,
