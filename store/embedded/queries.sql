@@ -389,3 +389,6 @@ RETURNING {{callback_columns}};
 
 -- name: count_callback_backlog
 SELECT count(*) FROM callbacks WHERE state = 'pending';
+
+-- name: count_outbox_backlog
+SELECT count(*) FROM outbox WHERE state = 'pending';
