@@ -7,6 +7,7 @@
 //	countersign key       read an intent JSON from a file or stdin and print its key
 //	countersign backup    write a consistent copy of the embedded store to a file
 //	countersign config    check FILE: validate a configuration and print it, secrets redacted
+//	countersign mcp       serve the agent API as MCP tools on stdio (COUNTERSIGN_URL, COUNTERSIGN_TOKEN)
 //	countersign version   print the version
 package main
 
@@ -33,6 +34,8 @@ commands:
   backup    write a consistent copy of the embedded store to FILE, online
   config    check FILE: validate a configuration file and print the
             effective configuration, secrets redacted
+  mcp       serve the agent API as MCP tools on stdio, as a client of
+            COUNTERSIGN_URL with COUNTERSIGN_TOKEN (see mcp --help)
   version   print the version
 
 Every command takes --help. Configuration comes from the environment
@@ -102,6 +105,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return 2
 		}
 		err = backup(ctx, files[0], getenv, stdout)
+	case "mcp":
+		opts, code, ok := parseMCPArgs(args[1:], stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = serveMCP(ctx, opts, getenv, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		if _, code, ok := parseArgs("version", versionUsage, args[1:], 0, nil, stdout, stderr); !ok {
 			return code

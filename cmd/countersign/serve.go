@@ -253,10 +253,13 @@ func (a *app) add(name string, c component, grace time.Duration) {
 	a.parts = append(a.parts, part{name: name, component: c, grace: grace})
 }
 
-// mountRoutes mounts the hook, the health checks and the metrics: the last
-// two on a listener of their own when COUNTERSIGN_ADMIN_LISTEN names one.
+// mountRoutes mounts the hook, MCP over HTTP, the health checks and the
+// metrics: the last two on a listener of their own when
+// COUNTERSIGN_ADMIN_LISTEN names one.
 func (a *app) mountRoutes() error {
-	a.mux.Handle("/v1/", hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics))
+	api := hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics)
+	a.mux.Handle("/v1/", api)
+	a.mux.Handle("/mcp", a.mcpHandler(a.cfg.AgentList(), api))
 	ops := a.mux
 	if a.cfg.AdminListen != "" {
 		ln, err := listenAs(a.cfg.AdminListen, "COUNTERSIGN_ADMIN_LISTEN")
