@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// The Caddy site in deploy/caddy passes the agent API and Slack's endpoints
-// to serve and nothing else: metrics, probes and the inbox answer 404 from
+// The Caddy site in deploy/caddy passes the agent API, Slack's endpoints and
+// MCP to serve and nothing else: metrics, probes and the inbox answer 404 from
 // outside. It runs here over plain HTTP on loopback, the site's name and the
 // upstream swapped for the test's; TLS is Caddy's own business.
 func TestCaddySitePassesOnlyThePublicPaths(t *testing.T) {
@@ -39,7 +39,7 @@ func TestCaddySitePassesOnlyThePublicPaths(t *testing.T) {
 	front := ln.Addr().String()
 	ln.Close()
 	local := strings.Replace(string(site), "countersign.example.com {", "http://"+front+" {", 1)
-	local = strings.Replace(local, "reverse_proxy 127.0.0.1:8080", "reverse_proxy "+strings.TrimPrefix(base, "http://"), 1)
+	local = strings.ReplaceAll(local, "reverse_proxy 127.0.0.1:8080", "reverse_proxy "+strings.TrimPrefix(base, "http://"))
 	local = "{\n\tadmin off\n\tauto_https off\n}\n" + local
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(local), 0o600); err != nil {
@@ -80,6 +80,9 @@ func TestCaddySitePassesOnlyThePublicPaths(t *testing.T) {
 	// which this serve has not configured). Kept out: Caddy's empty 404.
 	if code, body := get(http.MethodGet, "/v1/tools", ""); code != http.StatusUnauthorized || !strings.Contains(body, `"unauthorized"`) {
 		t.Errorf("GET /v1/tools without a token through caddy = %d %q, want serve's 401", code, body)
+	}
+	if code, body := get(http.MethodPost, "/mcp", ""); code != http.StatusUnauthorized || !strings.Contains(body, `"unauthorized"`) {
+		t.Errorf("POST /mcp without a token through caddy = %d %q, want serve's 401", code, body)
 	}
 	if code, body := get(http.MethodPost, "/slack/interactions", ""); code != http.StatusNotFound || body != "404 page not found\n" {
 		t.Errorf("POST /slack/interactions through caddy = %d %q, want serve's own answer", code, body)
