@@ -105,6 +105,9 @@ type Reader interface {
 	// CountOutboxBacklog returns how many Slack deliveries (cards,
 	// updates, replies) are pending.
 	CountOutboxBacklog(ctx context.Context) (int, error)
+	// ReadyByTool counts the executions waiting to be sent, per tool: a
+	// tool no longer configured has rows nothing will claim.
+	ReadyByTool(ctx context.Context) ([]ToolCount, error)
 
 	// RequestsByKeyPrefix returns up to limit requests whose key starts
 	// with prefix, in key order, by a range scan on the key's unique index

@@ -67,6 +67,12 @@ type ClaimParams struct {
 	Now           *time.Time
 }
 
+// ToolCount is how many rows a tool has in some state.
+type ToolCount struct {
+	Tool  string
+	Count int
+}
+
 // Unknown is an execution leased for verification, with the database clock.
 type Unknown struct {
 	Execution

@@ -213,8 +213,13 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 			return nil, err
 		}
 	}
+	configured := make(map[string]bool, len(cfg.File.Tools))
+	for name := range cfg.File.Tools {
+		configured[name] = true
+	}
 	a.registry.MustRegister(approvals.NewPendingCollector(a.review, logger.With("component", "metrics")),
-		newStoreCollector(a.db, logger.With("component", "metrics")))
+		newStoreCollector(a.db, configured, logger.With("component", "metrics")))
+	warnUnconfiguredReady(ctx, a.db, configured, logger.With("component", "executor"))
 	if cfg.SlackBotToken == "" && !cfg.InboxEnabled() {
 		logger.Warn("SLACK_BOT_TOKEN is not set and the inbox is off: cards wait in the outbox until Slack is configured")
 	}

@@ -18,24 +18,29 @@ const storeScrapeTimeout = 2 * time.Second
 // same backlog and its own view of the database.
 type storeCollector struct {
 	db      store.Store
+	tools   map[string]bool // the configured tools
 	logger  *slog.Logger
 	up      *prometheus.Desc
 	backlog *prometheus.Desc
+	orphans *prometheus.Desc
 }
 
-func newStoreCollector(db store.Store, logger *slog.Logger) prometheus.Collector {
+func newStoreCollector(db store.Store, tools map[string]bool, logger *slog.Logger) prometheus.Collector {
 	return &storeCollector{
-		db: db, logger: logger,
+		db: db, tools: tools, logger: logger,
 		up: prometheus.NewDesc("countersign_database_up",
 			"1 when the store answered a ping at this scrape, 0 when it did not.", nil, nil),
 		backlog: prometheus.NewDesc("countersign_outbox_backlog",
 			"Slack deliveries (cards, updates, thread replies) waiting to be delivered.", nil, nil),
+		orphans: prometheus.NewDesc("countersign_ready_unconfigured_tool",
+			"Approved executions waiting to be sent whose tool is no longer configured, so nothing will send them, by tool.", []string{"tool"}, nil),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	ch <- c.backlog
+	ch <- c.orphans
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -53,4 +58,45 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(n))
+	orphans, err := unconfiguredReady(ctx, c.db, c.tools)
+	if err != nil {
+		c.logger.Warn("counting ready executions for metrics", slog.String("error", err.Error()))
+		return
+	}
+	for _, o := range orphans {
+		ch <- prometheus.MustNewConstMetric(c.orphans, prometheus.GaugeValue, float64(o.Count), o.Tool)
+	}
+}
+
+// unconfiguredReady returns the tools with executions ready to send that
+// the configuration no longer names: the executor claims only configured
+// tools, so these wait until the tool comes back or a human settles them.
+func unconfiguredReady(ctx context.Context, db store.Store, tools map[string]bool) ([]store.ToolCount, error) {
+	ready, err := db.ReadyByTool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.ToolCount
+	for _, r := range ready {
+		if !tools[r.Tool] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// warnUnconfiguredReady says at start which tools have approved writes
+// that nothing will send.
+func warnUnconfiguredReady(ctx context.Context, db store.Store, tools map[string]bool, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, storeScrapeTimeout)
+	defer cancel()
+	orphans, err := unconfiguredReady(ctx, db, tools)
+	if err != nil {
+		logger.Warn("counting ready executions of tools no longer configured", slog.String("error", err.Error()))
+		return
+	}
+	for _, o := range orphans {
+		logger.Warn("approved writes wait for a tool that is no longer configured: nothing will send them until it is configured again or someone settles them",
+			slog.String("tool", o.Tool), slog.Int("executions", o.Count))
+	}
 }

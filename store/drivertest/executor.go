@@ -73,7 +73,15 @@ func testClaimSkipsOtherToolsAndFutureRows(t *testing.T, b *Backend) {
 	if claims, err := b.ClaimExecutions(ctx, early); err != nil || len(claims) != 0 {
 		t.Errorf("claim before the row is due = %d, %v", len(claims), err)
 	}
+	// What no claim of other.tool takes is counted as its tool's ready rows.
+	ready, err := b.ReadyByTool(ctx)
+	if err != nil || len(ready) != 1 || ready[0].Count != 1 || ready[0].Tool == "other.tool" {
+		t.Errorf("ReadyByTool = %+v, %v; want the one row of the approved tool", ready, err)
+	}
 	claimOne(t, b, "w")
+	if ready, err := b.ReadyByTool(ctx); err != nil || len(ready) != 0 {
+		t.Errorf("ReadyByTool once claimed = %+v, %v; want none", ready, err)
+	}
 }
 
 func testTransitionHonoursFromWorkerAndAttempt(t *testing.T, b *Backend) {

@@ -61,3 +61,11 @@ func (e executor) CountOutboxBacklog(ctx context.Context) (int, error) {
 	err := e.read().QueryRowContext(ctx, q.Get("count_outbox_backlog")).Scan(&n)
 	return n, wrap("counting the outbox", err)
 }
+
+func (e executor) ReadyByTool(ctx context.Context) ([]store.ToolCount, error) {
+	rows, err := e.read().QueryContext(ctx, q.Get("ready_by_tool"))
+	return collect("counting ready executions", func(row scanner) (store.ToolCount, error) {
+		var c store.ToolCount
+		return scanInto("counting ready executions", row, &c, &c.Tool, &c.Count)
+	}, rows, err)
+}

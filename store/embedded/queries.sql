@@ -392,3 +392,6 @@ SELECT count(*) FROM callbacks WHERE state = 'pending';
 
 -- name: count_outbox_backlog
 SELECT count(*) FROM outbox WHERE state = 'pending';
+
+-- name: ready_by_tool
+SELECT tool, count(*) AS count FROM executions WHERE state = 'ready' GROUP BY tool ORDER BY tool;

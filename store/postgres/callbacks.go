@@ -61,3 +61,8 @@ func (e executor) CountOutboxBacklog(ctx context.Context) (int, error) {
 	err := e.db.QueryRow(ctx, q.Get("count_outbox_backlog")).Scan(&n)
 	return n, wrap("counting the outbox", err)
 }
+
+func (e executor) ReadyByTool(ctx context.Context) ([]store.ToolCount, error) {
+	rows, err := e.db.Query(ctx, q.Get("ready_by_tool"))
+	return collect[store.ToolCount]("counting ready executions", rows, err)
+}

@@ -594,6 +594,9 @@ SELECT count(*) FROM callbacks WHERE state = 'pending';
 -- name: count_outbox_backlog
 SELECT count(*) FROM outbox WHERE state = 'pending';
 
+-- name: ready_by_tool
+SELECT tool, count(*)::int AS count FROM executions WHERE state = 'ready' GROUP BY tool ORDER BY tool;
+
 -- name: notify
 -- Wakes the waiters on each request in $2 (channel $1) and, when $4, the
 -- dispatcher (channel $3), once the transaction commits.
