@@ -105,6 +105,8 @@ var contract = []struct {
 	{"EnqueueStaleCardsTakesItsThresholds", testEnqueueStaleCardsTakesItsThresholds},
 	{"CardStateIsCardStateOf", testCardStateIsCardStateOf},
 	{"BatchesWriteWhatTheyAreOwed", testBatchesWriteWhatTheyAreOwed},
+	{"PruneLeavesTombstonesAndNeverRunsAKeyTwice", testPruneLeavesTombstonesAndNeverRunsAKeyTwice},
+	{"PruneDuringIntakeLosesNothing", testPruneDuringIntakeLosesNothing},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

@@ -35,18 +35,21 @@ func ValidateRoleName(name string) error {
 }
 
 // appTables is what serve does to each table, and so all the runtime role
-// may do there. serve deletes nothing; decisions, votes and the audit trail are
-// written once and never changed. It reads the applied migration versions at
-// start to know the schema is current.
+// may do there. Decisions, votes and the audit trail are written once and
+// never changed. The retention sweep deletes settled requests with the rows
+// that hang on them; it never deletes an event or a tombstone, so neither
+// can the role. It reads the applied migration versions at start to know the
+// schema is current.
 var appTables = []struct{ table, privileges string }{
-	{"requests", "SELECT, INSERT, UPDATE"},
-	{"decisions", "SELECT, INSERT"},
-	{"executions", "SELECT, INSERT, UPDATE"},
-	{"outbox", "SELECT, INSERT, UPDATE"},
-	{"cards", "SELECT, INSERT, UPDATE"},
-	{"callbacks", "SELECT, INSERT, UPDATE"},
+	{"requests", "SELECT, INSERT, UPDATE, DELETE"},
+	{"decisions", "SELECT, INSERT, DELETE"},
+	{"executions", "SELECT, INSERT, UPDATE, DELETE"},
+	{"outbox", "SELECT, INSERT, UPDATE, DELETE"},
+	{"cards", "SELECT, INSERT, UPDATE, DELETE"},
+	{"callbacks", "SELECT, INSERT, UPDATE, DELETE"},
 	{"events", "SELECT, INSERT"},
-	{"votes", "SELECT, INSERT"},
+	{"votes", "SELECT, INSERT, DELETE"},
+	{"tombstones", "SELECT, INSERT"},
 	{"goose_db_version", "SELECT"},
 }
 
@@ -60,6 +63,7 @@ var appFunctions = []string{"countersign_card_state"}
 var schemaFunctions = []string{
 	"countersign_card_state", "countersign_effect_strings",
 	"events_append_only", "bump_request_version", "countersign_vote_cast",
+	"countersign_key_not_pruned",
 }
 
 // AppRole is the runtime role GrantAppRole prepared.
@@ -76,7 +80,7 @@ type AppRole struct {
 // does not exist (LOGIN, without a password), then grants it exactly what
 // serve needs on the migrated schema and revokes everything else it was
 // granted there. The role owns nothing and cannot create, alter or drop
-// objects, truncate, delete, or change the audit trail. An existing role that
+// objects, truncate, delete an event or a tombstone, or change the audit trail. An existing role that
 // is a superuser, has CREATEROLE, owns objects in the database or is a member
 // of a role that does is refused with ErrUnsafeAppRole. Run it after Migrate,
 // as the schema's owner, and again after each upgrade: it is idempotent.

@@ -20,15 +20,17 @@ import (
 // table, sequence and function of the schema is listed, so one added by a
 // migration must be decided on here.
 var appRolePrivileges = map[string][]string{
-	"table requests":         {"SELECT", "INSERT", "UPDATE"},
-	"table decisions":        {"SELECT", "INSERT"},
-	"table executions":       {"SELECT", "INSERT", "UPDATE"},
-	"table outbox":           {"SELECT", "INSERT", "UPDATE"},
-	"table cards":            {"SELECT", "INSERT", "UPDATE"},
-	"table callbacks":        {"SELECT", "INSERT", "UPDATE"},
+	// The retention sweep deletes settled requests and what hangs on them.
+	"table requests":         {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"table decisions":        {"SELECT", "INSERT", "DELETE"},
+	"table executions":       {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"table outbox":           {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"table cards":            {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"table callbacks":        {"SELECT", "INSERT", "UPDATE", "DELETE"},
 	"table events":           {"SELECT", "INSERT"},
 	"table goose_db_version": {"SELECT"},
-	"table votes":            {"SELECT", "INSERT"},
+	"table votes":            {"SELECT", "INSERT", "DELETE"},
+	"table tombstones":       {"SELECT", "INSERT"},
 
 	"sequence decisions_id_seq":        {"USAGE"},
 	"sequence executions_id_seq":       {"USAGE"},
@@ -43,6 +45,7 @@ var appRolePrivileges = map[string][]string{
 	"function events_append_only":         nil,
 	"function bump_request_version":       nil,
 	"function countersign_vote_cast":      nil,
+	"function countersign_key_not_pruned": nil,
 
 	"schema public": {"USAGE"},
 }
@@ -213,9 +216,10 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 		`ALTER TABLE executions DROP COLUMN snapshot_hash`,
 		`ALTER TABLE decisions OWNER TO CURRENT_USER`,
 		`COMMENT ON TABLE events IS 'nothing to see'`,
-		`DELETE FROM requests`,
-		`DELETE FROM decisions`,
 		`UPDATE decisions SET verdict = 'reject'`,
+		`DELETE FROM tombstones`,
+		`UPDATE tombstones SET status = 'succeeded'`,
+		`TRUNCATE tombstones`,
 		`CREATE TABLE shadow (id int)`,
 		`CREATE VIEW shadow AS SELECT 1`,
 		`CREATE FUNCTION shadow() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
