@@ -134,6 +134,18 @@ WHERE c.oid = to_regclass('requests')`).Scan(&role.Schema, &schemaOID)
 	if why != "" {
 		return role, fmt.Errorf("%w: %s %s", ErrUnsafeAppRole, name, why)
 	}
+	// What GrantAppRole revokes is what was granted to the role itself; a
+	// right it holds through a role it belongs to would survive, so such a
+	// membership is refused, named with the right it carries.
+	var via, right string
+	err = tx.QueryRow(ctx, inheritedRightQuery, name, schemaOID).Scan(&via, &right)
+	switch {
+	case err == nil:
+		return role, fmt.Errorf("%w: %s is a member of %s, which may %s; revoke the membership that leads to it (directly, or through a role between them) and run again",
+			ErrUnsafeAppRole, name, via, right)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return role, fmt.Errorf("checking the memberships of role %s: %w", name, err)
+	}
 
 	var database string
 	if err := tx.QueryRow(ctx, `SELECT current_database()`).Scan(&database); err != nil {
@@ -233,6 +245,30 @@ SELECT CASE
 	ELSE ''
 END, r.rolcanlogin
 FROM pg_roles r WHERE r.rolname = $1`
+
+// inheritedRightQuery finds a role that role $1 is a member of (directly or
+// not, whether it inherits or may only SET ROLE) and that was granted a
+// right on the schema ($2's oid) or on a table, sequence or function in it:
+// the first such role and the right, or no row. Only grants to that role
+// itself count (aclexplode), so the role named is the one that holds it.
+const inheritedRightQuery = `
+SELECT m.rolname::text, rights.what FROM pg_roles r
+JOIN pg_roles m ON m.oid <> r.oid AND pg_has_role(r.oid, m.oid, 'MEMBER')
+CROSS JOIN LATERAL (
+	SELECT a.privilege_type || ' on ' || c.oid::regclass::text AS what
+	FROM pg_class c, aclexplode(c.relacl) a
+	WHERE c.relnamespace = $2 AND a.grantee = m.oid
+	UNION ALL
+	SELECT a.privilege_type || ' on the schema' FROM pg_namespace n, aclexplode(n.nspacl) a
+	WHERE n.oid = $2 AND a.grantee = m.oid
+	UNION ALL
+	SELECT a.privilege_type || ' on ' || f.oid::regprocedure::text FROM pg_proc f, aclexplode(f.proacl) a
+	WHERE f.pronamespace = $2 AND a.grantee = m.oid
+	LIMIT 1
+) rights
+WHERE r.rolname = $1
+ORDER BY m.rolname
+LIMIT 1`
 
 // namesOf runs a query returning one text column.
 func namesOf(ctx context.Context, db dbtx, sql string, args ...any) ([]string, error) {

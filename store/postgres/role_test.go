@@ -349,6 +349,32 @@ func TestGrantAppRoleRefusesBadNamesAndPowerfulRoles(t *testing.T) {
 		}
 	}
 
+	// Rights held through a role the app role belongs to would survive the
+	// grant's revokes: the membership is refused, naming the role and a
+	// right, until it is revoked. A membership that carries no right on
+	// the schema is fine.
+	helper := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + helper + ` NOLOGIN`)
+	exec(`GRANT UPDATE ON decisions TO ` + helper)
+	exec(`GRANT DELETE ON votes TO ` + helper)
+	harmless := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + harmless + ` NOLOGIN`)
+	inheritor := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + inheritor + ` LOGIN IN ROLE ` + harmless)
+	exec(`GRANT ` + helper + ` TO ` + harmless) // two steps away
+	_, err = owner.GrantAppRole(ctx, inheritor)
+	if !errors.Is(err, postgres.ErrUnsafeAppRole) || !strings.Contains(err.Error(), inheritor+" is a member of "+helper+", which may UPDATE on decisions") {
+		t.Errorf("GrantAppRole through a helper role = %v", err)
+	}
+	if got := privilegesOf(t, owner, inheritor); len(got["table requests"]) != 0 {
+		t.Errorf("the refused role was granted %v on requests", got["table requests"])
+	}
+	exec(`REVOKE ` + helper + ` FROM ` + harmless)
+	if _, err := owner.GrantAppRole(ctx, inheritor); err != nil {
+		t.Errorf("GrantAppRole once the helper's membership is revoked = %v", err)
+	}
+	assertAppRolePrivileges(t, owner, inheritor)
+
 	empty, err := postgres.Open(ctx, storetest.NewEmptyURL(t))
 	if err != nil {
 		t.Fatal(err)
