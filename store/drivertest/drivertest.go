@@ -107,6 +107,7 @@ var contract = []struct {
 	{"BatchesWriteWhatTheyAreOwed", testBatchesWriteWhatTheyAreOwed},
 	{"PruneLeavesTombstonesAndNeverRunsAKeyTwice", testPruneLeavesTombstonesAndNeverRunsAKeyTwice},
 	{"PruneDuringIntakeLosesNothing", testPruneDuringIntakeLosesNothing},
+	{"PruneWaitsForPendingCallbacks", testPruneWaitsForPendingCallbacks},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

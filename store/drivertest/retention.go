@@ -244,3 +244,26 @@ func testPruneDuringIntakeLosesNothing(t *testing.T, b *Backend) {
 		t.Errorf("%d tombstones, want %d", got, n)
 	}
 }
+
+func testPruneWaitsForPendingCallbacks(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	withCallbacks(t, b, "agent")
+	req := settledRequest(t, b, "wa_prune_callback", "cancelled")
+	cutoff := time.Now().Add(time.Minute)
+	if n, err := b.Prune(ctx, store.PruneParams{Before: cutoff}); err != nil || n != 0 {
+		t.Fatalf("Prune with the callback pending = %d, %v; want nothing", n, err)
+	}
+	claimed, err := b.ClaimCallbacks(ctx, 10, time.Minute)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("ClaimCallbacks = %d, %v", len(claimed), err)
+	}
+	if err := b.MarkCallbackDelivered(ctx, claimed[0], 200); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.Prune(ctx, store.PruneParams{Before: cutoff}); err != nil || n != 1 {
+		t.Fatalf("Prune once the callback was delivered = %d, %v", n, err)
+	}
+	if rows := rowsOf(t, b, req.ID); rows["callbacks"] != 0 || rows["requests"] != 0 || rows["outbox"] != 0 || rows["events"] == 0 {
+		t.Errorf("rows after the prune: %v", rows)
+	}
+}
