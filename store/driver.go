@@ -128,6 +128,9 @@ type Reader interface {
 	// PendingByTool counts the pending requests of each tool that has any.
 	PendingByTool(ctx context.Context) ([]PendingTool, error)
 
+	// AuditChain returns up to limit audit events after the cursor, in
+	// (request id, seq) order, with their chain fields.
+	AuditChain(ctx context.Context, after AuditCursor, limit int) ([]AuditEvent, error)
 	// Tombstones reads the tombstones of pruned keys; keys never pruned are
 	// left out.
 	Tombstones(ctx context.Context, keys []string) (map[string]Tombstone, error)

@@ -28,6 +28,7 @@ commands:
   migrate   apply database migrations and exit (--app-role NAME: prepare
             the least-privilege role serve runs as; see migrate --help)
   key       read an intent JSON from FILE or stdin and print its key
+  audit     audit verify: check the hash chains of the audit trail
   version   print the version
 
 Every command takes --help. Configuration comes from the environment
@@ -85,6 +86,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return code
 		}
 		err = printKey(files, stdin, stdout)
+	case "audit":
+		rest, code, ok := parseArgs("audit", auditUsage, args[1:], 1, nil, stdout, stderr)
+		if !ok {
+			return code
+		}
+		if len(rest) != 1 || rest[0] != "verify" {
+			fmt.Fprint(stderr, auditUsage)
+			return 2
+		}
+		err = auditVerify(ctx, getenv, stdout)
 	case "version", "--version", "-version":
 		if _, code, ok := parseArgs("version", versionUsage, args[1:], 0, nil, stdout, stderr); !ok {
 			return code

@@ -108,6 +108,7 @@ var contract = []struct {
 	{"PruneLeavesTombstonesAndNeverRunsAKeyTwice", testPruneLeavesTombstonesAndNeverRunsAKeyTwice},
 	{"PruneDuringIntakeLosesNothing", testPruneDuringIntakeLosesNothing},
 	{"PruneWaitsForPendingCallbacks", testPruneWaitsForPendingCallbacks},
+	{"AuditChainVerifiesAndNamesTheFirstBadEvent", testAuditChainVerifiesAndNamesTheFirstBadEvent},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

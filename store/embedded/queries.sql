@@ -314,7 +314,24 @@ SELECT {{decision_columns}} FROM decisions WHERE request_id = ? AND round = ?;
 SELECT {{decision_columns}} FROM decisions WHERE request_id = ? ORDER BY round DESC LIMIT 1;
 
 -- name: insert_events
-INSERT INTO events (request_id, at, actor, kind, data) VALUES (?, ?, ?, ?, ?);
+INSERT INTO events (id, request_id, at, actor, kind, data, seq, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: next_event_id
+SELECT coalesce(max(id), 0) + 1 FROM events;
+
+-- name: chain_end
+-- The last chained event of request ?1: its seq and hash.
+SELECT seq, hash FROM events WHERE request_id = ?1 AND hash IS NOT NULL ORDER BY seq DESC LIMIT 1;
+
+-- name: unchained_events
+SELECT id, request_id, at, actor, kind, data FROM events WHERE hash IS NULL ORDER BY request_id, id;
+
+-- name: chain_event
+UPDATE events SET seq = ?2, prev_hash = ?3, hash = ?4 WHERE id = ?1 AND hash IS NULL;
+
+-- name: audit_chain
+SELECT id, request_id, seq, at, actor, kind, data, prev_hash, hash FROM events
+WHERE (request_id, seq) > (?1, ?2) ORDER BY request_id, seq LIMIT ?3;
 
 -- name: events_for
 SELECT id, request_id, at, actor, kind, data

@@ -639,3 +639,9 @@ votes_gone AS (DELETE FROM votes WHERE request_id IN (SELECT id FROM ids)),
 executions_gone AS (DELETE FROM executions WHERE request_id IN (SELECT id FROM ids)),
 decisions_gone AS (DELETE FROM decisions WHERE request_id IN (SELECT id FROM ids))
 DELETE FROM requests WHERE id IN (SELECT id FROM ids);
+
+-- name: audit_chain
+-- Events after ($1, $2) in the chains' order, data as the text they were
+-- hashed with.
+SELECT id, request_id::text, seq, at, actor, kind, data::text, prev_hash, hash FROM events
+WHERE (request_id, seq) > ($1::uuid, $2) ORDER BY request_id, seq LIMIT $3;

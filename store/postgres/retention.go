@@ -59,3 +59,27 @@ func (e executor) DeleteRequests(ctx context.Context, ids []string) error {
 	_, err := e.db.Exec(ctx, q.Get("delete_requests"), ids)
 	return wrap("deleting requests", err)
 }
+
+// noRequest sorts before every request id: the start of the audit walk.
+const noRequest = "00000000-0000-0000-0000-000000000000"
+
+func (e executor) AuditChain(ctx context.Context, after store.AuditCursor, limit int) ([]store.AuditEvent, error) {
+	from := after.RequestID
+	if from == "" {
+		from = noRequest
+	}
+	rows, err := e.db.Query(ctx, q.Get("audit_chain"), from, after.Seq, limit)
+	if err != nil {
+		return nil, wrap("reading the audit chain", err)
+	}
+	defer rows.Close()
+	var out []store.AuditEvent
+	for rows.Next() {
+		var a store.AuditEvent
+		if err := rows.Scan(&a.ID, &a.RequestID, &a.Seq, &a.At, &a.Actor, &a.Kind, &a.Data, &a.PrevHash, &a.Hash); err != nil {
+			return nil, wrap("reading the audit chain", err)
+		}
+		out = append(out, a)
+	}
+	return out, wrap("reading the audit chain", rows.Err())
+}

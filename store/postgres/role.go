@@ -53,9 +53,10 @@ var appTables = []struct{ table, privileges string }{
 	{"goose_db_version", "SELECT"},
 }
 
-// appFunctions are the schema's functions serve calls by name. Trigger
+// appFunctions are the schema's functions serve calls by name (the audit
+// chain's trigger calls countersign_event_hash as serve's role). Trigger
 // functions run without an EXECUTE check, so serve needs none on them.
-var appFunctions = []string{"countersign_card_state"}
+var appFunctions = []string{"countersign_card_state", "countersign_event_hash"}
 
 // schemaFunctions are the functions the migrations create. PostgreSQL lets
 // PUBLIC execute every new function; GrantAppRole takes that back, so the
@@ -63,7 +64,7 @@ var appFunctions = []string{"countersign_card_state"}
 var schemaFunctions = []string{
 	"countersign_card_state", "countersign_effect_strings",
 	"events_append_only", "bump_request_version", "countersign_vote_cast",
-	"countersign_key_not_pruned",
+	"countersign_key_not_pruned", "countersign_event_hash", "countersign_event_chain",
 }
 
 // AppRole is the runtime role GrantAppRole prepared.

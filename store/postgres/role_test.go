@@ -46,6 +46,8 @@ var appRolePrivileges = map[string][]string{
 	"function bump_request_version":       nil,
 	"function countersign_vote_cast":      nil,
 	"function countersign_key_not_pruned": nil,
+	"function countersign_event_hash":     {"EXECUTE"},
+	"function countersign_event_chain":    nil,
 
 	"schema public": {"USAGE"},
 }
@@ -201,6 +203,8 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 		`ALTER TABLE events DISABLE TRIGGER ALL`,
 		`ALTER TABLE events DISABLE TRIGGER events_no_update_delete`,
 		`ALTER TABLE events DISABLE TRIGGER events_no_truncate`,
+		`ALTER TABLE events DISABLE TRIGGER events_chain`,
+		`DROP TRIGGER events_chain ON events`,
 		`DROP TRIGGER events_no_update_delete ON events`,
 		`DROP TRIGGER events_no_truncate ON events`,
 		`DROP FUNCTION events_append_only() CASCADE`,
@@ -238,8 +242,8 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 	if n := countRows(t, owner, `SELECT count(*) FROM events`); n != eventsBefore {
 		t.Errorf("%d events, was %d", n, eventsBefore)
 	}
-	if n := countRows(t, owner, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal AND tgenabled = 'O'`); n != 2 {
-		t.Errorf("%d enabled triggers on events, want 2", n)
+	if n := countRows(t, owner, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal AND tgenabled = 'O'`); n != 3 {
+		t.Errorf("%d enabled triggers on events, want 3 (append-only twice, and the chain)", n)
 	}
 	if n := countRows(t, owner, `SELECT count(*) FROM pg_class WHERE relname = 'shadow' OR relname = 'events_old'`); n != 0 {
 		t.Errorf("%d relations created by the runtime role", n)

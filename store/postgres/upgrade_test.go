@@ -70,6 +70,11 @@ func TestUpgradeToRetentionKeepsTheAuditTrail(t *testing.T) {
 		}
 	}
 
+	// The events already there were chained by the upgrade.
+	if r, err := s.VerifyAudit(ctx); err != nil || r.Bad != nil || r.Events != 2 || r.Requests != 1 {
+		t.Errorf("VerifyAudit after the upgrade = %+v, %v", r, err)
+	}
+
 	if n, err := s.Prune(ctx, store.PruneParams{Before: time.Now()}); err != nil || n != 1 {
 		t.Fatalf("Prune = %d, %v", n, err)
 	}
