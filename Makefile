@@ -2,13 +2,13 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: run test test-race lint verify bench bench-intake bench-executor bench-slack bench-list peers fuzz
+.PHONY: run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list peers fuzz
 
-# Runs countersign on the local PostgreSQL with the example configuration,
-# and the fake provider it dispatches to on 127.0.0.1:9090.
+# Runs countersign on the local PostgreSQL (or DATABASE_URL's, created if
+# missing) with the example configuration, and the fake provider it
+# dispatches to on 127.0.0.1:9090.
 run:
-	@psql "$(subst /countersign?,/postgres?,$(DATABASE_URL))" -qtAc "SELECT 1 FROM pg_database WHERE datname = 'countersign'" | grep -q 1 || \
-		createdb -h 127.0.0.1 -U postgres countersign
+	scripts/ensure-database "$(DATABASE_URL)"
 	go build -o bin/ ./cmd/countersign ./cmd/fakeprovider
 	bin/fakeprovider -listen 127.0.0.1:9090 -secret local-dispatch-secret & provider=$$!; \
 	trap 'kill $$provider' EXIT; \
@@ -34,6 +34,11 @@ test:
 test-race:
 	go test $(GO_TEST_FLAGS) -race ./approvals/... ./hook/... ./store/... ./inbox/... ./lookup/... ./executor/... ./cmd/countersign/...
 
+# Drops the databases make test leaves on the test server: the migrated
+# templates it keeps to clone from, and any a killed run left behind.
+clean-test-databases:
+	scripts/drop-test-databases
+
 lint: verify
 
 # gofmt, go vet and go mod tidy must leave the tree unchanged.
@@ -42,6 +47,11 @@ verify:
 	go vet ./...
 	go mod tidy -diff
 	cd bench/peers && go vet ./... && go mod tidy -diff
+
+# Static binaries for linux and darwin on amd64 and arm64, with SHA256SUMS,
+# in dist/ (VERSION defaults to git describe --tags; see CHANGELOG.md).
+release:
+	scripts/release dist
 
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
 bench: bench-intake bench-executor bench-slack bench-list

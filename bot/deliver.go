@@ -344,6 +344,18 @@ func (b *Bot) reply(ctx context.Context, channel string, row store.OutboxRow) (s
 	if note != "" || err != nil {
 		return note, err
 	}
+	// An earlier attempt may have posted it: look in the thread before
+	// anything else, so a reply that landed is recorded as sent even when
+	// the request was decided since.
+	if row.Attempts > 1 && row.LastError != reasonRateLimited {
+		found, err := b.findReply(ctx, card, row)
+		if err != nil {
+			return "", err
+		}
+		if found {
+			return "reply found in the thread", nil
+		}
+	}
 	kind, nudge := nudgeOf(row)
 	text := ""
 	if nudge {
@@ -354,15 +366,6 @@ func (b *Bot) reply(ctx context.Context, channel string, row store.OutboxRow) (s
 	} else {
 		reason, _ := row.Data["reason"].(string)
 		text = threadText(v, reason)
-	}
-	if row.Attempts > 1 && row.LastError != reasonRateLimited {
-		found, err := b.findReply(ctx, card, row)
-		if err != nil {
-			return "", err
-		}
-		if found {
-			return "reply found in the thread", nil
-		}
 	}
 	if err := b.wait(ctx, card.Channel); err != nil {
 		return "", err

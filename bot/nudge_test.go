@@ -153,6 +153,41 @@ func TestReplyWithUnknownOutcomeIsPostedOnce(t *testing.T) {
 	})
 }
 
+// A reminder whose post landed while its answer was lost, and whose request
+// is decided before the retry, is recorded as posted (found in the thread),
+// not as "no longer pending": the retry looks in the thread first.
+func TestReplyLandedBeforeTheDecisionIsRecordedAsPosted(t *testing.T) {
+	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setup(t, &options{driver: drv, lease: 50 * time.Millisecond})
+		b.withNudges(false)
+		req := b.submit(intent{})
+		b.deliver()
+		if n := b.nudgeAt(45 * time.Minute); n != 1 {
+			t.Fatalf("queued %d reminders", n)
+		}
+		b.fake.FailNext("chat.postMessage", bottestLanded())
+		if _, err := b.bot.DeliverOnce(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(b.replies(req)); n != 1 {
+			t.Fatalf("%d reminders in the thread after the lost answer, want 1", n)
+		}
+		b.click("UANA", billingChan, "approve", decisionValue(req))
+		time.Sleep(60 * time.Millisecond) // the lost attempt's lease runs out
+		b.deliver()
+		if n := len(b.replies(req)); n != 1 {
+			t.Errorf("%d reminders in the thread, want 1", n)
+		}
+		if n := b.count(`SELECT count(*) FROM outbox WHERE state = 'delivered' AND last_error = 'reply found in the thread'`); n != 1 {
+			t.Errorf("rows recorded as found in the thread = %d, want 1", n)
+		}
+		if n := b.count(`SELECT count(*) FROM outbox WHERE last_error LIKE 'no longer pending%'`); n != 0 {
+			t.Errorf("%d reminders recorded as not sent, though their post is in the thread", n)
+		}
+	})
+}
+
 // With escalate_adds_approvers, the people escalated to may decide the
 // round once it is escalated, and not before.
 func TestEscalationAddsApprovers(t *testing.T) {

@@ -46,8 +46,15 @@ func (b *Bot) socketEvent(ctx context.Context, client acker, evt socketmode.Even
 	switch evt.Type {
 	case socketmode.EventTypeConnected:
 		b.logger.Info("socket mode connected")
-	case socketmode.EventTypeConnectionError, socketmode.EventTypeInvalidAuth:
-		b.logger.Warn("socket mode connection problem", slog.String("event", string(evt.Type)))
+	case socketmode.EventTypeConnectionError:
+		attrs := []any{slog.String("event", string(evt.Type))}
+		if ce, ok := evt.Data.(*slack.ConnectionErrorEvent); ok && ce.ErrorObj != nil {
+			attrs = append(attrs, slog.String("error", ce.ErrorObj.Error()), slog.Int("attempt", ce.Attempt), slog.Duration("retry_in", ce.Backoff))
+		}
+		b.logger.Warn("socket mode connection problem", attrs...)
+	case socketmode.EventTypeInvalidAuth:
+		b.logger.Error("socket mode: Slack refused SLACK_APP_TOKEN (invalid_auth); it must be the app-level token (xapp-…) with the connections:write scope",
+			slog.String("event", string(evt.Type)))
 	case socketmode.EventTypeInteractive:
 		if evt.Request == nil {
 			return

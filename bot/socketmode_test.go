@@ -3,6 +3,8 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -123,3 +125,32 @@ func TestSocketModeAnswersTheRejectForm(t *testing.T) {
 		t.Fatalf("decision reason = %q (%v)", reason, err)
 	}
 }
+
+// A Socket Mode connection that fails logs why (the underlying error, the
+// attempt and the backoff), and a refused app token says which token to fix.
+func TestSocketModeLogsTheCauseOfAConnectionProblem(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.Write(p)
+	}), nil))
+	b := New(Config{Slack: slack.New("xoxb-test"), Logger: logger, PostInterval: -1})
+	b.socketEvent(context.Background(), &recordingAcker{}, socketmode.Event{Type: socketmode.EventTypeConnectionError,
+		Data: &slack.ConnectionErrorEvent{Attempt: 3, Backoff: 2 * time.Second, ErrorObj: errors.New("dial tcp: connection refused")}})
+	b.socketEvent(context.Background(), &recordingAcker{}, socketmode.Event{Type: socketmode.EventTypeInvalidAuth, Data: &slack.InvalidAuthEvent{}})
+	mu.Lock()
+	logged := out.String()
+	mu.Unlock()
+	for _, want := range []string{`error="dial tcp: connection refused"`, "attempt=3", "retry_in=2s", "Slack refused SLACK_APP_TOKEN (invalid_auth)"} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("the log lacks %q:\n%s", want, logged)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -193,7 +193,12 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 	if e.logger.Enabled(ctx, slog.LevelDebug) {
 		log().Debug("sent", slog.String("outcome", string(cl.Outcome)), slog.String("code", cl.Code), slog.Int("status", answer.Status))
 	}
-	return e.transitionFor(base, c.MaxAttempts, answer, cl), false
+	t = e.transitionFor(base, c.MaxAttempts, answer, cl)
+	if t.To == store.ExecUnknown {
+		// Not verified before the provider is done with what it got.
+		t.Delay = tool.VerifyAfter
+	}
+	return t, false
 }
 
 // transitionFor turns a classified answer into the row's next state.

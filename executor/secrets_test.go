@@ -58,7 +58,7 @@ func TestNoSurfaceShowsASecretFromAFailedCallsURL(t *testing.T) {
 		// The send resets the connection after it was written, so the
 		// outcome is verified, at a URL where nothing listens.
 		"billing.verify": {Method: "POST", URL: resettingURL(t) + "/credits?api_key=" + planted,
-			Verify: &executor.Endpoint{URL: "http://" + closed + "/credits/{key}?api_key=" + planted}, MaxAttempts: 3},
+			Verify: &executor.Endpoint{URL: "http://" + closed + "/credits/{key}?api_key=" + planted}, MaxAttempts: 3, VerifyAfter: time.Millisecond},
 		// The precondition cannot be checked.
 		"billing.pre": {Method: "POST", URL: withSecret("/credits"), Precondition: &executor.Endpoint{URL: withSecret("/balance")}, MaxAttempts: 3},
 	}

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -71,6 +72,9 @@ type serveTool struct {
 	precondition bool
 	timeout      string
 	claimTimeout string
+	// verifyAfter is a key-unaware tool's settle time before a verify;
+	// default 100ms, so these tests verify promptly.
+	verifyAfter string
 }
 
 // cluster is a database, a fake provider and the countersign processes
@@ -107,8 +111,9 @@ tools:
     key_aware: %t
     max_attempts: 5
     claim_timeout: %s
+    verify_after: %s
     approval_ttl: 24h
-`, hex.EncodeToString(token[:]), toolName, approver, srv.URL, tool.timeout, tool.keyAware, tool.claimTimeout)
+`, hex.EncodeToString(token[:]), toolName, approver, srv.URL, tool.timeout, tool.keyAware, tool.claimTimeout, cmp.Or(tool.verifyAfter, "100ms"))
 	if tool.verify {
 		if tool.verifyPath == "" {
 			tool.verifyPath = "/objects?key={key}"

@@ -68,6 +68,9 @@ func setup(t *testing.T, opts *options) *bundle {
 		Method: "POST", URL: b.srv.URL + "/credits", Timeout: 2 * time.Second,
 		KeyAware: true, Verify: &executor.Endpoint{URL: b.srv.URL + "/objects?key={key}"},
 		MaxAttempts: 3, ClaimTimeout: time.Minute, ApprovalTTL: 24 * time.Hour,
+		// Verified at once when a test makes the tool key-unaware; the
+		// settle time has tests of its own.
+		VerifyAfter: time.Millisecond,
 	}
 	if opts.tool != nil {
 		opts.tool(&b.tool)

@@ -19,7 +19,12 @@ type Tool struct {
 	Secret []byte
 	// KeyAware says the provider honours Idempotency-Key, so a resend under
 	// the same key is safe when the outcome is unknown.
-	KeyAware     bool
+	KeyAware bool
+	// VerifyAfter is how long an unknown outcome of a key-unaware tool
+	// settles before it is first verified: a provider may still be storing
+	// a write whose answer the executor gave up waiting for, and a 404 read
+	// too early would send the write again (docs/EXECUTOR.md).
+	VerifyAfter  time.Duration
 	Verify       *Endpoint // GET; 200 done, 404 not done
 	Precondition *Endpoint // GET before the first send; 2xx to proceed
 	MaxAttempts  int
@@ -45,6 +50,9 @@ const (
 	DefaultClaimTimeout = 2 * time.Minute
 	DefaultMaxAttempts  = 5
 	DefaultRequestTTL   = 72 * time.Hour
+	// DefaultVerifyAfter is the least settle time of a key-unaware tool's
+	// unknown outcome; twice the tool's timeout when that is longer.
+	DefaultVerifyAfter = 30 * time.Second
 )
 
 func (t Tool) withDefaults() Tool {
@@ -62,6 +70,11 @@ func (t Tool) withDefaults() Tool {
 	}
 	if t.RequestTTL <= 0 {
 		t.RequestTTL = DefaultRequestTTL
+	}
+	if t.KeyAware {
+		t.VerifyAfter = 0 // a same-key resend is safe at any time
+	} else if t.VerifyAfter <= 0 {
+		t.VerifyAfter = max(DefaultVerifyAfter, 2*t.Timeout)
 	}
 	t.Verify, t.Precondition = t.Verify.parsed(), t.Precondition.parsed()
 	return t

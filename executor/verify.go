@@ -31,6 +31,12 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 			log.Info("verified: the provider has the write")
 			return t, true
 		case err == nil && status == http.StatusNotFound:
+			if settling := tool.VerifyAfter - u.DBNow.Sub(u.UpdatedAt); settling > 0 {
+				// Inside the settle time a 404 proves nothing: the first
+				// attempt may still land. Never resend on it.
+				log.Info("verify answered 404 inside the settle time; asking again later", slog.Duration("settling", settling))
+				return t, false
+			}
 			log.Info("verified: the provider does not have the write")
 			return e.notDone(t, u, "verified"), true
 		}

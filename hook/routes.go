@@ -92,17 +92,23 @@ func (h *Handler) authenticated(name string, fn func(w http.ResponseWriter, r *h
 			if name == "create" {
 				h.metrics.Intake.WithLabelValues("unauthorized").Inc()
 			}
-			challenge := `Bearer realm="countersign"`
-			if authorization != "" {
-				challenge += `, error="invalid_token"`
-			}
-			w.Header().Set("WWW-Authenticate", challenge)
-			status = writeRefusal(w, r, approvals.RefusalFor(approvals.ErrUnauthorized))
+			status = refuseUnauthorized(w, r, authorization)
 		} else {
 			status = fn(w, r, agent)
 		}
 		h.metrics.HTTPDuration.WithLabelValues(name, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
 	})
+}
+
+// refuseUnauthorized answers a request without a valid token: 401 with the
+// challenge RFC 6750 asks for.
+func refuseUnauthorized(w http.ResponseWriter, r *http.Request, authorization string) int {
+	challenge := `Bearer realm="countersign"`
+	if authorization != "" {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	return writeRefusal(w, r, approvals.RefusalFor(approvals.ErrUnauthorized))
 }
 
 // methodNotAllowed answers a method a route does not take.

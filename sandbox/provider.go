@@ -42,6 +42,10 @@ type Behavior struct {
 	// Delay stores the write, then answers this much later, as a slow
 	// provider does; Release or the client giving up ends the wait early.
 	Delay time.Duration
+	// StoreAfter takes this long before storing the write, and stores it
+	// even when the client has given up meanwhile: a provider slowed by
+	// load, finishing what it was sent.
+	StoreAfter time.Duration
 	// Times limits the behavior to the first Times writes of a key; 0 means
 	// every write.
 	Times int
@@ -295,6 +299,9 @@ func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if b.StoreAfter > 0 {
+		time.Sleep(b.StoreAfter) // not cut short when the client leaves
+	}
 	p.mu.Lock()
 	stored, seen := p.stored[key]
 	if seen && !p.ignoreKeys {

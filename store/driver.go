@@ -102,6 +102,9 @@ type Reader interface {
 	LatestCallback(ctx context.Context, requestID string) (Callback, error)
 	// CountCallbackBacklog returns how many deliveries are pending.
 	CountCallbackBacklog(ctx context.Context) (int, error)
+	// CountOutboxBacklog returns how many Slack deliveries (cards,
+	// updates, replies) are pending.
+	CountOutboxBacklog(ctx context.Context) (int, error)
 
 	// RequestsByKeyPrefix returns up to limit requests whose key starts
 	// with prefix, in key order, by a range scan on the key's unique index

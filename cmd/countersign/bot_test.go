@@ -20,7 +20,7 @@ import (
 )
 
 // testApp builds serve's components with newApp, on a fresh database, for
-// cfg with one tool; it stops what the test started, and closes the store,
+// cfg with one agent and one tool unless cfg names its own; it stops what the test started, and closes the store,
 // when the test ends.
 func testApp(t *testing.T, cfg *Config, logger *slog.Logger) *app {
 	t.Helper()
@@ -33,10 +33,14 @@ func testApp(t *testing.T, cfg *Config, logger *slog.Logger) *app {
 	cfg.DispatchSecret = smokeSecret
 	cfg.InboxSetting = "off"
 	cfg.InboxReviewer = defaultInboxReviewer
-	cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: hex.EncodeToString(sum[:])}}
-	cfg.File.Tools = map[string]ToolConfig{"billing.credit": {
-		Channel: "C0BILLING", Approvers: []string{"UANA"}, Dispatch: DispatchConfig{URL: "http://127.0.0.1:9/credits"},
-	}}
+	if cfg.File.Agents == nil {
+		cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: hex.EncodeToString(sum[:])}}
+	}
+	if cfg.File.Tools == nil {
+		cfg.File.Tools = map[string]ToolConfig{"billing.credit": {
+			Channel: "C0BILLING", Approvers: []string{"UANA"}, Dispatch: DispatchConfig{URL: "http://127.0.0.1:9/credits"},
+		}}
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -36,6 +36,12 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	if os.Getenv(envMCPProcess) != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, []string{"mcp", "--call-timeout", mcpCallTimeout}, os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	code := m.Run()
 	if fakeProvider.path != "" {
 		os.RemoveAll(filepath.Dir(fakeProvider.path))

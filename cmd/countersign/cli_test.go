@@ -27,6 +27,7 @@ func TestEveryCommandTakesHelpAndDoesNothingElse(t *testing.T) {
 		"migrate": "usage: countersign migrate",
 		"key":     "usage: countersign key [FILE]",
 		"version": "usage: countersign version",
+		"mcp":     "usage: countersign mcp",
 	} {
 		for _, help := range []string{"--help", "-h"} {
 			// serve would block until cancelled, and both serve and migrate
@@ -51,6 +52,8 @@ func TestUnknownFlagsAndArgumentsExitTwo(t *testing.T) {
 		{"key", "a.json", "b.json"},
 		{"key", "--tool", "x"},
 		{"version", "--short"},
+		{"mcp", "--call-timeout", "0s"},
+		{"mcp", "stdio"},
 		{"frobnicate"},
 		{},
 	} {

@@ -22,14 +22,20 @@ import (
 
 // Config is everything serve needs, from the environment and the YAML file.
 type Config struct {
-	DatabaseURL        string
-	Listen             string
+	DatabaseURL string
+	Listen      string
+	// AdminListen, when set, is a listener of its own for /metrics,
+	// /healthz and /readyz, which then leave the public one.
+	AdminListen        string
 	ConfigPath         string
 	SlackBotToken      string
 	SlackSigningSecret string
 	SlackAppToken      string
 	SlackAPIURL        string
-	DispatchSecret     string
+	// SlackCheck is COUNTERSIGN_SLACK_CHECK: what start does when Slack
+	// refuses the bot token ("fail", the default, or "warn").
+	SlackCheck     string
+	DispatchSecret string
 	// DataDir holds the embedded store and the local agent token; set
 	// when either is needed.
 	DataDir string
@@ -46,6 +52,12 @@ type Config struct {
 
 	// dataDirErr says why no data directory could be found, when one is needed.
 	dataDirErr error
+	// fileUnreadable is set when the file is not YAML at all: nothing in it
+	// was read, so what it lacks is not reported on top of why.
+	fileUnreadable bool
+	// positions holds the line of every field path in the file, for the
+	// problems found after decoding.
+	positions map[string]*yaml.Node
 	// missingVars lists ${VAR} references with no value in the environment.
 	missingVars []string
 	// effectSchemas are the tools' compiled effect schemas, by tool; Validate
@@ -118,10 +130,13 @@ type AgentConfig struct {
 
 // ToolConfig is one tool an agent may ask to use.
 type ToolConfig struct {
-	Channel      string          `yaml:"channel"`
-	Approvers    []string        `yaml:"approvers"`
-	Dispatch     DispatchConfig  `yaml:"dispatch"`
-	KeyAware     bool            `yaml:"key_aware"`
+	Channel   string         `yaml:"channel"`
+	Approvers []string       `yaml:"approvers"`
+	Dispatch  DispatchConfig `yaml:"dispatch"`
+	KeyAware  bool           `yaml:"key_aware"`
+	// VerifyAfter is how long a key-unaware tool's unknown outcome settles
+	// before it is verified (default: 30s or twice the dispatch timeout).
+	VerifyAfter  time.Duration   `yaml:"verify_after"`
 	Verify       *EndpointConfig `yaml:"verify"`
 	Precondition *EndpointConfig `yaml:"precondition"`
 	MaxAttempts  int             `yaml:"max_attempts"`
@@ -188,11 +203,13 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	cfg := &Config{
 		DatabaseURL:        getenv("COUNTERSIGN_DATABASE_URL"),
 		Listen:             getenv("COUNTERSIGN_LISTEN"),
+		AdminListen:        getenv("COUNTERSIGN_ADMIN_LISTEN"),
 		ConfigPath:         getenv("COUNTERSIGN_CONFIG"),
 		SlackBotToken:      getenv("SLACK_BOT_TOKEN"),
 		SlackSigningSecret: getenv("SLACK_SIGNING_SECRET"),
 		SlackAppToken:      getenv("SLACK_APP_TOKEN"),
 		SlackAPIURL:        getenv("COUNTERSIGN_SLACK_API_URL"),
+		SlackCheck:         getenv("COUNTERSIGN_SLACK_CHECK"),
 		DispatchSecret:     getenv("COUNTERSIGN_DISPATCH_SECRET"),
 		InboxReviewer:      orDefault(getenv("COUNTERSIGN_INBOX_REVIEWER"), defaultInboxReviewer),
 		InboxSetting:       getenv("COUNTERSIGN_INBOX"),
@@ -227,6 +244,7 @@ func (c *Config) parseFile(raw []byte, getenv func(string) string) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %s", c.ConfigPath, strings.TrimPrefix(err.Error(), "yaml: ")))
+		c.fileUnreadable = true
 		return
 	}
 	var expand func(n *yaml.Node)
@@ -246,6 +264,7 @@ func (c *Config) parseFile(raw []byte, getenv func(string) string) {
 		}
 	}
 	expand(&doc)
+	c.positions = yamlPositions(&doc)
 	problems := checkYAML(&doc, reflect.TypeFor[FileConfig](), "")
 	for _, p := range problems {
 		c.fileErrs = append(c.fileErrs, fmt.Errorf("%s: %w", c.ConfigPath, p))
@@ -325,6 +344,11 @@ func (c *Config) Validate() error {
 	default:
 		add("COUNTERSIGN_LOG_FORMAT is %q: use text or json, or leave it unset (text on a terminal, else json)", c.LogFormat)
 	}
+	switch c.SlackCheck {
+	case "", slackCheckFail, slackCheckWarn:
+	default:
+		add("COUNTERSIGN_SLACK_CHECK is %q: use fail or warn, or leave it unset (fail)", c.SlackCheck)
+	}
 	switch c.InboxSetting {
 	case "", "on", "off":
 	default:
@@ -350,7 +374,11 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.File.Executor.Validate(), c.File.Slack.Validate(), c.File.Retention.Validate())
 
-	if len(c.File.Agents) == 0 {
+	// A local run whose data directory is missing has no agent or tool only
+	// because the demo's could not be set up, and a file that is not YAML
+	// none because nothing was read: the error above is the one to act on.
+	localUnset := (c.Local() && c.dataDirErr != nil) || c.fileUnreadable
+	if len(c.File.Agents) == 0 && !localUnset {
 		add("agents: no agent is configured, so nothing can post to the hook; add one with a name and token_sha256")
 	}
 	seen := map[string]bool{}
@@ -364,14 +392,14 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	if len(c.File.Tools) == 0 {
+	if len(c.File.Tools) == 0 && !localUnset {
 		add("tools: no tool is configured, so every intent would be refused as unknown_tool")
 	}
 	for name, t := range c.File.Tools {
 		errs = append(errs, t.Validate(name, c.SlackBotToken != ""))
 	}
 	errs = append(errs, c.compileEffectSchemas())
-	return errors.Join(errs...)
+	return errors.Join(withLines(c.ConfigPath, c.positions, errs)...)
 }
 
 // toolsWithoutASecret names the tools that sign with

@@ -109,7 +109,6 @@ tools:
 		t.Fatal("Validate accepted a broken configuration")
 	}
 	for _, want := range []string{
-		"neither COUNTERSIGN_DATA_DIR nor HOME is set",
 		`COUNTERSIGN_INBOX is "yes"`,
 		`COUNTERSIGN_INBOX_REVIEWER "U0ANA" must start with "local:"`,
 		"COUNTERSIGN_DISPATCH_SECRET is not set",

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -199,4 +200,85 @@ func editDistance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// yamlPositions maps every field path in the document (tools.billing.credit,
+// agents[0].callback) to the node that holds its key, or the item itself in
+// a list, so a problem found after decoding can name its line too.
+func yamlPositions(doc *yaml.Node) map[string]*yaml.Node {
+	at := map[string]*yaml.Node{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		for n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := joinYAMLPath(path, n.Content[i].Value)
+				at[p] = n.Content[i]
+				walk(n.Content[i+1], p)
+			}
+		case yaml.SequenceNode:
+			for i, item := range n.Content {
+				p := fmt.Sprintf("%s[%d]", path, i)
+				at[p] = item
+				walk(item, p)
+			}
+		}
+	}
+	walk(doc, "")
+	return at
+}
+
+// leadingPath is the field path a validation sentence begins with
+// ("tools.billing.credit: approvers is empty", "executor.expiry_schedule "x" is not…").
+var leadingPath = regexp.MustCompile(`^([A-Za-z0-9_.\[\]-]+)[: ]`)
+
+// withLines prefixes each problem that names a field of the file with the
+// file and the line of the closest field the document has: the same form
+// as the decoder's own problems. Problems of the environment stay as they are.
+func withLines(file string, at map[string]*yaml.Node, errs []error) []error {
+	var out []error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			out = append(out, withLines(file, at, joined.Unwrap())...)
+			continue
+		}
+		m := leadingPath.FindStringSubmatch(err.Error())
+		if m == nil || at == nil {
+			out = append(out, err)
+			continue
+		}
+		node := closestField(at, m[1])
+		if node == nil {
+			out = append(out, err)
+			continue
+		}
+		out = append(out, fmt.Errorf("%s: line %d, column %d: %w", file, node.Line, node.Column, err))
+	}
+	return out
+}
+
+// closestField is the node of path, or of the nearest enclosing field the
+// file has (a missing tools.x.approvers is reported at tools.x).
+func closestField(at map[string]*yaml.Node, path string) *yaml.Node {
+	for path != "" {
+		if n, ok := at[path]; ok {
+			return n
+		}
+		cut := max(strings.LastIndex(path, "."), strings.LastIndex(path, "["))
+		if cut <= 0 {
+			return nil
+		}
+		path = path[:cut]
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -118,5 +119,50 @@ func TestConfigAcceptsWhatTheDecoderAccepts(t *testing.T) {
 	file := validAgent + validTool + "    reversible: yes\n    key_aware: false\n    max_attempts: 3\n    request_ttl: 1h30m\n    verify: ~\n"
 	if got := loadProblems(t, file, nil); len(got) != 0 {
 		t.Errorf("a valid file has problems:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// Problems found after decoding (an empty approvers list, a bad method, an
+// owner that is no Slack id, a schedule that does not parse) name the line
+// of their field, or of the nearest field the file has.
+func TestSemanticProblemsNameTheirLine(t *testing.T) {
+	t.Parallel()
+	got := loadProblems(t, `
+agents:
+  - name: billing-agent
+    token_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+    owners: [not-a-user]
+executor:
+  expiry_schedule: "every now and then"
+tools:
+  billing.credit:
+    approvers: []
+    dispatch: {method: GET, url: "http://127.0.0.1:9/credits"}
+`, nil)
+	want := []string{
+		`FILE: line 3, column 5: agents[0]: owner "not-a-user" is not a Slack user id (U…, W…) or a user-group id (S…)`,
+		`FILE: line 7, column 3: executor.expiry_schedule "every now and then" is not a cron schedule`,
+		`FILE: line 9, column 3: tools.billing.credit: approvers is empty, so nobody could approve it`,
+		`FILE: line 9, column 3: tools.billing.credit: dispatch.method "GET" must be POST, PUT, PATCH or DELETE`,
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(line string) bool { return strings.HasPrefix(line, w) }) {
+			t.Errorf("no problem starting %q in:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	for _, line := range got {
+		if !strings.HasPrefix(line, "FILE: line ") {
+			t.Errorf("a problem names no line: %q", line)
+		}
+	}
+}
+
+// A file that is not YAML is reported once, at its line: not followed by
+// the agents and tools it would have had.
+func TestAYAMLSyntaxErrorDoesNotCascade(t *testing.T) {
+	t.Parallel()
+	got := loadProblems(t, validAgent+"tools:\n  billing.credit:\n    approvers: [U1]\n   dispatch: {url: x}\n", nil)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "FILE: line ") {
+		t.Errorf("problems = %q, want the syntax error alone", got)
 	}
 }

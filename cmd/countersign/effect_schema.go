@@ -81,3 +81,11 @@ func (e *EffectSchemaConfig) document(configDir string) (raw []byte, base string
 	}
 	return raw, filepath.Dir(path), nil
 }
+
+// MarshalYAML writes the schema back as it was given: its path, or itself.
+func (e EffectSchemaConfig) MarshalYAML() (any, error) {
+	if e.Path != "" {
+		return e.Path, nil
+	}
+	return e.Inline, nil
+}

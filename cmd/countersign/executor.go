@@ -14,7 +14,7 @@ func (c *Config) executorTools() map[string]executor.Tool {
 	for name, t := range c.File.Tools {
 		et := executor.Tool{
 			Name: name, Method: t.Dispatch.Method, URL: t.Dispatch.URL, Headers: t.Dispatch.Headers,
-			Timeout: t.Dispatch.Timeout, KeyAware: t.KeyAware, MaxAttempts: t.MaxAttempts,
+			Timeout: t.Dispatch.Timeout, KeyAware: t.KeyAware, VerifyAfter: t.VerifyAfter, MaxAttempts: t.MaxAttempts,
 			ClaimTimeout: t.ClaimTimeout, ApprovalTTL: t.ApprovalTTL, RequestTTL: t.RequestTTL,
 		}
 		if t.Dispatch.Secret != "" {

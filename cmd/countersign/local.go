@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -51,7 +52,14 @@ func dataDir(getenv func(string) string) (string, error) {
 	}
 	home := getenv("HOME")
 	if home == "" {
-		return "", errors.New("neither COUNTERSIGN_DATA_DIR nor HOME is set, so there is nowhere to keep the embedded store")
+		// An empty environment (env -i, a bare container or unit) still
+		// has a user: its home directory from the password database.
+		if u, err := user.Current(); err == nil && u.HomeDir != "" && u.HomeDir != "/" {
+			home = u.HomeDir
+		}
+	}
+	if home == "" {
+		return "", errors.New("neither COUNTERSIGN_DATA_DIR nor HOME is set, and the user has no home directory, so there is nowhere to keep the embedded store")
 	}
 	return filepath.Join(home, ".local", "share", "countersign"), nil
 }

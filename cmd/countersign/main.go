@@ -5,6 +5,9 @@
 //	countersign serve     run the hook, the Slack surface and the executor
 //	countersign migrate   apply database migrations and exit (--app-role NAME: prepare serve's role)
 //	countersign key       read an intent JSON from a file or stdin and print its key
+//	countersign backup    write a consistent copy of the embedded store to a file
+//	countersign config    check FILE: validate a configuration and print it, secrets redacted
+//	countersign mcp       serve the agent API as MCP tools on stdio (COUNTERSIGN_URL, COUNTERSIGN_TOKEN)
 //	countersign version   print the version
 package main
 
@@ -29,6 +32,11 @@ commands:
             the least-privilege role serve runs as; see migrate --help)
   key       read an intent JSON from FILE or stdin and print its key
   audit     audit verify: check the hash chains of the audit trail
+  backup    write a consistent copy of the embedded store to FILE, online
+  config    check FILE: validate a configuration file and print the
+            effective configuration, secrets redacted
+  mcp       serve the agent API as MCP tools on stdio, as a client of
+            COUNTERSIGN_URL with COUNTERSIGN_TOKEN (see mcp --help)
   version   print the version
 
 Every command takes --help. Configuration comes from the environment
@@ -96,6 +104,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return 2
 		}
 		err = auditVerify(ctx, getenv, stdout)
+	case "config":
+		return configCheck(args[1:], getenv, stdout, stderr)
+	case "backup":
+		files, code, ok := parseArgs("backup", backupUsage, args[1:], 1, nil, stdout, stderr)
+		if !ok {
+			return code
+		}
+		if len(files) != 1 {
+			fmt.Fprintf(stderr, "countersign backup: name the file to write\n\n%s", backupUsage)
+			return 2
+		}
+		err = backup(ctx, files[0], getenv, stdout)
+	case "mcp":
+		opts, code, ok := parseMCPArgs(args[1:], stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = serveMCP(ctx, opts, getenv, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		if _, code, ok := parseArgs("version", versionUsage, args[1:], 0, nil, stdout, stderr); !ok {
 			return code

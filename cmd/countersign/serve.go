@@ -43,8 +43,11 @@ type app struct {
 	reviewMetrics *approvals.Metrics
 	hookMetrics   *hook.Metrics
 	http          *httpServer
-	inboxURL      string
-	where         string // the store, for people
+	// admin serves the health checks and metrics when COUNTERSIGN_ADMIN_LISTEN
+	// gives them a listener of their own; nil otherwise.
+	admin    *httpServer
+	inboxURL string
+	where    string // the store, for people
 
 	lifecycle
 }
@@ -158,6 +161,11 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 		sched:     newScheduler(logger.With("component", "scheduler")),
 		lifecycle: lifecycle{logger: logger},
 	}
+	defer func() {
+		if err != nil && a.admin != nil {
+			a.admin.ln.Close()
+		}
+	}()
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	a.add("store", funcs{stop: func(context.Context) error { b.store.Close(); return nil }}, 0)
@@ -170,6 +178,13 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	a.add("intake batcher", batcher, 0)
 
 	slackClient := a.slackClient()
+	if slackClient != nil {
+		if err := checkSlack(ctx, slackClient, cfg.SlackCheck, logger.With("component", "bot")); err != nil {
+			return nil, err
+		}
+	} else {
+		logSlackOff(cfg, logger.With("component", "bot"))
+	}
 	var groups approvals.GroupResolver
 	if slackClient != nil {
 		groups = newGroups(slackClient)
@@ -181,7 +196,9 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	}); err != nil {
 		return nil, err
 	}
-	a.mountRoutes()
+	if err := a.mountRoutes(); err != nil {
+		return nil, err
+	}
 	if err := a.sched.add("expiry", cfg.File.Executor.ExpirySchedule, func(ctx context.Context) error {
 		_, err := a.review.ExpireOnce(ctx)
 		return err
@@ -196,7 +213,8 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 			return nil, err
 		}
 	}
-	a.registry.MustRegister(approvals.NewPendingCollector(a.review, logger.With("component", "metrics")))
+	a.registry.MustRegister(approvals.NewPendingCollector(a.review, logger.With("component", "metrics")),
+		newStoreCollector(a.db, logger.With("component", "metrics")))
 	if cfg.SlackBotToken == "" && !cfg.InboxEnabled() {
 		logger.Warn("SLACK_BOT_TOKEN is not set and the inbox is off: cards wait in the outbox until Slack is configured")
 	}
@@ -223,6 +241,11 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	// The sweeps stop claiming at the signal; what they claimed has the
 	// executor's grace to finish.
 	a.add("scheduler", a.sched, ex.ShutdownGrace())
+	if a.admin != nil {
+		// Before the public server, so it stops after it: metrics and
+		// health stay readable while the public requests drain.
+		a.add("admin http server", a.admin, httpShutdownTimeout)
+	}
 	a.http = newHTTPServer(a.mux, ln, logger)
 	a.add("http server", a.http, httpShutdownTimeout)
 	return a, nil
@@ -233,11 +256,25 @@ func (a *app) add(name string, c component, grace time.Duration) {
 	a.parts = append(a.parts, part{name: name, component: c, grace: grace})
 }
 
-// mountRoutes mounts the hook, the health checks and the metrics.
-func (a *app) mountRoutes() {
-	a.mux.Handle("/v1/", hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics))
-	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	a.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+// mountRoutes mounts the hook, MCP over HTTP, the health checks and the
+// metrics: the last two on a listener of their own when
+// COUNTERSIGN_ADMIN_LISTEN names one.
+func (a *app) mountRoutes() error {
+	api := hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics)
+	a.mux.Handle("/v1/", api)
+	a.mux.Handle("/mcp", a.mcpHandler(a.cfg.AgentList(), api))
+	ops := a.mux
+	if a.cfg.AdminListen != "" {
+		ln, err := listenAs(a.cfg.AdminListen, "COUNTERSIGN_ADMIN_LISTEN")
+		if err != nil {
+			return err
+		}
+		ops = http.NewServeMux()
+		a.admin = newHTTPServer(ops, ln, a.logger.With("listener", "admin"))
+		a.admin.announce = "admin listening"
+	}
+	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		pingCtx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := a.db.Ping(pingCtx); err != nil {
@@ -246,7 +283,8 @@ func (a *app) mountRoutes() {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	a.mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+	ops.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+	return nil
 }
 
 // httpShutdownTimeout bounds how long shutdown waits for HTTP handlers.
@@ -257,6 +295,9 @@ type httpServer struct {
 	server *http.Server
 	ln     net.Listener
 	logger *slog.Logger
+	// announce is the log line's message once it listens: "listening" for
+	// the public listener, which tests and scripts look for.
+	announce string
 	// served gets what Serve returned when it ended on its own; serve
 	// then shuts down.
 	served chan error
@@ -272,7 +313,7 @@ func newHTTPServer(h http.Handler, ln net.Listener, logger *slog.Logger) *httpSe
 			IdleTimeout:       2 * time.Minute,
 			MaxHeaderBytes:    64 << 10,
 		},
-		ln: ln, logger: logger, served: make(chan error, 1),
+		ln: ln, logger: logger, announce: "listening", served: make(chan error, 1),
 	}
 }
 
@@ -281,7 +322,7 @@ func (s *httpServer) base() string { return "http://" + s.ln.Addr().String() }
 
 // Start serves in the background and returns.
 func (s *httpServer) Start(context.Context) error {
-	s.logger.Info("listening", slog.String("addr", s.ln.Addr().String()), slog.String("version", versionString()))
+	s.logger.Info(s.announce, slog.String("addr", s.ln.Addr().String()), slog.String("version", versionString()))
 	go func() {
 		if err := s.server.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 			s.served <- err

@@ -3,7 +3,12 @@
 // for the human decision and the outcome.
 //
 //	go run ./cmd/countersign serve                # prints a token and the inbox link
-//	COUNTERSIGN_URL=http://127.0.0.1:8080 COUNTERSIGN_TOKEN=<token> go run ./examples/agent
+//	go run ./examples/agent                       # in another terminal
+//
+// Against the local run it needs nothing more: the URL defaults to
+// http://127.0.0.1:8080 and the token to the one the local run keeps in its
+// data directory. Against any other server set COUNTERSIGN_URL and
+// COUNTERSIGN_TOKEN (the agent's bearer token).
 //
 // With no flags it asks for the local run's demo tool, demo.refund; approve
 // the card in the inbox and it prints the outcome. Run it twice: the second
@@ -16,6 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/client"
@@ -34,8 +42,14 @@ func main() {
 
 func agent(tool, run string, wait time.Duration) error {
 	base, token := os.Getenv("COUNTERSIGN_URL"), os.Getenv("COUNTERSIGN_TOKEN")
-	if base == "" || token == "" {
-		return errors.New("set COUNTERSIGN_URL and COUNTERSIGN_TOKEN (serve prints the local token)")
+	if base == "" {
+		base = "http://127.0.0.1:8080" // the local run's address
+	}
+	if token == "" {
+		token = localToken()
+	}
+	if token == "" {
+		return errors.New("no token: set COUNTERSIGN_TOKEN to the agent's bearer token (the local run prints its own as \"agent token\"), and COUNTERSIGN_URL unless it is http://127.0.0.1:8080")
 	}
 	c := client.New(base, token)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -78,4 +92,35 @@ func agent(tool, run string, wait time.Duration) error {
 		fmt.Printf("not done: the request was %s\n", req.Status)
 	}
 	return nil
+}
+
+// localToken is the local run's agent token, which serve keeps in its data
+// directory (COUNTERSIGN_DATA_DIR, else the per-user data directory serve
+// picks: $XDG_DATA_HOME/countersign or ~/.local/share/countersign on Linux),
+// or "" when there is none.
+func localToken() string {
+	dir := os.Getenv("COUNTERSIGN_DATA_DIR")
+	if dir == "" && runtime.GOOS != "linux" && runtime.GOOS != "freebsd" && runtime.GOOS != "openbsd" {
+		base, err := os.UserConfigDir() // where serve keeps it on macOS and Windows
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(base, "countersign")
+	}
+	if dir == "" {
+		base := os.Getenv("XDG_DATA_HOME")
+		if base == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return ""
+			}
+			base = filepath.Join(home, ".local", "share")
+		}
+		dir = filepath.Join(base, "countersign")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "local-agent-token"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
 }

@@ -15,6 +15,9 @@ func testOutboxClaimDeliverRetry(t *testing.T, b *Backend) {
 	if err := b.EnqueueOutbox(ctx, store.OutboxThreadReply, req.ID, 1, map[string]any{"reason": "why"}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
+	if n, err := b.CountOutboxBacklog(ctx); err != nil || n != 2 {
+		t.Errorf("outbox backlog = %d, %v; want the card and the reply", n, err)
+	}
 	rows, err := b.ClaimOutbox(ctx, 10, time.Minute)
 	if err != nil || len(rows) != 2 || rows[0].Kind != store.OutboxPostCard || rows[1].Kind != store.OutboxThreadReply ||
 		rows[1].Data["reason"] != "why" || rows[0].Attempts != 1 || rows[0].RequestID != req.ID || rows[0].Round != 1 {
@@ -58,6 +61,9 @@ func testOutboxClaimDeliverRetry(t *testing.T, b *Backend) {
 	}
 	if n := b.Count(t, `SELECT count(*) FROM outbox WHERE state = 'pending'`); n != 0 {
 		t.Errorf("pending rows = %d, want 0", n)
+	}
+	if n, err := b.CountOutboxBacklog(ctx); err != nil || n != 0 {
+		t.Errorf("outbox backlog once delivered and failed = %d, %v; want 0", n, err)
 	}
 }
 

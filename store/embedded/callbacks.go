@@ -55,3 +55,9 @@ func (e executor) CountCallbackBacklog(ctx context.Context) (int, error) {
 	err := e.read().QueryRowContext(ctx, q.Get("count_callback_backlog")).Scan(&n)
 	return n, wrap("counting callbacks", err)
 }
+
+func (e executor) CountOutboxBacklog(ctx context.Context) (int, error) {
+	var n int
+	err := e.read().QueryRowContext(ctx, q.Get("count_outbox_backlog")).Scan(&n)
+	return n, wrap("counting the outbox", err)
+}

@@ -409,6 +409,9 @@ RETURNING {{callback_columns}};
 -- name: count_callback_backlog
 SELECT count(*) FROM callbacks WHERE state = 'pending';
 
+-- name: count_outbox_backlog
+SELECT count(*) FROM outbox WHERE state = 'pending';
+
 -- name: tombstone
 SELECT key, basis_hash, agent, status, settled_at, pruned_at FROM tombstones WHERE key = ?;
 

@@ -594,6 +594,9 @@ RETURNING {{callback_columns}};
 -- name: count_callback_backlog
 SELECT count(*) FROM callbacks WHERE state = 'pending';
 
+-- name: count_outbox_backlog
+SELECT count(*) FROM outbox WHERE state = 'pending';
+
 -- name: notify
 -- Wakes the waiters on each request in $2 (channel $1) and, when $4, the
 -- dispatcher (channel $3), once the transaction commits.

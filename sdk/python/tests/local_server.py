@@ -27,7 +27,20 @@ from .shared import REPO
 
 TOKEN = "sdk-python-agent-token"
 DISPATCH_SECRET = "sdk-python-dispatch-secret"
+#: The token of an agent whose requests' news is posted back to it.
+CALLBACK_TOKEN = "sdk-python-callback-agent-token"
+CALLBACK_SECRET = "sdk-python-callback-secret"
 REVIEWER = "local:reviewer"
+
+
+@dataclass
+class Callback:
+    """A callback the agent's endpoint received, and whether its signature held."""
+
+    delivery: str
+    event: str
+    body: bytes
+    verified: bool
 
 
 @dataclass
@@ -43,15 +56,20 @@ class Dispatch:
 
 class Provider:
     """The tools' provider: it checks each dispatch's v2 signature, records
-    it and answers 201."""
+    it and answers 201. On /callbacks it is the callback agent's endpoint:
+    it checks the callback's v2 signature, records it and answers 204."""
 
     def __init__(self) -> None:
         self.dispatches: list[Dispatch] = []
+        self.callbacks: list[Callback] = []
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path == "/callbacks":
+                    self.callback(body)
+                    return
                 key, header = self.headers.get("Idempotency-Key", ""), self.headers.get("Countersign-Signature", "")
                 try:
                     verify_signature(DISPATCH_SECRET, header, body, method=self.command, path=self.path.split("?")[0],
@@ -66,6 +84,19 @@ class Provider:
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
                 self.wfile.write(answer)
+
+            def callback(self, body: bytes) -> None:
+                delivery = self.headers.get("Countersign-Delivery", "")
+                try:
+                    verify_signature(CALLBACK_SECRET, self.headers.get("Countersign-Signature", ""), body,
+                                     method=self.command, path=self.path, delivery_id=delivery)
+                    verified = True
+                except SignatureError:
+                    verified = False
+                provider.callbacks.append(Callback(delivery, self.headers.get("Countersign-Event", ""), body, verified))
+                self.send_response(204 if verified else 401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -100,6 +131,10 @@ CONFIG = """\
 agents:
   - name: sdk-agent
     token_sha256: {token_sha256}
+  - name: sdk-callback-agent
+    token_sha256: {callback_token_sha256}
+    callback: {{url: "{provider}/callbacks", secret: "{callback_secret}"}}
+callbacks: {{poll: 100ms, retry_base: 100ms}}
 tools:
   sdk.credit:
     approvers: [{reviewer}]
@@ -124,31 +159,51 @@ class Server:
 
     def __init__(self) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="countersign-sdk-python-")
-        workdir = Path(self.dir.name)
+        self.workdir = Path(self.dir.name)
         self.provider = Provider()
-        config = workdir / "countersign.yml"
-        config.write_text(CONFIG.format(token_sha256=hashlib.sha256(TOKEN.encode()).hexdigest(), reviewer=REVIEWER,
-                                        provider=self.provider.url, secret=DISPATCH_SECRET))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("COUNTERSIGN_", "SLACK_"))}
-        env.update(COUNTERSIGN_CONFIG=str(config), COUNTERSIGN_DATA_DIR=str(workdir / "data"),
-                   COUNTERSIGN_LISTEN="127.0.0.1:0", COUNTERSIGN_LOG_FORMAT="json")
-        self.log_path = workdir / "serve.log"
-        self.log = open(self.log_path, "wb")
-        self.process = subprocess.Popen([str(binary(workdir)), "serve"], env=env, stdin=subprocess.DEVNULL,
-                                        stdout=self.log, stderr=subprocess.STDOUT)
+        config = self.workdir / "countersign.yml"
+        config.write_text(CONFIG.format(token_sha256=_sha256(TOKEN), callback_token_sha256=_sha256(CALLBACK_TOKEN),
+                                        reviewer=REVIEWER, provider=self.provider.url, secret=DISPATCH_SECRET,
+                                        callback_secret=CALLBACK_SECRET))
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("COUNTERSIGN_", "SLACK_"))}
+        self.env.update(COUNTERSIGN_CONFIG=str(config), COUNTERSIGN_DATA_DIR=str(self.workdir / "data"),
+                        COUNTERSIGN_LISTEN="127.0.0.1:0", COUNTERSIGN_LOG_FORMAT="json")
+        self.binary = binary(self.workdir)
+        self.starts = 0
+        self.process: subprocess.Popen[bytes] | None = None
         try:
-            self.url, entry = self._wait_for_start()
-            self.browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
-                                                       _NoRedirect)
-            status, location = self._browse(entry)
-            if status != 303:
-                raise RuntimeError(f"the inbox's entry link answered {status}")
+            self._start()
         except BaseException:
             self.close()
             raise
 
+    def _start(self) -> None:
+        """Start serve on the data directory, with a log of its own, and
+        open the review inbox through its entry link."""
+        self.starts += 1
+        self.log_path = self.workdir / f"serve-{self.starts}.log"
+        self.log = open(self.log_path, "wb")
+        self.process = subprocess.Popen([str(self.binary), "serve"], env=self.env, stdin=subprocess.DEVNULL,
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+        self.url, entry = self._wait_for_start()
+        self.browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
+                                                   _NoRedirect)
+        status, location = self._browse(entry)
+        if status != 303:
+            raise RuntimeError(f"the inbox's entry link answered {status}")
+
+    def kill_and_restart(self) -> None:
+        """kill -9 serve, then start it again on the same data: what a crash
+        and a supervisor's restart do. Its address changes."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+        self.log.close()
+        self._start()
+
     def _wait_for_start(self) -> tuple[str, str]:
         """serve's address and the inbox's entry link, from its log."""
+        assert self.process is not None
         deadline = time.monotonic() + 30
         url = entry = None
         while time.monotonic() < deadline:
@@ -189,6 +244,10 @@ class Server:
             raise AssertionError(f"the inbox's decision answered {status}, {location}")
 
     def close(self) -> None:
+        if self.process is None:
+            self.provider.close()
+            self.dir.cleanup()
+            return
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -199,6 +258,71 @@ class Server:
         self.log.close()
         self.provider.close()
         self.dir.cleanup()
+
+
+def _sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Relay:
+    """An HTTP relay in front of a Server, so a test can crash the server
+    between storing a request and answering it: after serve answers, the
+    relay kills and restarts it, then drops the client's connection
+    unanswered. Every body it relays is kept, to show a retry sent the same
+    bytes."""
+
+    def __init__(self, server: Server) -> None:
+        self.bodies: list[tuple[str, bytes]] = []
+        self.crash_before_next_answer = False
+        relay = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                self.relay()
+
+            def do_POST(self) -> None:
+                self.relay()
+
+            def relay(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                relay.bodies.append((f"{self.command} {self.path}", body))
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                upstream = urllib.request.Request(server.url + self.path, data=body if self.command == "POST" else None,
+                                                  headers=headers, method=self.command)
+                try:
+                    with urllib.request.urlopen(upstream, timeout=90) as resp:
+                        status, answer, answer_headers = resp.status, resp.read(), resp.headers
+                except urllib.error.HTTPError as e:
+                    with e:
+                        status, answer, answer_headers = e.code, e.read(), e.headers
+                if relay.crash_before_next_answer:
+                    relay.crash_before_next_answer = False
+                    server.kill_and_restart()
+                    self.close_connection = True
+                    return
+                self.send_response(status)
+                for name, value in answer_headers.items():
+                    if name.lower() not in ("content-length", "connection", "date", "transfer-encoding"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -4,6 +4,7 @@ is scripted; the server answers as it answers agents."""
 import dataclasses
 import itertools
 import json
+import time
 import unittest
 import uuid
 from decimal import Decimal
@@ -16,7 +17,7 @@ from countersign import (
 from countersign.calls import get
 from countersign.canonical import canonical
 
-from .local_server import DISPATCH_SECRET, TOKEN, Server
+from .local_server import CALLBACK_SECRET, CALLBACK_TOKEN, DISPATCH_SECRET, TOKEN, Relay, Server
 
 server: Server
 steps = itertools.count(1)
@@ -170,6 +171,51 @@ class ServerTest(unittest.TestCase):
         known = {f.name for f in dataclasses.fields(Request)}
         self.assertLessEqual(set(raw), known, "fields the SDK does not read")
         self.assertEqual(Request.from_json(raw).execution.state, "succeeded")
+
+
+class CallbackTest(unittest.TestCase):
+    def test_a_settled_request_calls_back_signed(self):
+        client = Client(server.url, CALLBACK_TOKEN, timeout=10)
+        req = client.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
+        server.approve(req)
+        self.assertTrue(client.wait(req.id, timeout=30).succeeded)
+        deadline = time.monotonic() + 15
+        while not (mine := [c for c in server.provider.callbacks if json.loads(c.body)["id"] == req.id]):
+            self.assertLess(time.monotonic(), deadline, "no callback arrived for the settled request")
+            time.sleep(0.05)  # polling the agent's endpoint, not waiting for an event
+        callback = mine[0]
+        self.assertTrue(callback.verified, "the callback's v2 signature did not verify")
+        self.assertEqual(callback.event, "request.settled")
+        body = Request.from_json(json.loads(callback.body))
+        self.assertEqual((body.key, body.status, body.execution.state), (req.key, "approved", "succeeded"))
+        with self.assertRaises(SignatureError):  # v2 covers the delivery id
+            verify_signature(CALLBACK_SECRET, "t=%d,v1=%s" % (int(time.time()), "0" * 64), callback.body,
+                             method="POST", path="/callbacks", delivery_id=callback.delivery)
+
+
+class KilledServerTest(unittest.TestCase):
+    def test_a_retry_after_the_server_was_killed_mid_request_lands_on_the_same_key(self):
+        own = Server()
+        self.addCleanup(own.close)
+        relay = Relay(own)
+        self.addCleanup(relay.close)
+        client = Client(relay.url, TOKEN, timeout=10)
+        run = run_id()
+        # serve stores the request and answers; the relay then kills it
+        # (kill -9), restarts it, and drops the answer: the client never
+        # learns the outcome of its first attempt and sends it again.
+        relay.crash_before_next_answer = True
+        req = client.request(tool="sdk.credit", run_id=run, step=1, effect=CREDIT)
+        self.assertEqual(own.starts, 2, "serve was not killed and restarted")
+        sent = [body for line, body in relay.bodies if line == "POST /v1/requests"]
+        self.assertEqual(len(sent), 2)
+        self.assertEqual(sent[0], sent[1], "the retry did not send the same bytes")
+        self.assertTrue(req.replayed, "the first attempt was stored before the kill: the retry replays it")
+        self.assertEqual(req.key, intent_key(run, 1, "sdk.credit", CREDIT))
+        self.assertEqual([r.id for r in client.list(run_id=run)], [req.id], "one request for the key")
+        own.approve(req)
+        self.assertTrue(client.wait(req.id, timeout=30).succeeded)
+        self.assertEqual(len([d for d in own.provider.dispatches if d.key == req.key]), 1, "one write at the provider")
 
 
 class AsyncServerTest(unittest.IsolatedAsyncioTestCase):

@@ -1,0 +1,89 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/client"
+)
+
+// Config is what New builds a server from.
+type Config struct {
+	// Client calls countersign as the agent whose tools are served.
+	Client *client.Client
+	// CallTimeout bounds each call to countersign, its retries included
+	// (default 30 s); wait_for_outcome adds its own wait to it. A call that
+	// runs out is the tool error "unreachable".
+	CallTimeout time.Duration
+	// Version is the server's version in the MCP handshake.
+	Version string
+	// Logger receives the MCP SDK's own log lines; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// defaultCallTimeout is Config.CallTimeout's default: long enough for a few
+// retries of a 503, short enough that a model hears of an outage.
+const defaultCallTimeout = 30 * time.Second
+
+// instructions tell a model, once per session, how the tools fit together.
+const instructions = `countersign gates writes behind human approval. To make a write, call request_<tool> (or request_write) with the run, the step and the effect; a person approves or rejects it, and countersign then performs exactly the approved write, once. Call wait_for_outcome with the request's key to learn the outcome. Retrying a request with the same arguments is safe: it returns the same request and writes nothing new.`
+
+// New fetches the agent's tools from countersign (GET /v1/tools, once) and
+// returns an MCP server with the fixed tools and one typed tool per tool
+// that has an effect_schema.
+func New(ctx context.Context, cfg Config) (*mcp.Server, error) {
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = defaultCallTimeout
+	}
+	callCtx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
+	defer cancel()
+	tools, err := cfg.Client.Tools(callCtx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the agent's tools: %w", err)
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "countersign", Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       cfg.Logger,
+		// The tool list is fixed when the server is built.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	h := &handlers{client: cfg.Client, callTimeout: cfg.CallTimeout, tools: tools}
+	for _, t := range h.fixedTools() {
+		server.AddTool(t.tool, t.handle)
+	}
+	for _, t := range tools {
+		if len(t.EffectSchema) == 0 {
+			continue
+		}
+		typed, err := h.typedTool(t)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+		if typed == nil {
+			if cfg.Logger != nil {
+				cfg.Logger.Warn("a tool's typed MCP tool would take a fixed tool's name; request it with request_write", slog.String("tool", t.Name))
+			}
+			continue
+		}
+		server.AddTool(typed.tool, typed.handle)
+	}
+	return server, nil
+}
+
+// handlers holds what every tool's handler needs.
+type handlers struct {
+	client      *client.Client
+	callTimeout time.Duration
+	// tools are the agent's tools as listed when the server was built.
+	tools []client.Tool
+}
+
+// served is one MCP tool and its handler.
+type served struct {
+	tool   *mcp.Tool
+	handle mcp.ToolHandler
+}

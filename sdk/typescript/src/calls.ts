@@ -1,0 +1,115 @@
+// The calls of countersign's agent API, as the Client sends them.
+
+import { dumps } from "./canonical.js";
+import type { Effect, Step } from "./key.js";
+import { pageFromJSON, requestFromJSON, toolFromJSON, type Page, type Request, type Tool } from "./request.js";
+import type { Answer, Call } from "./transport.js";
+
+/** How long one long-poll asks the server to hold, in seconds. */
+export const POLL_WAIT = 30;
+
+/** What request() sends: the intent, and the words a reviewer reads. */
+export interface RequestParams {
+  tool: string;
+  effect: Effect;
+  runId: string;
+  step: Step;
+  summary?: string;
+  reason?: string;
+  requestedFor?: string;
+  idempotencyKey?: string;
+}
+
+/** The filters of list() and listPage(); every one given must hold. */
+export interface ListParams {
+  status?: Request["status"];
+  tool?: string;
+  runId?: string;
+  settled?: boolean;
+  /** Requests a page, 1 to 100. */
+  limit?: number;
+}
+
+function path(ref: string): string {
+  return "/v1/requests/" + encodeURIComponent(ref);
+}
+
+function readRequest(answer: Answer): Request {
+  return requestFromJSON(JSON.parse(answer.body));
+}
+
+/** POST /v1/requests. Safe to send again: the same bytes replay. */
+export function create(p: RequestParams): Call<Request> {
+  const intent: Record<string, unknown> = { run_id: p.runId, step: p.step, tool: p.tool, effect: p.effect };
+  if (p.summary !== undefined) intent.summary = p.summary;
+  if (p.reason !== undefined) intent.reason = p.reason;
+  if (p.requestedFor !== undefined) intent.requested_for = p.requestedFor;
+  if (p.idempotencyKey !== undefined) intent.idempotency_key = p.idempotencyKey;
+  return {
+    method: "POST",
+    path: "/v1/requests",
+    body: dumps(intent),
+    retry: true,
+    hold: 0,
+    read: (answer) => {
+      const replayed = answer.status === 200 && answer.headers.get("Idempotent-Replayed") === "true";
+      return requestFromJSON(JSON.parse(answer.body), replayed);
+    },
+  };
+}
+
+/** GET /v1/requests/{ref}. */
+export function get(ref: string): Call<Request> {
+  return { method: "GET", path: path(ref), retry: true, hold: 0, read: readRequest };
+}
+
+/**
+ * GET /v1/requests/{ref}?wait=…&since=…: the request once its version is
+ * past since or it is settled, or as it is when the hold ends. remaining
+ * is in milliseconds.
+ */
+export function poll(ref: string, since: number, remaining: number): Call<Request> {
+  const seconds = remaining >= POLL_WAIT * 1000 ? POLL_WAIT : Math.max(1, Math.ceil(remaining / 1000));
+  const query = new URLSearchParams({ wait: `${seconds}s`, since: String(since) });
+  return { method: "GET", path: `${path(ref)}?${query}`, retry: true, hold: seconds * 1000, read: readRequest };
+}
+
+/** GET /v1/requests with the filters given. */
+export function listPage(p: ListParams & { cursor?: string | null }): Call<Page> {
+  const query = new URLSearchParams();
+  if (p.status !== undefined) query.set("status", p.status);
+  if (p.tool !== undefined) query.set("tool", p.tool);
+  if (p.runId !== undefined) query.set("run_id", p.runId);
+  if (p.cursor !== undefined && p.cursor !== null) query.set("cursor", p.cursor);
+  if (p.settled !== undefined) query.set("settled", p.settled ? "true" : "false");
+  if (p.limit !== undefined) query.set("limit", String(p.limit));
+  const q = query.toString();
+  return {
+    method: "GET",
+    path: "/v1/requests" + (q ? "?" + q : ""),
+    retry: true,
+    hold: 0,
+    read: (answer) => pageFromJSON(JSON.parse(answer.body)),
+  };
+}
+
+/** POST /v1/requests/{ref}/cancel, sent once: a first attempt that landed would make a second a refusal. */
+export function cancel(ref: string): Call<Request> {
+  return { method: "POST", path: path(ref) + "/cancel", retry: false, hold: 0, read: readRequest };
+}
+
+/** POST /v1/requests/{ref}/redrive, sent once. */
+export function redrive(ref: string): Call<Request> {
+  return { method: "POST", path: path(ref) + "/redrive", retry: false, hold: 0, read: readRequest };
+}
+
+/** GET /v1/tools. */
+export function tools(): Call<Tool[]> {
+  return {
+    method: "GET",
+    path: "/v1/tools",
+    retry: true,
+    hold: 0,
+    read: (answer) => ((JSON.parse(answer.body) as { tools: unknown[] }).tools ?? []).map(toolFromJSON),
+  };
+}

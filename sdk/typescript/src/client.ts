@@ -1,0 +1,164 @@
+// The client an agent calls countersign with.
+
+import * as calls from "./calls.js";
+import type { ListParams, RequestParams } from "./calls.js";
+import { UnavailableError, WaitTimeoutError } from "./errors.js";
+import type { Page, Request, Tool } from "./request.js";
+import { ConnectionError, Transport, type Call } from "./transport.js";
+import { VERSION } from "./version.js";
+
+export interface ClientOptions {
+  /** countersign's base URL, http or https. */
+  url: string;
+  /** The agent's bearer token. */
+  token: string;
+  /** Milliseconds one exchange may take; a long-poll gets its hold (30 s) on top. 30 000 by default. */
+  timeout?: number;
+  /** Milliseconds a call that may be sent again keeps sending it after a network error or a 503. 60 000 by default. */
+  retryFor?: number;
+  /** The fetch to send with; the global one by default. */
+  fetch?: typeof fetch;
+}
+
+/** What every call takes. */
+export interface CallOptions {
+  /** Ends the call, and any retry or poll it would make, with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export interface WaitOptions extends CallOptions {
+  /** Milliseconds to wait before throwing WaitTimeoutError; no limit by default. */
+  timeout?: number;
+}
+
+/**
+ * Calls one countersign server as one agent (its bearer token).
+ *
+ * request, get, list and tools send the same bytes again after a network
+ * error, an exchange's timeout or a 503 (the reads also after a 500), for
+ * `retryFor`; wait retries until its own timeout. cancel and redrive are
+ * sent once: a first attempt that landed would make a second one a refusal.
+ * It holds no state between calls and may be shared.
+ */
+export class Client {
+  private readonly transport: Transport;
+  private readonly retryFor: number;
+
+  constructor(options: ClientOptions) {
+    const fetcher = options.fetch ?? globalThis.fetch;
+    if (typeof fetcher !== "function") throw new TypeError("no fetch: give one as options.fetch");
+    // Called as a plain function: a browser's or a worker's fetch refuses
+    // to run as another object's method.
+    const send: typeof fetch = (input, init) => fetcher(input, init);
+    this.retryFor = options.retryFor ?? 60_000;
+    this.transport = new Transport({
+      url: options.url,
+      token: options.token,
+      userAgent: `countersign-typescript/${VERSION}`,
+      timeout: options.timeout ?? 30_000,
+      fetch: send,
+    });
+  }
+
+  /**
+   * Asks for a write; returns the request, created (201) or, when its key
+   * is already stored, the one it names (`replayed` set), whatever its
+   * state. The key is intentKey(runId, step, tool, effect) unless
+   * idempotencyKey is given. A network error or a 503 sends the same bytes
+   * again, which replays rather than creating a second request.
+   */
+  async request(params: RequestParams, options: CallOptions = {}): Promise<Request> {
+    return this.run(calls.create(params), options);
+  }
+
+  /** Returns the request named by ref: its id or its full key. */
+  async get(ref: string, options: CallOptions = {}): Promise<Request> {
+    return this.run(calls.get(ref), options);
+  }
+
+  /**
+   * Returns one page of this agent's requests (an admin agent's: every
+   * agent's), newest first, filtered by every parameter given; pass its
+   * nextCursor as cursor for the next page.
+   */
+  async listPage(params: ListParams & { cursor?: string | null } = {}, options: CallOptions = {}): Promise<Page> {
+    return this.run(calls.listPage(params), options);
+  }
+
+  /**
+   * Iterates over this agent's requests, newest first, filtered by every
+   * parameter given, reading page after page as the iteration needs them:
+   * `for await (const req of client.list({ runId }))`. Paging is by
+   * keyset: requests made meanwhile neither repeat nor shift the listing.
+   */
+  async *list(params: ListParams = {}, options: CallOptions = {}): AsyncGenerator<Request, void, undefined> {
+    let cursor: string | null = null;
+    do {
+      const page: Page = await this.listPage({ ...params, cursor }, options);
+      yield* page.data;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /**
+   * Returns the request named by ref once it is settled (rejected, expired,
+   * cancelled, or its execution succeeded or failed), long-polling from the
+   * version it last saw so no change is missed. With a timeout it throws
+   * WaitTimeoutError when that passes first; without, it waits as long as
+   * it takes. A request whose write waits for a person (needs_review) is
+   * not settled.
+   */
+  async wait(ref: string, options: WaitOptions = {}): Promise<Request> {
+    const deadline = options.timeout === undefined ? Infinity : performance.now() + options.timeout;
+    const { signal } = options;
+    let req: Request | undefined;
+    try {
+      // A plain read first: a settled request needs no poll, and its
+      // version is where the first poll starts.
+      req = await this.transport.run(calls.get(ref), deadline, signal);
+      let remaining: number;
+      while (!req.settled && (remaining = deadline - performance.now()) > 0) {
+        req = await this.transport.run(calls.poll(ref, req.version, remaining), deadline, signal);
+      }
+    } catch (e) {
+      // Retries end only at the deadline: the wait is over.
+      if (e instanceof ConnectionError || e instanceof UnavailableError) throw new WaitTimeoutError(ref, req, { cause: e });
+      throw e;
+    }
+    if (!req.settled) throw new WaitTimeoutError(ref, req);
+    return req;
+  }
+
+  /**
+   * request(), then wait() until the request is settled: the calls an agent
+   * makes, in one. Retries resend the same intent, so the key never
+   * changes; timeout bounds the wait.
+   */
+  async requestAndWait(params: RequestParams, options: WaitOptions = {}): Promise<Request> {
+    const req = await this.request(params, options);
+    return req.settled ? req : this.wait(req.id, options);
+  }
+
+  /** Withdraws a pending request; one no longer pending throws AlreadyDecidedError. Sent once. */
+  async cancel(ref: string, options: CallOptions = {}): Promise<Request> {
+    return this.run(calls.cancel(ref), options);
+  }
+
+  /**
+   * Sends the request's newest callback again, due at once; throws
+   * CallbackNotConfiguredError or NothingToRedriveError when there is none.
+   * Sent once.
+   */
+  async redrive(ref: string, options: CallOptions = {}): Promise<Request> {
+    return this.run(calls.redrive(ref), options);
+  }
+
+  /** Returns the tools this agent may request. */
+  async tools(options: CallOptions = {}): Promise<Tool[]> {
+    return this.run(calls.tools(), options);
+  }
+
+  private run<T>(call: Call<T>, options: CallOptions): Promise<T> {
+    return this.transport.run(call, performance.now() + this.retryFor, options.signal);
+  }
+}

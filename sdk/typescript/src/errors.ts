@@ -1,0 +1,247 @@
+// The errors countersign answers, one class per stable error code.
+//
+// Every refusal is one envelope, {"error": {"code", "message", "field",
+// "errors", "request_id"}}; APIError carries it, and each code of the
+// ErrorCode enum in the OpenAPI document (GET /v1/openapi.json) has its own
+// subclass, so `e instanceof KeyReusedError` reads like the code it catches.
+
+import type { Request } from "./request.js";
+
+/** The base of every error this package throws about countersign. */
+export class CountersignError extends Error {
+  override name = "CountersignError";
+}
+
+/** One value at fault: its JSON Pointer (or a header's or parameter's name) and why. */
+export interface Violation {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** What an APIError is built from. */
+export interface APIErrorInit {
+  status: number;
+  code: string;
+  message: string;
+  field?: string | undefined;
+  errors?: readonly Violation[];
+  requestId?: string | undefined;
+  retryAfter?: number | undefined;
+}
+
+/**
+ * A refusal from countersign: the HTTP status, the stable code, a sentence
+ * for a human, the value at fault (`field`, and `errors` when there are
+ * several), the `requestId` the server logged the call under, and for a 503
+ * the `retryAfter` it asked for, in seconds. Thrown as itself for a code
+ * this version does not know, or an answer without the envelope.
+ */
+export class APIError extends CountersignError {
+  override name = "APIError";
+  /** The error code the class stands for; "" on APIError itself. */
+  static readonly code: string = "";
+  readonly status: number;
+  readonly code: string;
+  readonly field: string | undefined;
+  readonly errors: readonly Violation[];
+  readonly requestId: string | undefined;
+  readonly retryAfter: number | undefined;
+  /** The server's sentence, without what the message adds around it. */
+  readonly detail: string;
+
+  constructor(init: APIErrorInit) {
+    let text = `countersign: ${init.code || `HTTP ${init.status}`} (${init.status})`;
+    if (init.field) text += ` at ${init.field}`;
+    text += `: ${init.message}`;
+    if (init.requestId) text += ` (request ${init.requestId})`;
+    super(text);
+    this.status = init.status;
+    this.code = init.code;
+    this.detail = init.message;
+    this.field = init.field;
+    this.errors = init.errors ?? [];
+    this.requestId = init.requestId;
+    this.retryAfter = init.retryAfter;
+  }
+}
+
+/** The body was not JSON, or not UTF-8 (a bug in the caller). */
+export class MalformedJSONError extends APIError {
+  override name = "MalformedJSONError";
+  static override readonly code = "malformed_json";
+}
+
+/** A field is missing or wrong, or a number is inexact; `field` names it. */
+export class InvalidRequestError extends APIError {
+  override name = "InvalidRequestError";
+  static override readonly code = "invalid_request";
+}
+
+/** The effect fails the tool's effect_schema; `errors` lists every violation. Nothing was stored. */
+export class InvalidEffectError extends APIError {
+  override name = "InvalidEffectError";
+  static override readonly code = "invalid_effect";
+}
+
+/** The configuration has no such tool. */
+export class UnknownToolError extends APIError {
+  override name = "UnknownToolError";
+  static override readonly code = "unknown_tool";
+}
+
+/** The key already names another write (or another agent's request); the intent must change. */
+export class KeyReusedError extends APIError {
+  override name = "KeyReusedError";
+  static override readonly code = "key_reused";
+}
+
+/** No token, or one no agent holds. */
+export class UnauthorizedError extends APIError {
+  override name = "UnauthorizedError";
+  static override readonly code = "unauthorized";
+}
+
+/** The body is over 1 MiB. */
+export class TooLargeError extends APIError {
+  override name = "TooLargeError";
+  static override readonly code = "too_large";
+}
+
+/** No request has that id or key, or it is another agent's. */
+export class NotFoundError extends APIError {
+  override name = "NotFoundError";
+  static override readonly code = "not_found";
+}
+
+/** The request is no longer pending. */
+export class AlreadyDecidedError extends APIError {
+  override name = "AlreadyDecidedError";
+  static override readonly code = "already_decided";
+}
+
+/** A reviewer's refusal; never answered to an agent. */
+export class StaleCardError extends APIError {
+  override name = "StaleCardError";
+  static override readonly code = "stale_card";
+}
+
+/** A reviewer's refusal; never answered to an agent. */
+export class NotApproverError extends APIError {
+  override name = "NotApproverError";
+  static override readonly code = "not_approver";
+}
+
+/** A reviewer's refusal; never answered to an agent. */
+export class SelfApprovalError extends APIError {
+  override name = "SelfApprovalError";
+  static override readonly code = "self_approval";
+}
+
+/** A reviewer's refusal; never answered to an agent. */
+export class AlreadyResolvedError extends APIError {
+  override name = "AlreadyResolvedError";
+  static override readonly code = "already_resolved";
+}
+
+/** A redrive for an agent without a callback. */
+export class CallbackNotConfiguredError extends APIError {
+  override name = "CallbackNotConfiguredError";
+  static override readonly code = "callback_not_configured";
+}
+
+/** A redrive of a request that has sent no callback yet. */
+export class NothingToRedriveError extends APIError {
+  override name = "NothingToRedriveError";
+  static override readonly code = "nothing_to_redrive";
+}
+
+/** countersign cannot reach its database; calls that may be resent were, until their time ran out. */
+export class UnavailableError extends APIError {
+  override name = "UnavailableError";
+  static override readonly code = "unavailable";
+}
+
+/** An unexpected failure on the server. */
+export class InternalError extends APIError {
+  override name = "InternalError";
+  static override readonly code = "internal";
+}
+
+/** A method the route does not take (a call this package never makes). */
+export class MethodNotAllowedError extends APIError {
+  override name = "MethodNotAllowedError";
+  static override readonly code = "method_not_allowed";
+}
+
+/** A body not sent as application/json (a call this package never makes). */
+export class UnsupportedMediaTypeError extends APIError {
+  override name = "UnsupportedMediaTypeError";
+  static override readonly code = "unsupported_media_type";
+}
+
+type APIErrorClass = { new (init: APIErrorInit): APIError; readonly code: string };
+
+/** The class of each error code. */
+export const ERRORS: Readonly<Record<string, APIErrorClass>> = Object.freeze(
+  Object.fromEntries(
+    [
+      MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError, KeyReusedError,
+      UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError, StaleCardError, NotApproverError,
+      SelfApprovalError, AlreadyResolvedError, CallbackNotConfiguredError, NothingToRedriveError, UnavailableError,
+      InternalError, MethodNotAllowedError, UnsupportedMediaTypeError,
+    ].map((cls): [string, APIErrorClass] => [cls.code, cls]),
+  ),
+);
+
+/** The request was not settled when the wait ended; `request` is the last answer read, if any. */
+export class WaitTimeoutError extends CountersignError {
+  override name = "WaitTimeoutError";
+  readonly ref: string;
+  readonly request: Request | undefined;
+
+  constructor(ref: string, request: Request | undefined, options?: { cause?: unknown }) {
+    super(`countersign: request ${ref} was not settled when the wait ended`, options);
+    this.ref = ref;
+    this.request = request;
+  }
+}
+
+/** A Countersign-Signature that does not prove countersign sent what it covers. */
+export class SignatureError extends CountersignError {
+  override name = "SignatureError";
+}
+
+/** Builds the error of an answer of status 400 or more (or any other the client does not take). */
+export function errorFrom(status: number, headers: Headers, body: string): APIError {
+  let code = "";
+  let message = "";
+  let field: string | undefined;
+  let errors: Violation[] = [];
+  let requestId = headers.get("Request-Id") ?? undefined;
+  try {
+    const envelope = (JSON.parse(body) as { error: Record<string, unknown> }).error;
+    if (typeof envelope.code !== "string") throw new TypeError("no code");
+    code = envelope.code;
+    message = String(envelope.message ?? "");
+    field = typeof envelope.field === "string" ? envelope.field : undefined;
+    const list = Array.isArray(envelope.errors) ? (envelope.errors as Record<string, unknown>[]) : [];
+    errors = list.map((v) => ({ field: String(v.field ?? ""), message: String(v.message ?? "") }));
+    if (typeof envelope.request_id === "string" && envelope.request_id) requestId = envelope.request_id;
+  } catch {
+    // Not countersign's envelope: a proxy's page, say.
+    message = `HTTP ${status}`;
+    if (status === 503) code = "unavailable";
+  }
+  const cls = ERRORS[code] ?? APIError;
+  return new cls({ status, code, message, field, errors, requestId, retryAfter: parseRetryAfter(headers.get("Retry-After")) });
+}
+
+/** Reads Retry-After: delay seconds, or an HTTP date. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const text = value.trim();
+  if (/^[0-9]+$/.test(text)) return Number(text);
+  const when = Date.parse(text);
+  if (Number.isNaN(when)) return undefined;
+  return Math.max(0, (when - now) / 1000);
+}

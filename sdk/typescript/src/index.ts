@@ -1,0 +1,57 @@
+// @countersign/client: the TypeScript SDK of countersign's agent API.
+//
+// An agent asks for a write, a person countersigns it, and countersign makes
+// exactly the approved write, once, under a key fixed when the agent decided.
+
+export { Client, type CallOptions, type ClientOptions, type WaitOptions } from "./client.js";
+export type { ListParams, RequestParams } from "./calls.js";
+export { canonical, checkNumber, NumberError } from "./canonical.js";
+export {
+  AlreadyDecidedError,
+  AlreadyResolvedError,
+  APIError,
+  CallbackNotConfiguredError,
+  CountersignError,
+  ERRORS,
+  InternalError,
+  InvalidEffectError,
+  InvalidRequestError,
+  KeyReusedError,
+  MalformedJSONError,
+  MethodNotAllowedError,
+  NotApproverError,
+  NotFoundError,
+  NothingToRedriveError,
+  SelfApprovalError,
+  SignatureError,
+  StaleCardError,
+  TooLargeError,
+  UnauthorizedError,
+  UnavailableError,
+  UnknownToolError,
+  UnsupportedMediaTypeError,
+  WaitTimeoutError,
+  type APIErrorInit,
+  type Violation,
+} from "./errors.js";
+export { JsonNumber, parseJSON } from "./json-number.js";
+export { intentKey, KEY_PREFIX, type Effect, type Step } from "./key.js";
+export {
+  requestFromJSON,
+  type Callback,
+  type Decision,
+  type Execution,
+  type ExecutionState,
+  type Page,
+  type Policy,
+  type ProviderResponse,
+  type Request,
+  type RequestPolicy,
+  type Status,
+  type Tool,
+  type Verdict,
+  type Vote,
+} from "./request.js";
+export { DEFAULT_TOLERANCE, SIGNATURE_HEADER, verifySignature, type VerifyOptions } from "./signature.js";
+export { ConnectionError, ConnectionTimeoutError } from "./transport.js";
+export { VERSION } from "./version.js";

@@ -1,0 +1,209 @@
+// Requests and tools as countersign represents them, in camelCase, times
+// as Date. The effect is as the server returns it: its numbers all hold
+// their value as a JavaScript number, since the server accepts no other.
+
+export type Status = "pending" | "approved" | "rejected" | "expired" | "cancelled";
+export type ExecutionState = "ready" | "claimed" | "succeeded" | "failed" | "unknown" | "needs_review" | "superseded";
+export type Verdict = "approve" | "reject";
+
+/** The standing decision of the request's latest decided round. */
+export interface Decision {
+  verdict: Verdict;
+  by: string;
+  at: Date;
+  via: string;
+  round: number;
+  /** The deciding reviewer's reason; "" when none was asked for or given. */
+  reason: string;
+}
+
+/** The provider's last answer: its status, and its JSON body (or the body as a string when it was not JSON). */
+export interface ProviderResponse {
+  status: number;
+  body: unknown;
+}
+
+/** The request's latest execution (docs/STATES.md). */
+export interface Execution {
+  state: ExecutionState;
+  attempts: number;
+  code: string | null;
+  providerRef: string | null;
+  response: ProviderResponse | null;
+}
+
+/** Where the request's newest callback delivery stands. */
+export interface Callback {
+  /** pending, delivered, failed; delivering in a callback's own body. */
+  state: "pending" | "delivered" | "failed" | "delivering";
+  attempts: number;
+  lastStatus: number | null;
+}
+
+/** How the request's rounds are decided, frozen when it was stored. */
+export interface RequestPolicy {
+  approvals: number;
+  approvers: string[];
+  /** The index of the tool's tier that matched, or null. */
+  tier: number | null;
+}
+
+/** One vote of the current round. */
+export interface Vote {
+  by: string;
+  verdict: Verdict;
+  at: Date;
+  reason: string;
+}
+
+/** A request as GET /v1/requests/{ref} represents it. */
+export interface Request {
+  id: string;
+  key: string;
+  keyShort: string;
+  status: Status;
+  round: number;
+  runId: string;
+  step: number | string;
+  tool: string;
+  effect: Record<string, unknown>;
+  summary: string;
+  reason: string;
+  requestedBy: string;
+  requestedFor: string | null;
+  payloadHash: string;
+  createdAt: Date;
+  expiresAt: Date;
+  decision: Decision | null;
+  execution: Execution | null;
+  /** True once the outcome can no longer change: rejected, expired, cancelled, or an execution that succeeded or failed. */
+  settled: boolean;
+  /** Whether the write happened: the execution succeeded. */
+  succeeded: boolean;
+  /** Grows with every change; wait() long-polls from it. */
+  version: number;
+  callback: Callback | null;
+  policy: RequestPolicy | null;
+  /** The current round's votes, oldest first. */
+  votes: Vote[];
+  /** True when request() found the key already stored (200, Idempotent-Replayed) rather than creating it (201). */
+  replayed: boolean;
+}
+
+/** One page of GET /v1/requests: the requests, newest first, and the cursor of the next page (null on the last). */
+export interface Page {
+  data: Request[];
+  nextCursor: string | null;
+}
+
+/** A tool's approval policy. */
+export interface Policy {
+  approvals: number;
+  approvers: string[];
+}
+
+/** A tool this agent may request. */
+export interface Tool {
+  name: string;
+  description: string;
+  reversible: boolean;
+  policy: Policy;
+  /** The JSON Schema (2020-12) an effect must satisfy, if the tool has one. */
+  effectSchema: Record<string, unknown> | null;
+}
+
+// The server's JSON, as read: every member may be missing from an answer
+// this version does not expect, so each read says what it needs.
+type JSONObject = Record<string, unknown>;
+
+function object(v: unknown, what: string): JSONObject {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new TypeError(`countersign: ${what} is not an object`);
+  return v as JSONObject;
+}
+
+function time(v: unknown): Date {
+  const d = new Date(String(v));
+  if (Number.isNaN(d.getTime())) throw new TypeError(`countersign: not an RFC 3339 time: ${String(v)}`);
+  return d;
+}
+
+function orNull<T>(v: unknown, read: (o: JSONObject) => T, what: string): T | null {
+  return v === null || v === undefined ? null : read(object(v, what));
+}
+
+function decision(d: JSONObject): Decision {
+  return {
+    verdict: d.verdict as Verdict, by: String(d.by), at: time(d.at), via: String(d.via), round: Number(d.round),
+    reason: String(d.reason ?? ""),
+  };
+}
+
+function execution(d: JSONObject): Execution {
+  const r = d.response;
+  return {
+    state: d.state as ExecutionState, attempts: Number(d.attempts), code: (d.code as string | undefined) ?? null,
+    providerRef: (d.provider_ref as string | undefined) ?? null,
+    response: orNull(r, (o) => ({ status: Number(o.status), body: o.body }), "response"),
+  };
+}
+
+function callback(d: JSONObject): Callback {
+  return {
+    state: d.state as Callback["state"], attempts: Number(d.attempts),
+    lastStatus: (d.last_status as number | null | undefined) ?? null,
+  };
+}
+
+function vote(d: JSONObject): Vote {
+  return { by: String(d.by), verdict: d.verdict as Verdict, at: time(d.at), reason: String(d.reason ?? "") };
+}
+
+/**
+ * Reads a request's representation: an answer of the API, or the parsed
+ * body of a callback (verify its signature first).
+ */
+export function requestFromJSON(json: unknown, replayed = false): Request {
+  const d = object(json, "a request");
+  const exec = orNull(d.execution, execution, "execution");
+  return {
+    id: String(d.id), key: String(d.key), keyShort: String(d.key_short), status: d.status as Status,
+    round: Number(d.round), runId: String(d.run_id), step: d.step as number | string, tool: String(d.tool),
+    effect: object(d.effect, "effect"), summary: String(d.summary ?? ""), reason: String(d.reason ?? ""),
+    requestedBy: String(d.requested_by), requestedFor: (d.requested_for as string | undefined) ?? null,
+    payloadHash: String(d.payload_hash), createdAt: time(d.created_at), expiresAt: time(d.expires_at),
+    decision: orNull(d.decision, decision, "decision"), execution: exec, settled: d.settled === true,
+    succeeded: exec?.state === "succeeded", version: Number(d.version),
+    callback: orNull(d.callback, callback, "callback"),
+    policy: orNull(d.policy, (p) => ({
+      approvals: Number(p.approvals), approvers: (p.approvers as string[] | undefined) ?? [],
+      tier: (p.tier as number | null | undefined) ?? null,
+    }), "policy"),
+    votes: ((d.votes as unknown[] | null | undefined) ?? []).map((v) => vote(object(v, "vote"))),
+    replayed,
+  };
+}
+
+/** The members of a request's representation that requestFromJSON reads. */
+export const REQUEST_MEMBERS: readonly string[] = [
+  "id", "key", "key_short", "status", "round", "run_id", "step", "tool", "effect", "summary", "reason",
+  "requested_by", "requested_for", "payload_hash", "created_at", "expires_at", "decision", "execution",
+  "settled", "version", "callback", "policy", "votes",
+];
+
+export function pageFromJSON(json: unknown): Page {
+  const d = object(json, "a page");
+  return {
+    data: ((d.data as unknown[] | undefined) ?? []).map((r) => requestFromJSON(r)),
+    nextCursor: (d.next_cursor as string | null | undefined) ?? null,
+  };
+}
+
+export function toolFromJSON(json: unknown): Tool {
+  const d = object(json, "a tool");
+  const p = object(d.policy, "a policy");
+  return {
+    name: String(d.name), description: String(d.description ?? ""), reversible: d.reversible === true,
+    policy: { approvals: Number(p.approvals), approvers: (p.approvers as string[] | undefined) ?? [] },
+    effectSchema: (d.effect_schema as Record<string, unknown> | undefined) ?? null,
+  };
+}
