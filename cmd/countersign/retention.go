@@ -72,6 +72,19 @@ func (w *Window) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// MarshalYAML writes a window as the file would: whole days as 90d, any
+// other as a Go duration (config check prints it so).
+func (w Window) MarshalYAML() (any, error) {
+	d := time.Duration(w)
+	if d == 0 {
+		return nil, nil // unset: config check leaves it out
+	}
+	if day := 24 * time.Hour; d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d", nil
+	}
+	return d.String(), nil
+}
+
 // Validate reports a schedule that is not a cron schedule; the window was
 // checked, at its line, as the file was read.
 func (r RetentionConfig) Validate() error {

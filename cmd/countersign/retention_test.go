@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"gopkg.in/yaml.v3"
 
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
@@ -28,6 +30,21 @@ func TestRetentionWindows(t *testing.T) {
 	for _, in := range []string{"", "0d", "500ms", "0s", "-1h", "d", "90days", "1.5d", "ninety"} {
 		if got, err := ParseWindow(in); err == nil {
 			t.Errorf("ParseWindow(%q) = %v, want a refusal", in, got)
+		}
+	}
+}
+
+// config check prints a window as the file would write it.
+func TestRetentionWindowPrintsAsWritten(t *testing.T) {
+	t.Parallel()
+	for w, want := range map[Window]string{Window(90 * 24 * time.Hour): "requests: 90d\n", Window(36 * time.Hour): "requests: 36h0m0s\n",
+		Window(time.Second): "requests: 1s\n"} {
+		out, err := yaml.Marshal(RetentionConfig{Requests: w})
+		if err != nil || !strings.HasPrefix(string(out), want) {
+			t.Errorf("%v prints as %q, %v; want %q", time.Duration(w), out, err, want)
+		}
+		if d, err := ParseWindow(strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "requests:"))); err != nil || d != time.Duration(w) {
+			t.Errorf("%v printed does not read back: %v, %v", time.Duration(w), d, err)
 		}
 	}
 }
@@ -52,7 +69,7 @@ func TestRetentionConfig(t *testing.T) {
 	got := loadProblems(t, validAgent+validTool+"retention:\n  requests: 500ms\n  schedule: sometimes\n", nil)
 	want := []string{
 		`FILE: line 11, column 13: retention.requests: "500ms" is shorter than 1s`,
-		`retention.schedule "sometimes" is not a cron schedule (use a 5-field spec or @every 10m): expected exactly 5 fields, found 1: [sometimes]`,
+		`FILE: line 12, column 3: retention.schedule "sometimes" is not a cron schedule (use a 5-field spec or @every 10m): expected exactly 5 fields, found 1: [sometimes]`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems = %q\nwant %q", got, want)
