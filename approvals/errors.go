@@ -17,6 +17,7 @@ const (
 	CodeInvalidEffect   = "invalid_effect"
 	CodeUnknownTool     = "unknown_tool"
 	CodeKeyReused       = "key_reused"
+	CodePruned          = "pruned"
 	CodeUnauthorized    = "unauthorized"
 	CodeTooLarge        = "too_large"
 	CodeNotFound        = "not_found"
@@ -47,6 +48,10 @@ var (
 	// ErrKeyTaken: the key names another agent's request. It is a kind of
 	// ErrKeyReused (409 key_reused) that says nothing about that request.
 	ErrKeyTaken = fmt.Errorf("key already names another agent's request: %w", ErrKeyReused)
+	// ErrPruned: the key named a request that settled and was pruned under
+	// the retention policy (PrunedError says how it ended). The key never
+	// runs again.
+	ErrPruned = errors.New("the key's request was pruned")
 	// ErrUnknownTool: the intent names a tool the configuration does not have.
 	ErrUnknownTool = errors.New("unknown tool")
 	// ErrUnauthorized: no agent bearer token, or one no agent holds.
@@ -140,3 +145,18 @@ func (e *NotPendingError) Error() string {
 
 // Unwrap lets errors.Is match ErrNotPending.
 func (e *NotPendingError) Unwrap() error { return ErrNotPending }
+
+// PrunedError is a replay of a key whose request was pruned: Status is how
+// it ended (rejected, expired, cancelled, succeeded or failed) and
+// SettledAt when. It is ErrPruned.
+type PrunedError struct {
+	Status    string
+	SettledAt time.Time
+}
+
+func (e *PrunedError) Error() string {
+	return fmt.Sprintf("the key's request was pruned after it settled as %s", e.Status)
+}
+
+// Is makes a PrunedError ErrPruned.
+func (e *PrunedError) Is(target error) bool { return target == ErrPruned }

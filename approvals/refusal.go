@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/countersign/countersign/store"
 )
@@ -25,13 +26,15 @@ type Refusal struct {
 	// By is the user id Message names, if any, so that a surface which
 	// renders people (Slack) can show it as one.
 	By string
+	// Status is, for pruned, how the key's request ended.
+	Status string
 }
 
 // RefusalCodes lists every code a Refusal carries, in the order the docs
 // list them.
 func RefusalCodes() []string {
 	return []string{
-		CodeMalformedJSON, CodeInvalidRequest, CodeInvalidEffect, CodeUnknownTool, CodeKeyReused, CodeUnauthorized, CodeTooLarge,
+		CodeMalformedJSON, CodeInvalidRequest, CodeInvalidEffect, CodeUnknownTool, CodeKeyReused, CodePruned, CodeUnauthorized, CodeTooLarge,
 		CodeNotFound, CodeAlreadyDecided, CodeStaleCard, CodeNotApprover, CodeSelfApproval, CodeAlreadyResolved,
 		CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal, CodeMethodNotAllowed, CodeUnsupportedMediaType,
 	}
@@ -71,6 +74,7 @@ func RefusalFor(err error) Refusal {
 		input       *InputError
 		unknownTool *UnknownToolError
 		notPending  *NotPendingError
+		prunedKey   *PrunedError
 	)
 	switch {
 	case errors.As(err, &input):
@@ -81,6 +85,10 @@ func RefusalFor(err error) Refusal {
 		return fixed[CodeTooLarge]
 	case store.IsUnavailable(err):
 		return fixed[CodeUnavailable]
+	case errors.As(err, &prunedKey):
+		return Refusal{Code: CodePruned, Status: prunedKey.Status,
+			Message: "This key's request settled as " + prunedKey.Status + " on " + prunedKey.SettledAt.UTC().Format(time.DateOnly) +
+				" and was pruned under the retention policy; the key will not run again. Send a new key for a new write."}
 	case errors.Is(err, ErrKeyTaken):
 		return Refusal{Code: CodeKeyReused,
 			Message: "This key already names a request of another agent; send a different key."}

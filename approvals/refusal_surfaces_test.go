@@ -90,6 +90,22 @@ func TestSurfacesAgreeOnEveryRefusal(t *testing.T) {
 			}
 			return s.hookCall(t, http.MethodPost, "/v1/requests", surfaceToken, intentBody("key-reused-1", 2))
 		}},
+		approvals.CodePruned: {hook: func(t *testing.T, s *surfaces) answer {
+			for _, path := range []string{"/v1/requests", "/v1/requests/pruned-1/cancel"} {
+				body := intentBody("pruned-1", 1)
+				if path != "/v1/requests" {
+					body = nil
+				}
+				if resp := s.hookSend(t, http.MethodPost, path, surfaceToken, body); resp.StatusCode >= 300 {
+					t.Fatalf("POST %s answered %d", path, resp.StatusCode)
+				}
+			}
+			if n, err := store.NewLedger(s.db, store.Options{}).Prune(context.Background(),
+				store.PruneParams{Before: time.Now().Add(time.Minute)}); err != nil || n != 1 {
+				t.Fatalf("Prune = %d, %v", n, err)
+			}
+			return s.hookCall(t, http.MethodPost, "/v1/requests", surfaceToken, intentBody("pruned-1", 1))
+		}},
 		approvals.CodeUnauthorized: {hook: func(t *testing.T, s *surfaces) answer {
 			return s.hookCall(t, http.MethodGet, "/v1/requests/wa_x", "not-a-token", nil)
 		}},

@@ -172,6 +172,9 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	if err != nil {
 		return store.Request{}, false, err
 	}
+	if res.Pruned != nil {
+		return store.Request{}, false, pruned(*res.Pruned, agent, basisHash)
+	}
 	if !res.Inserted {
 		return s.answerReplay(ctx, res.Request, res.PostQueued, agent, basisHash)
 	}
@@ -205,6 +208,20 @@ func replay(existing store.Request, agent, basisHash string) (store.Request, boo
 		return store.Request{}, false, ErrKeyReused
 	}
 	return existing, false, nil
+}
+
+// pruned answers a key whose request was pruned as replay answers one
+// that is stored: another agent's key is ErrKeyTaken and another basis
+// ErrKeyReused, whatever the request became; the same intent learns how it
+// ended. The key is never stored again.
+func pruned(t store.Tombstone, agent, basisHash string) error {
+	if t.Agent != agent {
+		return ErrKeyTaken
+	}
+	if t.BasisHash != basisHash {
+		return ErrKeyReused
+	}
+	return &PrunedError{Status: t.Status, SettledAt: t.SettledAt}
 }
 
 // Get returns the request named by its id or full key, if agent may see it.

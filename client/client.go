@@ -222,11 +222,13 @@ func decodeError(a answer) *APIError {
 			Field     string      `json:"field"`
 			Errors    []Violation `json:"errors"`
 			RequestID string      `json:"request_id"`
+			Status    string      `json:"status"`
 		} `json:"error"`
 	}
 	e := &APIError{Status: a.status, RequestID: a.header.Get("Request-Id")}
 	if json.Unmarshal(a.body, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.Field, e.Errors = body.Error.Code, body.Error.Message, body.Error.Field, body.Error.Errors
+		e.FinalStatus = body.Error.Status
 		if body.Error.RequestID != "" {
 			e.RequestID = body.Error.RequestID
 		}

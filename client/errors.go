@@ -22,6 +22,10 @@ var (
 	// ErrKeyReused: the key already names a different write (or another
 	// agent's). Resending will not help; the intent must change.
 	ErrKeyReused = errors.New("countersign: key_reused")
+	// ErrPruned: the key named this intent's request, which settled and was
+	// pruned under the server's retention policy; APIError.FinalStatus says
+	// how it ended. The key never runs again: a new write needs a new key.
+	ErrPruned = errors.New("countersign: pruned")
 	// ErrUnauthorized: no token, or one no agent holds.
 	ErrUnauthorized = errors.New("countersign: unauthorized")
 	// ErrTooLarge: the body is over 1 MiB.
@@ -62,6 +66,7 @@ var codes = map[string]error{
 	"invalid_effect":          ErrInvalidEffect,
 	"unknown_tool":            ErrUnknownTool,
 	"key_reused":              ErrKeyReused,
+	"pruned":                  ErrPruned,
 	"unauthorized":            ErrUnauthorized,
 	"too_large":               ErrTooLarge,
 	"not_found":               ErrNotFound,
@@ -93,6 +98,9 @@ type APIError struct {
 	RequestID string
 	// RetryAfter is the wait the answer asked for (503), or 0.
 	RetryAfter time.Duration
+	// FinalStatus is, for pruned, how the key's request ended (rejected,
+	// expired, cancelled, succeeded or failed).
+	FinalStatus string
 }
 
 // Error reads "countersign: code (status) at field: message (request_id

@@ -116,6 +116,13 @@ func TestOpenAPIConformance(t *testing.T) {
 	} {
 		b.do(t, call.method, call.path, call.token, strings.NewReader(call.body), call.header)
 	}
+	// The request was cancelled above; pruned, its key answers 410.
+	if n, err := b.store.Prune(context.Background(), store.PruneParams{Before: time.Now().Add(time.Minute)}); err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v", n, err)
+	}
+	if got := b.post(t, vectorBody); got.status != http.StatusGone {
+		t.Errorf("replay of a pruned key = %d %s", got.status, got.body)
+	}
 	for _, call := range []struct{ method, path string }{
 		{"POST", "/v1/requests"}, {"GET", "/v1/requests"}, {"GET", "/v1/requests/" + key}, {"POST", "/v1/requests/" + key + "/cancel"},
 	} {

@@ -22,6 +22,7 @@ type errorBody struct {
 		Message   string                `json:"message"`
 		Field     string                `json:"field,omitempty"`
 		Errors    []approvals.Violation `json:"errors,omitempty"`
+		Status    string                `json:"status,omitempty"`
 		RequestID string                `json:"request_id"`
 	} `json:"error"`
 }
@@ -67,6 +68,7 @@ func writeRefusal(w http.ResponseWriter, r *http.Request, ref approvals.Refusal)
 	var body errorBody
 	body.Error.Code, body.Error.Message, body.Error.Field = ref.Code, ref.Message, ref.Field
 	body.Error.Errors, body.Error.RequestID = ref.Errors, requestid.From(r.Context())
+	body.Error.Status = ref.Status
 	return writeJSON(w, Status(ref.Code), body)
 }
 

@@ -56,7 +56,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals
 	if err != nil {
 		outcome := "invalid"
 		switch code := approvals.RefusalFor(err).Code; code {
-		case approvals.CodeKeyReused, approvals.CodeUnavailable, approvals.CodeUnknownTool, approvals.CodeInvalidEffect:
+		case approvals.CodeKeyReused, approvals.CodePruned, approvals.CodeUnavailable, approvals.CodeUnknownTool, approvals.CodeInvalidEffect:
 			outcome = code
 		}
 		h.metrics.Intake.WithLabelValues(outcome).Inc()

@@ -4,7 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics counts the hook's traffic.
 type Metrics struct {
-	Intake       *prometheus.CounterVec   // by outcome: created, replayed, key_reused, unknown_tool, invalid, unavailable, unauthorized
+	Intake       *prometheus.CounterVec   // by outcome: created, replayed, key_reused, pruned, unknown_tool, invalid, unavailable, unauthorized
 	HTTPDuration *prometheus.HistogramVec // by route and status code
 }
 

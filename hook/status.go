@@ -15,6 +15,7 @@ var statuses = map[string]int{
 	approvals.CodeInvalidEffect:   http.StatusUnprocessableEntity,
 	approvals.CodeUnknownTool:     http.StatusUnprocessableEntity,
 	approvals.CodeKeyReused:       http.StatusConflict,
+	approvals.CodePruned:          http.StatusGone,
 	approvals.CodeUnauthorized:    http.StatusUnauthorized,
 	approvals.CodeTooLarge:        http.StatusRequestEntityTooLarge,
 	approvals.CodeNotFound:        http.StatusNotFound,

@@ -134,6 +134,13 @@ type Reader interface {
 	// PendingByTool counts the pending requests of each tool that has any.
 	PendingByTool(ctx context.Context) ([]PendingTool, error)
 
+	// AuditChain returns up to limit audit events after the cursor, in
+	// (request id, seq) order, with their chain fields.
+	AuditChain(ctx context.Context, after AuditCursor, limit int) ([]AuditEvent, error)
+	// Tombstones reads the tombstones of pruned keys; keys never pruned are
+	// left out.
+	Tombstones(ctx context.Context, keys []string) (map[string]Tombstone, error)
+
 	// ListRequests returns up to p.Limit requests that match p, newest
 	// first (see ListRequestsParams), reading only the page: an index per
 	// filter keeps a page as cheap deep in a long listing as at its start.
@@ -149,8 +156,8 @@ type Reader interface {
 type Executor interface {
 	Reader
 
-	// InsertRequest inserts one request unless its key exists (inserted
-	// false, zero Request). It writes no event and no outbox row.
+	// InsertRequest inserts one request unless its key exists or was pruned
+	// (inserted false, zero Request). It writes no event and no outbox row.
 	InsertRequest(ctx context.Context, p NewRequest, now *time.Time) (req Request, inserted bool, err error)
 	// DecideRequest moves a request pending in p.Round with p.PayloadHash and
 	// not expired to the verdict's status; ok false when it was not so.
@@ -166,6 +173,18 @@ type Executor interface {
 	// it moved on.
 	ReopenRequest(ctx context.Context, p ReopenRequestParams) (newRound int, ok bool, err error)
 	SetCard(ctx context.Context, id, channel, ts string) error
+
+	// SettledRequests reads up to p.Limit requests settled before p.Before
+	// (see SettledParams), oldest change first, each with the tombstone it
+	// leaves, and holds them until the transaction ends, skipping rows
+	// another transaction holds. A request whose callback is still pending
+	// is left for a later run.
+	SettledRequests(ctx context.Context, p SettledParams) ([]Prunable, error)
+	// InsertTombstones records tombstones; a key that has one keeps it.
+	InsertTombstones(ctx context.Context, ts []Tombstone) error
+	// DeleteRequests deletes requests with every row that references them,
+	// except their audit events.
+	DeleteRequests(ctx context.Context, ids []string) error
 	// RedriveCard queues a post (kind) of a pending request's card when it
 	// was never posted and none is queued (one conditional insert).
 	RedriveCard(ctx context.Context, id string, kind OutboxKind) error
@@ -248,7 +267,8 @@ type BatchExecutor interface {
 	Executor
 	// InsertRequestsBatch inserts ps (distinct keys) as InsertRequest does
 	// and writes owed[i] for each ps[i] it inserted; a key that exists
-	// already is returned and writes nothing. Nobody can wait on a request
+	// already is returned, and a pruned key's tombstone (InsertResult.Pruned),
+	// and they write nothing. Nobody can wait on a request
 	// before it exists, so an insert's Owed carries no wake-ups.
 	InsertRequestsBatch(ctx context.Context, ps []NewRequest, owed []Owed, now *time.Time) ([]InsertResult, error)
 	// ClaimExecutionsBatch claims as ClaimExecutionRows does and writes owed

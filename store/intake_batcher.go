@@ -56,8 +56,8 @@ func insertBatch(ctx context.Context, db Store, ps []NewRequest) ([]InsertResult
 		return nil, err
 	}
 	byKey := make(map[string]InsertResult, len(results))
-	for _, r := range results {
-		byKey[r.Key] = r
+	for i, r := range results {
+		byKey[unique[i].Key] = r // a pruned key's result has no request to name it
 	}
 	out := make([]InsertResult, len(ps))
 	for i, p := range ps {

@@ -158,21 +158,15 @@ func (l *Ledger) InsertRequests(ctx context.Context, ps []NewRequest, now *time.
 		var o owing
 		for i, p := range ps {
 			req, inserted, err := ex.InsertRequest(ctx, p, now)
-			var postQueued bool
 			if err == nil && !inserted {
-				var found map[string]Replayed
-				if found, err = ex.ReplayRequests(ctx, []string{p.Key}); err == nil {
-					if r, ok := found[p.Key]; ok {
-						req, postQueued = r.Request, r.PostQueued
-					} else {
-						err = ErrNotFound
-					}
-				}
+				results[i], err = existing(ctx, ex, p.Key)
 			}
 			if err != nil {
 				return fmt.Errorf("inserting requests: %w", err)
 			}
-			results[i] = InsertResult{Request: req, Inserted: inserted, PostQueued: postQueued}
+			if inserted {
+				results[i] = InsertResult{Request: req, Inserted: true}
+			}
 			if inserted {
 				o.add(owed[i], req.ID, req.Round, req.CreatedAt)
 			}
@@ -183,6 +177,26 @@ func (l *Ledger) InsertRequests(ctx context.Context, ps []NewRequest, now *time.
 		return nil, err
 	}
 	return results, nil
+}
+
+// existing reads what a key that was not inserted names: its request, or
+// the tombstone it left when it was pruned.
+func existing(ctx context.Context, ex Executor, key string) (InsertResult, error) {
+	found, err := ex.ReplayRequests(ctx, []string{key})
+	if err != nil {
+		return InsertResult{}, err
+	}
+	if r, ok := found[key]; ok {
+		return InsertResult{Request: r.Request, PostQueued: r.PostQueued}, nil
+	}
+	tombs, err := ex.Tombstones(ctx, []string{key})
+	if err != nil {
+		return InsertResult{}, err
+	}
+	if t, ok := tombs[key]; ok {
+		return InsertResult{Pruned: &t}, nil
+	}
+	return InsertResult{}, ErrNotFound
 }
 
 // Intake stores the request build returns under key, or returns the request

@@ -84,7 +84,7 @@ type NewRequest struct {
 }
 
 // InsertResult is the stored request for one NewRequest, and whether this
-// call inserted it.
+// call inserted it, or the tombstone its key left when it was pruned.
 type InsertResult struct {
 	Request
 	Inserted bool
@@ -92,6 +92,9 @@ type InsertResult struct {
 	// current round is queued (as ReplayRequest reports it), read with the
 	// row so a replay needs no second read.
 	PostQueued bool
+	// Pruned, when set, is the tombstone of a key whose request was
+	// pruned: nothing was inserted and Request is zero.
+	Pruned *Tombstone `db:"-"`
 }
 
 // IsUUID reports whether s has the textual shape of a UUID, so a key is never

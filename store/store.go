@@ -66,6 +66,11 @@ type Store interface {
 
 	// Reminders and escalations of pending requests.
 	QueueNudges(ctx context.Context, nudges []NewNudge) ([]NewNudge, error)
+
+	// Retention: settled requests leave, their keys stay as tombstones.
+	Prune(ctx context.Context, p PruneParams) (int, error)
+	// VerifyAudit walks the audit chains (see AuditEvent).
+	VerifyAudit(ctx context.Context) (AuditReport, error)
 }
 
 // Notifier wakes waiters when something they wait for may have changed. A

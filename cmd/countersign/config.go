@@ -76,6 +76,8 @@ type FileConfig struct {
 	Tools    map[string]ToolConfig `yaml:"tools"`
 	// Callbacks tunes the delivery of agents' callbacks.
 	Callbacks CallbacksConfig `yaml:"callbacks"`
+	// Retention says how long settled requests are kept.
+	Retention RetentionConfig `yaml:"retention"`
 }
 
 // CallbacksConfig tunes callback delivery; zero values are the defaults of
@@ -288,6 +290,7 @@ func (c *Config) withDefaults() *Config {
 	e.ExpirySchedule = orDefault(e.ExpirySchedule, defaultExpirySchedule)
 	e.CardSchedule = orDefault(e.CardSchedule, defaultCardSchedule)
 	e.ReminderSchedule = orDefault(e.ReminderSchedule, defaultReminderSchedule)
+	d.File.Retention.Schedule = orDefault(d.File.Retention.Schedule, defaultRetentionSchedule)
 	for name, t := range c.File.Tools {
 		t.Dispatch.Method = strings.ToUpper(orDefault(t.Dispatch.Method, "POST"))
 		if t.Dispatch.Timeout == 0 {
@@ -369,7 +372,7 @@ func (c *Config) Validate() error {
 			add("COUNTERSIGN_SLACK_API_URL must be an http or https URL")
 		}
 	}
-	errs = append(errs, c.File.Executor.Validate(), c.File.Slack.Validate())
+	errs = append(errs, c.File.Executor.Validate(), c.File.Slack.Validate(), c.File.Retention.Validate())
 
 	// A local run whose data directory is missing has no agent or tool only
 	// because the demo's could not be set up, and a file that is not YAML

@@ -62,6 +62,14 @@ func checkYAML(n *yaml.Node, t reflect.Type, path string) []error {
 		return nil
 	case t == effectSchemaType:
 		return checkEffectSchemaYAML(n, path)
+	case t == windowType:
+		if n.Kind != yaml.ScalarNode {
+			return problem("must be a window such as 90d, 36h or 30s")
+		}
+		if _, err := ParseWindow(n.Value); err != nil {
+			return problem("%v", err)
+		}
+		return nil
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode {
 			return problem("must be a duration such as 30s or 2h")

@@ -240,6 +240,9 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 		return nil, err
 	}
 	a.addCallbacks()
+	if err := a.addRetention(); err != nil {
+		return nil, err
+	}
 	// The sweeps stop claiming at the signal; what they claimed has the
 	// executor's grace to finish.
 	a.add("scheduler", a.sched, ex.ShutdownGrace())

@@ -105,6 +105,10 @@ var contract = []struct {
 	{"EnqueueStaleCardsTakesItsThresholds", testEnqueueStaleCardsTakesItsThresholds},
 	{"CardStateIsCardStateOf", testCardStateIsCardStateOf},
 	{"BatchesWriteWhatTheyAreOwed", testBatchesWriteWhatTheyAreOwed},
+	{"PruneLeavesTombstonesAndNeverRunsAKeyTwice", testPruneLeavesTombstonesAndNeverRunsAKeyTwice},
+	{"PruneDuringIntakeLosesNothing", testPruneDuringIntakeLosesNothing},
+	{"PruneWaitsForPendingCallbacks", testPruneWaitsForPendingCallbacks},
+	{"AuditChainVerifiesAndNamesTheFirstBadEvent", testAuditChainVerifiesAndNamesTheFirstBadEvent},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

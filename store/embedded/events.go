@@ -19,16 +19,6 @@ func (e executor) LatestDecision(ctx context.Context, requestID string) (store.D
 	return scanDecision(e.read().QueryRowContext(ctx, q.Get("latest_decision"), canonicalID(requestID)))
 }
 
-func (e executor) InsertEvents(ctx context.Context, events []store.Event) error {
-	for _, ev := range events {
-		if err := e.tx.exec(ctx, "appending event "+ev.Kind, q.Get("insert_events"),
-			canonicalID(ev.RequestID), micros(e.tx.orClock(ev.At)), ev.Actor, ev.Kind, jsonData(ev.Data)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (e executor) EventsFor(ctx context.Context, requestID string) ([]store.Event, error) {
 	rows, err := e.read().QueryContext(ctx, q.Get("events_for"), canonicalID(requestID))
 	return collect("reading events", func(row scanner) (store.Event, error) {

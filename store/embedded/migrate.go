@@ -35,7 +35,7 @@ func (s *Driver) Migrate(ctx context.Context, logger *slog.Logger) (int, error) 
 		}
 		applied += len(results)
 		if err == nil {
-			return applied, nil
+			return applied, s.chainUnhashed(ctx)
 		}
 		if attempt == maxMigrateAttempts || ctx.Err() != nil {
 			return applied, fmt.Errorf("applying migrations: %w", err)

@@ -231,9 +231,11 @@ WHERE {{list_filters}}
 ORDER BY created_at DESC, id DESC LIMIT ?8;
 
 -- name: insert_request
+-- A pruned key (one with a tombstone) is not inserted again.
 INSERT INTO requests (id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16
+WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.key = ?2)
 ON CONFLICT (key) DO NOTHING
 RETURNING {{request_columns}};
 
@@ -312,7 +314,24 @@ SELECT {{decision_columns}} FROM decisions WHERE request_id = ? AND round = ?;
 SELECT {{decision_columns}} FROM decisions WHERE request_id = ? ORDER BY round DESC LIMIT 1;
 
 -- name: insert_events
-INSERT INTO events (request_id, at, actor, kind, data) VALUES (?, ?, ?, ?, ?);
+INSERT INTO events (id, request_id, at, actor, kind, data, seq, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: next_event_id
+SELECT coalesce(max(id), 0) + 1 FROM events;
+
+-- name: chain_end
+-- The last chained event of request ?1: its seq and hash.
+SELECT seq, hash FROM events WHERE request_id = ?1 AND hash IS NOT NULL ORDER BY seq DESC LIMIT 1;
+
+-- name: unchained_events
+SELECT id, request_id, at, actor, kind, data FROM events WHERE hash IS NULL ORDER BY request_id, id;
+
+-- name: chain_event
+UPDATE events SET seq = ?2, prev_hash = ?3, hash = ?4 WHERE id = ?1 AND hash IS NULL;
+
+-- name: audit_chain
+SELECT id, request_id, seq, at, actor, kind, data, prev_hash, hash FROM events
+WHERE (request_id, seq) > (?1, ?2) ORDER BY request_id, seq LIMIT ?3;
 
 -- name: events_for
 SELECT id, request_id, at, actor, kind, data
@@ -395,3 +414,40 @@ SELECT count(*) FROM outbox WHERE state = 'pending';
 
 -- name: ready_by_tool
 SELECT tool, count(*) AS count FROM executions WHERE state = 'ready' GROUP BY tool ORDER BY tool;
+
+-- name: tombstone
+SELECT key, basis_hash, agent, status, settled_at, pruned_at FROM tombstones WHERE key = ?;
+
+-- name: settled_requests
+-- Up to ?2 requests settled before ?1: in a final status (?3, a JSON
+-- array), or approved (?4) with their newest execution in a final state
+-- (?5); none with a callback still pending. ?6 is the time of the prune.
+-- status <> 'pending' and the updated_at bound are requests_recently_decided's.
+SELECT r.id, r.key, r.basis_hash, r.requested_by, coalesce(x.state, r.status),
+	max(r.updated_at, coalesce(x.updated_at, r.updated_at)), ?6
+FROM requests r
+LEFT JOIN executions x ON r.status = ?4
+	AND x.id = (SELECT max(e.id) FROM executions e WHERE e.request_id = r.id)
+WHERE r.status <> 'pending' AND r.updated_at < ?1
+	AND (r.status IN (SELECT value FROM json_each(?3))
+		OR (r.status = ?4 AND x.state IN (SELECT value FROM json_each(?5)) AND x.updated_at < ?1))
+	AND NOT EXISTS (SELECT 1 FROM callbacks c WHERE c.request_id = r.id AND c.state = 'pending')
+ORDER BY r.updated_at
+LIMIT ?2;
+
+-- name: insert_tombstone
+INSERT INTO tombstones (key, basis_hash, agent, status, settled_at, pruned_at)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (key) DO NOTHING;
+
+-- name: delete_request_rows
+-- Each statement removes one table's rows of request ?1, children first;
+-- events keep theirs (no foreign key).
+DELETE FROM callbacks WHERE request_id = ?1;
+DELETE FROM outbox WHERE request_id = ?1;
+DELETE FROM cards WHERE request_id = ?1;
+DELETE FROM votes WHERE request_id = ?1;
+DELETE FROM executions WHERE request_id = ?1;
+DELETE FROM decisions WHERE request_id = ?1;
+DELETE FROM effect_strings WHERE request_id = ?1;
+DELETE FROM requests WHERE id = ?1;

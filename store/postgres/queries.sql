@@ -405,11 +405,13 @@ ORDER BY page.created_at DESC, page.id DESC
 LIMIT $8;
 
 -- name: insert_request
+-- A pruned key (one with a tombstone) is not inserted again.
 INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)
-VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $11, $12,
+SELECT $1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $11, $12,
 	coalesce($14::timestamptz, now()) + $13::bigint * interval '1 microsecond', coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()),
-	$15::jsonb)
+	$15::jsonb
+WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.key = $1)
 ON CONFLICT (key) DO NOTHING
 RETURNING {{request_columns}};
 
@@ -489,6 +491,7 @@ WITH input AS (
 		coalesce($14::timestamptz, now()) + ttl_us * interval '1 microsecond',
 		coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()), policy::jsonb
 	FROM input
+	WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.key = input.key) -- a pruned key is not inserted again
 	ORDER BY key -- batches take their key locks in one order, so two never deadlock
 	ON CONFLICT (key) DO NOTHING
 	RETURNING *
@@ -603,3 +606,48 @@ SELECT tool, count(*)::int AS count FROM executions WHERE state = 'ready' GROUP 
 SELECT count(pg_notify($1, id)) FROM unnest($2::text[]) AS t(id)
 UNION ALL
 SELECT count(pg_notify($3, '')) WHERE $4::boolean;
+
+-- name: tombstones
+SELECT key, basis_hash, agent, status, settled_at, pruned_at FROM tombstones WHERE key = ANY($1);
+
+-- name: settled_requests
+-- Up to $2 requests settled before $1: in a final status ($3), or approved
+-- ($4) with their newest execution in a final state ($5); none with a
+-- callback still pending. The status <> 'pending' and updated_at bounds are
+-- requests_recently_decided's, which finds the candidates (an execution
+-- settles after its approval, so its request changed before it).
+SELECT r.id::text AS request_id, r.key, r.basis_hash, r.requested_by AS agent,
+	coalesce(x.state, r.status) AS status, greatest(r.updated_at, x.updated_at) AS settled_at,
+	now() AS pruned_at
+FROM requests r
+LEFT JOIN LATERAL (SELECT e.state, e.updated_at FROM executions e
+	WHERE e.request_id = r.id ORDER BY e.id DESC LIMIT 1) x ON r.status = $4
+WHERE r.status <> 'pending' AND r.updated_at < $1
+	AND (r.status = ANY($3::text[]) OR (r.status = $4 AND x.state = ANY($5::text[]) AND x.updated_at < $1))
+	AND NOT EXISTS (SELECT 1 FROM callbacks c WHERE c.request_id = r.id AND c.state = 'pending')
+ORDER BY r.updated_at
+LIMIT $2
+FOR UPDATE OF r SKIP LOCKED;
+
+-- name: insert_tombstones
+INSERT INTO tombstones (key, basis_hash, agent, status, settled_at)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
+ON CONFLICT (key) DO NOTHING;
+
+-- name: delete_requests
+-- Every row that references the requests goes in the same statement, before
+-- the foreign keys are checked at its end; events keep theirs (no key).
+WITH ids AS (SELECT unnest($1::uuid[]) AS id),
+callbacks_gone AS (DELETE FROM callbacks WHERE request_id IN (SELECT id FROM ids)),
+outbox_gone AS (DELETE FROM outbox WHERE request_id IN (SELECT id FROM ids)),
+cards_gone AS (DELETE FROM cards WHERE request_id IN (SELECT id FROM ids)),
+votes_gone AS (DELETE FROM votes WHERE request_id IN (SELECT id FROM ids)),
+executions_gone AS (DELETE FROM executions WHERE request_id IN (SELECT id FROM ids)),
+decisions_gone AS (DELETE FROM decisions WHERE request_id IN (SELECT id FROM ids))
+DELETE FROM requests WHERE id IN (SELECT id FROM ids);
+
+-- name: audit_chain
+-- Events after ($1, $2) in the chains' order, data as the text they were
+-- hashed with.
+SELECT id, request_id::text, seq, at, actor, kind, data::text, prev_hash, hash FROM events
+WHERE (request_id, seq) > ($1::uuid, $2) ORDER BY request_id, seq LIMIT $3;

@@ -187,6 +187,9 @@ func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest
 			for key, r := range found {
 				byKey[key] = store.InsertResult{Request: r.Request, PostQueued: r.PostQueued}
 			}
+			if err := e.pruned(ctx, missing, byKey); err != nil {
+				return nil, err
+			}
 		}
 		missing = slices.DeleteFunc(missing, func(p store.NewRequest) bool { _, ok := byKey[p.Key]; return ok })
 		if len(missing) == 0 {
@@ -206,6 +209,29 @@ func (e executor) InsertRequestsBatch(ctx context.Context, ps []store.NewRequest
 		}
 	}
 	return results, nil
+}
+
+// pruned records the tombstones of the keys in ps that byKey does not hold
+// yet: keys that were neither inserted nor found were pruned, or their
+// insert rolled back.
+func (e executor) pruned(ctx context.Context, ps []store.NewRequest, byKey map[string]store.InsertResult) error {
+	var keys []string
+	for _, p := range ps {
+		if _, ok := byKey[p.Key]; !ok {
+			keys = append(keys, p.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	tombs, err := e.Tombstones(ctx, keys)
+	if err != nil {
+		return wrap("inserting requests", err)
+	}
+	for key, t := range tombs {
+		byKey[key] = store.InsertResult{Pruned: &t}
+	}
+	return nil
 }
 
 // owedOf returns what each of some, a subset of ps in order, owes.

@@ -35,24 +35,28 @@ func ValidateRoleName(name string) error {
 }
 
 // appTables is what serve does to each table, and so all the runtime role
-// may do there. serve deletes nothing; decisions, votes and the audit trail are
-// written once and never changed. It reads the applied migration versions at
-// start to know the schema is current.
+// may do there. Decisions, votes and the audit trail are written once and
+// never changed. The retention sweep deletes settled requests with the rows
+// that hang on them; it never deletes an event or a tombstone, so neither
+// can the role. It reads the applied migration versions at start to know the
+// schema is current.
 var appTables = []struct{ table, privileges string }{
-	{"requests", "SELECT, INSERT, UPDATE"},
-	{"decisions", "SELECT, INSERT"},
-	{"executions", "SELECT, INSERT, UPDATE"},
-	{"outbox", "SELECT, INSERT, UPDATE"},
-	{"cards", "SELECT, INSERT, UPDATE"},
-	{"callbacks", "SELECT, INSERT, UPDATE"},
+	{"requests", "SELECT, INSERT, UPDATE, DELETE"},
+	{"decisions", "SELECT, INSERT, DELETE"},
+	{"executions", "SELECT, INSERT, UPDATE, DELETE"},
+	{"outbox", "SELECT, INSERT, UPDATE, DELETE"},
+	{"cards", "SELECT, INSERT, UPDATE, DELETE"},
+	{"callbacks", "SELECT, INSERT, UPDATE, DELETE"},
 	{"events", "SELECT, INSERT"},
-	{"votes", "SELECT, INSERT"},
+	{"votes", "SELECT, INSERT, DELETE"},
+	{"tombstones", "SELECT, INSERT"},
 	{"goose_db_version", "SELECT"},
 }
 
-// appFunctions are the schema's functions serve calls by name. Trigger
+// appFunctions are the schema's functions serve calls by name (the audit
+// chain's trigger calls countersign_event_hash as serve's role). Trigger
 // functions run without an EXECUTE check, so serve needs none on them.
-var appFunctions = []string{"countersign_card_state"}
+var appFunctions = []string{"countersign_card_state", "countersign_event_hash"}
 
 // schemaFunctions are the functions the migrations create. PostgreSQL lets
 // PUBLIC execute every new function; GrantAppRole takes that back, so the
@@ -60,6 +64,7 @@ var appFunctions = []string{"countersign_card_state"}
 var schemaFunctions = []string{
 	"countersign_card_state", "countersign_effect_strings",
 	"events_append_only", "bump_request_version", "countersign_vote_cast",
+	"countersign_key_not_pruned", "countersign_event_hash", "countersign_event_chain",
 }
 
 // AppRole is the runtime role GrantAppRole prepared.
@@ -76,7 +81,7 @@ type AppRole struct {
 // does not exist (LOGIN, without a password), then grants it exactly what
 // serve needs on the migrated schema and revokes everything else it was
 // granted there. The role owns nothing and cannot create, alter or drop
-// objects, truncate, delete, or change the audit trail. An existing role that
+// objects, truncate, delete an event or a tombstone, or change the audit trail. An existing role that
 // is a superuser, has CREATEROLE, owns objects in the database or is a member
 // of a role that does is refused with ErrUnsafeAppRole. Run it after Migrate,
 // as the schema's owner, and again after each upgrade: it is idempotent.
@@ -129,6 +134,18 @@ WHERE c.oid = to_regclass('requests')`).Scan(&role.Schema, &schemaOID)
 	}
 	if why != "" {
 		return role, fmt.Errorf("%w: %s %s", ErrUnsafeAppRole, name, why)
+	}
+	// What GrantAppRole revokes is what was granted to the role itself; a
+	// right it holds through a role it belongs to would survive, so such a
+	// membership is refused, named with the right it carries.
+	var via, right string
+	err = tx.QueryRow(ctx, inheritedRightQuery, name, schemaOID).Scan(&via, &right)
+	switch {
+	case err == nil:
+		return role, fmt.Errorf("%w: %s is a member of %s, which may %s; revoke the membership that leads to it (directly, or through a role between them) and run again",
+			ErrUnsafeAppRole, name, via, right)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return role, fmt.Errorf("checking the memberships of role %s: %w", name, err)
 	}
 
 	var database string
@@ -229,6 +246,30 @@ SELECT CASE
 	ELSE ''
 END, r.rolcanlogin
 FROM pg_roles r WHERE r.rolname = $1`
+
+// inheritedRightQuery finds a role that role $1 is a member of (directly or
+// not, whether it inherits or may only SET ROLE) and that was granted a
+// right on the schema ($2's oid) or on a table, sequence or function in it:
+// the first such role and the right, or no row. Only grants to that role
+// itself count (aclexplode), so the role named is the one that holds it.
+const inheritedRightQuery = `
+SELECT m.rolname::text, rights.what FROM pg_roles r
+JOIN pg_roles m ON m.oid <> r.oid AND pg_has_role(r.oid, m.oid, 'MEMBER')
+CROSS JOIN LATERAL (
+	SELECT a.privilege_type || ' on ' || c.oid::regclass::text AS what
+	FROM pg_class c, aclexplode(c.relacl) a
+	WHERE c.relnamespace = $2 AND a.grantee = m.oid
+	UNION ALL
+	SELECT a.privilege_type || ' on the schema' FROM pg_namespace n, aclexplode(n.nspacl) a
+	WHERE n.oid = $2 AND a.grantee = m.oid
+	UNION ALL
+	SELECT a.privilege_type || ' on ' || f.oid::regprocedure::text FROM pg_proc f, aclexplode(f.proacl) a
+	WHERE f.pronamespace = $2 AND a.grantee = m.oid
+	LIMIT 1
+) rights
+WHERE r.rolname = $1
+ORDER BY m.rolname
+LIMIT 1`
 
 // namesOf runs a query returning one text column.
 func namesOf(ctx context.Context, db dbtx, sql string, args ...any) ([]string, error) {

@@ -20,15 +20,17 @@ import (
 // table, sequence and function of the schema is listed, so one added by a
 // migration must be decided on here.
 var appRolePrivileges = map[string][]string{
-	"table requests":         {"SELECT", "INSERT", "UPDATE"},
-	"table decisions":        {"SELECT", "INSERT"},
-	"table executions":       {"SELECT", "INSERT", "UPDATE"},
-	"table outbox":           {"SELECT", "INSERT", "UPDATE"},
-	"table cards":            {"SELECT", "INSERT", "UPDATE"},
-	"table callbacks":        {"SELECT", "INSERT", "UPDATE"},
+	// The retention sweep deletes settled requests and what hangs on them.
+	"table requests":         {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"table decisions":        {"SELECT", "INSERT", "DELETE"},
+	"table executions":       {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"table outbox":           {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"table cards":            {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"table callbacks":        {"SELECT", "INSERT", "UPDATE", "DELETE"},
 	"table events":           {"SELECT", "INSERT"},
 	"table goose_db_version": {"SELECT"},
-	"table votes":            {"SELECT", "INSERT"},
+	"table votes":            {"SELECT", "INSERT", "DELETE"},
+	"table tombstones":       {"SELECT", "INSERT"},
 
 	"sequence decisions_id_seq":        {"USAGE"},
 	"sequence executions_id_seq":       {"USAGE"},
@@ -43,6 +45,9 @@ var appRolePrivileges = map[string][]string{
 	"function events_append_only":         nil,
 	"function bump_request_version":       nil,
 	"function countersign_vote_cast":      nil,
+	"function countersign_key_not_pruned": nil,
+	"function countersign_event_hash":     {"EXECUTE"},
+	"function countersign_event_chain":    nil,
 
 	"schema public": {"USAGE"},
 }
@@ -198,6 +203,8 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 		`ALTER TABLE events DISABLE TRIGGER ALL`,
 		`ALTER TABLE events DISABLE TRIGGER events_no_update_delete`,
 		`ALTER TABLE events DISABLE TRIGGER events_no_truncate`,
+		`ALTER TABLE events DISABLE TRIGGER events_chain`,
+		`DROP TRIGGER events_chain ON events`,
 		`DROP TRIGGER events_no_update_delete ON events`,
 		`DROP TRIGGER events_no_truncate ON events`,
 		`DROP FUNCTION events_append_only() CASCADE`,
@@ -213,9 +220,10 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 		`ALTER TABLE executions DROP COLUMN snapshot_hash`,
 		`ALTER TABLE decisions OWNER TO CURRENT_USER`,
 		`COMMENT ON TABLE events IS 'nothing to see'`,
-		`DELETE FROM requests`,
-		`DELETE FROM decisions`,
 		`UPDATE decisions SET verdict = 'reject'`,
+		`DELETE FROM tombstones`,
+		`UPDATE tombstones SET status = 'succeeded'`,
+		`TRUNCATE tombstones`,
 		`CREATE TABLE shadow (id int)`,
 		`CREATE VIEW shadow AS SELECT 1`,
 		`CREATE FUNCTION shadow() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
@@ -234,8 +242,8 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 	if n := countRows(t, owner, `SELECT count(*) FROM events`); n != eventsBefore {
 		t.Errorf("%d events, was %d", n, eventsBefore)
 	}
-	if n := countRows(t, owner, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal AND tgenabled = 'O'`); n != 2 {
-		t.Errorf("%d enabled triggers on events, want 2", n)
+	if n := countRows(t, owner, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal AND tgenabled = 'O'`); n != 3 {
+		t.Errorf("%d enabled triggers on events, want 3 (append-only twice, and the chain)", n)
 	}
 	if n := countRows(t, owner, `SELECT count(*) FROM pg_class WHERE relname = 'shadow' OR relname = 'events_old'`); n != 0 {
 		t.Errorf("%d relations created by the runtime role", n)
@@ -344,6 +352,32 @@ func TestGrantAppRoleRefusesBadNamesAndPowerfulRoles(t *testing.T) {
 			t.Errorf("the refused role %s was granted %v on events, %v on requests", name, got["table events"], got["table requests"])
 		}
 	}
+
+	// Rights held through a role the app role belongs to would survive the
+	// grant's revokes: the membership is refused, naming the role and a
+	// right, until it is revoked. A membership that carries no right on
+	// the schema is fine.
+	helper := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + helper + ` NOLOGIN`)
+	exec(`GRANT UPDATE ON decisions TO ` + helper)
+	exec(`GRANT DELETE ON votes TO ` + helper)
+	harmless := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + harmless + ` NOLOGIN`)
+	inheritor := storetest.NewRoleName(t, url)
+	exec(`CREATE ROLE ` + inheritor + ` LOGIN IN ROLE ` + harmless)
+	exec(`GRANT ` + helper + ` TO ` + harmless) // two steps away
+	_, err = owner.GrantAppRole(ctx, inheritor)
+	if !errors.Is(err, postgres.ErrUnsafeAppRole) || !strings.Contains(err.Error(), inheritor+" is a member of "+helper+", which may UPDATE on decisions") {
+		t.Errorf("GrantAppRole through a helper role = %v", err)
+	}
+	if got := privilegesOf(t, owner, inheritor); len(got["table requests"]) != 0 {
+		t.Errorf("the refused role was granted %v on requests", got["table requests"])
+	}
+	exec(`REVOKE ` + helper + ` FROM ` + harmless)
+	if _, err := owner.GrantAppRole(ctx, inheritor); err != nil {
+		t.Errorf("GrantAppRole once the helper's membership is revoked = %v", err)
+	}
+	assertAppRolePrivileges(t, owner, inheritor)
 
 	empty, err := postgres.Open(ctx, storetest.NewEmptyURL(t))
 	if err != nil {

@@ -98,6 +98,16 @@ class KeyReusedError(APIError):
     code = "key_reused"
 
 
+class PrunedError(APIError):
+    """The key named this intent's request, which settled and was pruned
+    under the server's retention policy; ``final_status`` says how it ended
+    (rejected, expired, cancelled, succeeded or failed). The key never runs
+    again: a new write needs a new key."""
+
+    code = "pruned"
+    final_status: str | None = None
+
+
 class UnauthorizedError(APIError):
     """No token, or one no agent holds."""
 
@@ -188,7 +198,7 @@ ERRORS: Mapping[str, type[APIError]] = {
     cls.code: cls
     for cls in (
         MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError,
-        KeyReusedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError,
+        KeyReusedError, PrunedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError,
         StaleCardError, NotApproverError, SelfApprovalError, AlreadyResolvedError,
         CallbackNotConfiguredError, NothingToRedriveError, UnavailableError, InternalError,
         MethodNotAllowedError, UnsupportedMediaTypeError,
@@ -227,7 +237,10 @@ def error_from(status: int, headers: Message, body: bytes) -> APIError:
         if status == 503:
             code = "unavailable"
     cls = ERRORS.get(code, APIError)
-    return cls(status, code, message, field, violations, request_id, retry_after(headers.get("Retry-After")))
+    error = cls(status, code, message, field, violations, request_id, retry_after(headers.get("Retry-After")))
+    if isinstance(error, PrunedError):
+        error.final_status = envelope.get("status")
+    return error
 
 
 def retry_after(value: str | None) -> float | None:

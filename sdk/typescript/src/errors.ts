@@ -95,6 +95,18 @@ export class KeyReusedError extends APIError {
   static override readonly code = "key_reused";
 }
 
+/**
+ * The key named this intent's request, which settled and was pruned under
+ * the server's retention policy; `finalStatus` says how it ended (rejected,
+ * expired, cancelled, succeeded or failed). The key never runs again: a new
+ * write needs a new key.
+ */
+export class PrunedError extends APIError {
+  override name = "PrunedError";
+  static override readonly code = "pruned";
+  finalStatus: string | undefined;
+}
+
 /** No token, or one no agent holds. */
 export class UnauthorizedError extends APIError {
   override name = "UnauthorizedError";
@@ -186,7 +198,7 @@ export const ERRORS: Readonly<Record<string, APIErrorClass>> = Object.freeze(
   Object.fromEntries(
     [
       MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError, KeyReusedError,
-      UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError, StaleCardError, NotApproverError,
+      PrunedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError, StaleCardError, NotApproverError,
       SelfApprovalError, AlreadyResolvedError, CallbackNotConfiguredError, NothingToRedriveError, UnavailableError,
       InternalError, MethodNotAllowedError, UnsupportedMediaTypeError,
     ].map((cls): [string, APIErrorClass] => [cls.code, cls]),
@@ -218,6 +230,7 @@ export function errorFrom(status: number, headers: Headers, body: string): APIEr
   let field: string | undefined;
   let errors: Violation[] = [];
   let requestId = headers.get("Request-Id") ?? undefined;
+  let finalStatus: string | undefined;
   try {
     const envelope = (JSON.parse(body) as { error: Record<string, unknown> }).error;
     if (typeof envelope.code !== "string") throw new TypeError("no code");
@@ -227,13 +240,16 @@ export function errorFrom(status: number, headers: Headers, body: string): APIEr
     const list = Array.isArray(envelope.errors) ? (envelope.errors as Record<string, unknown>[]) : [];
     errors = list.map((v) => ({ field: String(v.field ?? ""), message: String(v.message ?? "") }));
     if (typeof envelope.request_id === "string" && envelope.request_id) requestId = envelope.request_id;
+    if (typeof envelope.status === "string") finalStatus = envelope.status;
   } catch {
     // Not countersign's envelope: a proxy's page, say.
     message = `HTTP ${status}`;
     if (status === 503) code = "unavailable";
   }
   const cls = ERRORS[code] ?? APIError;
-  return new cls({ status, code, message, field, errors, requestId, retryAfter: parseRetryAfter(headers.get("Retry-After")) });
+  const error = new cls({ status, code, message, field, errors, requestId, retryAfter: parseRetryAfter(headers.get("Retry-After")) });
+  if (error instanceof PrunedError) error.finalStatus = finalStatus;
+  return error;
 }
 
 /** Reads Retry-After: delay seconds, or an HTTP date. */

@@ -22,6 +22,7 @@ export {
   NotApproverError,
   NotFoundError,
   NothingToRedriveError,
+  PrunedError,
   SelfApprovalError,
   SignatureError,
   StaleCardError,

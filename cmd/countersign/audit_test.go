@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/store"
+)
+
+func runAudit(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), append([]string{"audit"}, args...), envFrom(env), nil, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// audit verify exits 0 on an intact trail and 1 naming the first event
+// that does not match once the owner of the file edits one.
+func TestAuditVerify(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := map[string]string{"COUNTERSIGN_DATA_DIR": t.TempDir()}
+	if code, _, stderr := runAudit(t, env); code != 2 || !strings.Contains(stderr, "usage: countersign audit verify") {
+		t.Errorf("audit without verify: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runMigrate(t, env); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr)
+	}
+	cfg, err := LoadConfig(envFrom(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, path, err := openStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _, err := s.InsertRequest(ctx, store.NewRequest{Key: "wa_audit_cli", BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`),
+		Tool: "t", Snapshot: []byte(`{}`), PayloadHash: "sha256:p", RequestedBy: "agent", TTL: time.Hour})
+	if err == nil {
+		_, _, err = s.CancelRequest(ctx, req.ID, "agent:agent", nil)
+	}
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, stderr := runAudit(t, env, "verify")
+	if code != 0 || !strings.Contains(stdout, "audit intact: 2 events of 1 requests; last verified: event 2") || stderr != "" {
+		t.Fatalf("audit verify: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, stmt := range []string{`DROP TRIGGER events_no_update`, `UPDATE events SET actor = 'U0CEO' WHERE id = 2`} {
+		if _, err := raw.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	code, stdout, stderr = runAudit(t, env, "verify")
+	want := fmt.Sprintf("event 2 (request %s, number 2, cancelled by U0CEO", req.ID)
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "edited") || !strings.Contains(stdout, "last intact: event 1") {
+		t.Errorf("audit verify after an edit: exit %d, want 1 naming %q\nstdout: %s\nstderr: %s", code, want, stdout, stderr)
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
+)
+
+func TestRetentionWindows(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{
+		"90d": 90 * 24 * time.Hour, "1d": 24 * time.Hour, "36h": 36 * time.Hour, "1s": time.Second, "2h30m": 150 * time.Minute,
+	} {
+		if got, err := ParseWindow(in); err != nil || got != want {
+			t.Errorf("ParseWindow(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0d", "500ms", "0s", "-1h", "d", "90days", "1.5d", "ninety"} {
+		if got, err := ParseWindow(in); err == nil {
+			t.Errorf("ParseWindow(%q) = %v, want a refusal", in, got)
+		}
+	}
+}
+
+// config check prints a window as the file would write it.
+func TestRetentionWindowPrintsAsWritten(t *testing.T) {
+	t.Parallel()
+	for w, want := range map[Window]string{Window(90 * 24 * time.Hour): "requests: 90d\n", Window(36 * time.Hour): "requests: 36h0m0s\n",
+		Window(time.Second): "requests: 1s\n"} {
+		out, err := yaml.Marshal(RetentionConfig{Requests: w})
+		if err != nil || !strings.HasPrefix(string(out), want) {
+			t.Errorf("%v prints as %q, %v; want %q", time.Duration(w), out, err, want)
+		}
+		if d, err := ParseWindow(strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "requests:"))); err != nil || d != time.Duration(w) {
+			t.Errorf("%v printed does not read back: %v, %v", time.Duration(w), d, err)
+		}
+	}
+}
+
+func TestRetentionConfig(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "countersign.yml")
+	if err := os.WriteFile(path, []byte(validAgent+validTool+"retention:\n  requests: 90d\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s",
+		"COUNTERSIGN_DATA_DIR": t.TempDir()}))
+	if err != nil || cfg.Validate() != nil {
+		t.Fatalf("LoadConfig = %v, Validate = %v", err, cfg.Validate())
+	}
+	if r := cfg.File.Retention; time.Duration(r.Requests) != 90*24*time.Hour || r.Schedule != defaultRetentionSchedule {
+		t.Errorf("retention = %+v", r)
+	}
+
+	// Each problem names the line it is on (the agent and the tool take
+	// lines 2 to 9 of the file).
+	got := loadProblems(t, validAgent+validTool+"retention:\n  requests: 500ms\n  schedule: sometimes\n", nil)
+	want := []string{
+		`FILE: line 11, column 13: retention.requests: "500ms" is shorter than 1s`,
+		`FILE: line 12, column 3: retention.schedule "sometimes" is not a cron schedule (use a 5-field spec or @every 10m): expected exactly 5 fields, found 1: [sometimes]`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems = %q\nwant %q", got, want)
+	}
+	got = loadProblems(t, validAgent+validTool+"retention:\n  requests: [90d]\n  audit: 400d\n", nil)
+	want = []string{
+		`FILE: line 11, column 13: retention.requests: must be a window such as 90d, 36h or 30s`,
+		`FILE: line 12, column 3: retention.audit: unknown field`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems = %q\nwant %q", got, want)
+	}
+}
+
+// The sweep prunes what settled before its window and counts it.
+func TestRetentionSweepPrunesWhatTheWindowLetsGo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := drivertest.SQLite.Open(t, true)
+	req, _, err := b.InsertRequest(ctx, store.NewRequest{Key: "wa_sweep", BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`),
+		Tool: "t", Snapshot: []byte(`{}`), PayloadHash: "sha256:p", RequestedBy: "agent", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := b.CancelRequest(ctx, req.ID, "agent:agent", nil); err != nil || !ok {
+		t.Fatalf("cancel: %v, %v", ok, err)
+	}
+	pending, _, err := b.InsertRequest(ctx, store.NewRequest{Key: "wa_sweep_pending", BasisHash: "sha256:b", RunID: "r", Step: []byte(`2`),
+		Tool: "t", Snapshot: []byte(`{}`), PayloadHash: "sha256:p", RequestedBy: "agent", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := newRetentionSweep(b, time.Hour, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+
+	if n, err := sweep.runOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("a sweep within the window pruned %d, %v", n, err)
+	}
+	sweep.now = func() time.Time { return time.Now().Add(time.Hour + time.Minute) }
+	if n, err := sweep.runOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("a sweep past the window pruned %d, %v; want the cancelled request", n, err)
+	}
+	if got := testutil.ToFloat64(sweep.pruned); got != 1 {
+		t.Errorf("countersign_requests_pruned_total = %v", got)
+	}
+	if _, err := b.RequestByID(ctx, req.ID); err == nil {
+		t.Error("the cancelled request is still there")
+	}
+	if _, err := b.RequestByID(ctx, pending.ID); err != nil {
+		t.Errorf("the pending request: %v", err)
+	}
+}

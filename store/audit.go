@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// AuditEvent is an audit event as its chain holds it. Each request's events
+// form one chain: Seq counts them from 1, PrevHash is the hash of the event
+// before (empty for the first) and Hash is EventHash of the event. The
+// database computes them as the event is inserted, in its transaction.
+type AuditEvent struct {
+	ID        int64
+	RequestID string
+	Seq       int
+	At        time.Time
+	Actor     string
+	Kind      string
+	// Data is the event's data exactly as the database holds its text.
+	Data     string
+	PrevHash string
+	Hash     string
+}
+
+// EventHash is the hash that chains e to the event before it: the hex
+// SHA-256 of its previous hash, id, request id, sequence number, time (in
+// microseconds since the epoch), actor, kind and data, one per line.
+// PostgreSQL computes the same in its trigger (countersign_event_hash);
+// VerifyAudit holds both to it.
+func EventHash(e AuditEvent) string {
+	h := sha256.New()
+	for i, field := range []string{e.PrevHash, strconv.FormatInt(e.ID, 10), e.RequestID, strconv.Itoa(e.Seq),
+		strconv.FormatInt(e.At.UnixMicro(), 10), e.Actor, e.Kind, e.Data} {
+		if i > 0 {
+			h.Write([]byte{'\n'})
+		}
+		h.Write([]byte(field))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// AuditCursor is where a walk of the chains stands: after event Seq of
+// request RequestID, in (request id, seq) order.
+type AuditCursor struct {
+	RequestID string
+	Seq       int
+}
+
+// AuditReport is what VerifyAudit found.
+type AuditReport struct {
+	Events, Requests int
+	// Bad is the first event that does not match, and Problem says how;
+	// nil when every chain is intact.
+	Bad     *AuditEvent
+	Problem string
+	// Last is the last event verified intact before Bad (or of the walk).
+	Last AuditEvent
+}
+
+// auditPage is how many events VerifyAudit reads at a time.
+const auditPage = 1000
+
+// VerifyAudit walks every request's chain of audit events and reports the
+// first event that does not match: one whose hash is not its own (edited),
+// or whose sequence number or previous hash is not the one before it
+// (an event removed, inserted or moved before it).
+func (l *Ledger) VerifyAudit(ctx context.Context) (AuditReport, error) {
+	var (
+		r      AuditReport
+		after  AuditCursor
+		prev   AuditEvent
+		inside bool
+	)
+	for {
+		page, err := l.AuditChain(ctx, after, auditPage)
+		if err != nil {
+			return r, fmt.Errorf("reading the audit chain: %w", err)
+		}
+		for _, e := range page {
+			if !inside || e.RequestID != prev.RequestID {
+				prev, inside = AuditEvent{RequestID: e.RequestID}, true
+				r.Requests++
+			}
+			switch {
+			case e.Seq != prev.Seq+1 || e.PrevHash != prev.Hash:
+				r.Bad, r.Problem = &e, fmt.Sprintf("it is number %d of its request and chains to %.12s, where the event before it is number %d with hash %.12s: an event was removed, added or moved", e.Seq, e.PrevHash, prev.Seq, prev.Hash)
+			case EventHash(e) != e.Hash:
+				r.Bad, r.Problem = &e, "its hash does not match its contents: it was edited"
+			}
+			if r.Bad != nil {
+				return r, nil
+			}
+			r.Events++
+			r.Last, prev = e, e
+		}
+		if len(page) < auditPage {
+			return r, nil
+		}
+		last := page[len(page)-1]
+		after = AuditCursor{RequestID: last.RequestID, Seq: last.Seq}
+	}
+}
