@@ -52,11 +52,18 @@ type Agents []Agent
 // and all are compared, so timing reveals neither the token nor which agent,
 // or which of its tokens, matched.
 func (as Agents) Authenticate(authorization string) (approvals.Agent, bool) {
+	agent, _, ok := as.authenticate(authorization)
+	return agent, ok
+}
+
+// authenticate is Authenticate that also returns the token's sha256: on
+// success, the configured hash that matched.
+func (as Agents) authenticate(authorization string) (approvals.Agent, [32]byte, bool) {
 	// RFC 6750: the scheme is case-insensitive, then one or more spaces.
 	scheme, token, ok := strings.Cut(authorization, " ")
 	token = strings.TrimLeft(token, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return approvals.Agent{}, false
+		return approvals.Agent{}, [32]byte{}, false
 	}
 	sum := sha256.Sum256([]byte(token))
 	var agent approvals.Agent
@@ -68,7 +75,7 @@ func (as Agents) Authenticate(authorization string) (approvals.Agent, bool) {
 			}
 		}
 	}
-	return agent, found == 1
+	return agent, sum, found == 1
 }
 
 // hasCallback reports whether the agent called name has a callback configured.

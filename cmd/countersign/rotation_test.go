@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/countersign/countersign/bot/bottest"
 )
 
@@ -133,8 +135,10 @@ tools:
 }
 
 // An agent's old and new tokens both reach the API while both hashes are
-// configured; once the old hash is removed (and serve restarted), the old
-// token is refused and the new one still works.
+// configured, each counted under its hash's first 8 hex digits (so an
+// operator sees the old one fall out of use); once the old hash is removed
+// (and serve restarted), the old token is refused and the new one still
+// works.
 func TestAgentTokenOverlapThroughServe(t *testing.T) {
 	t.Parallel()
 	status := func(a *app, token string) int {
@@ -154,6 +158,13 @@ func TestAgentTokenOverlapThroughServe(t *testing.T) {
 	}
 	if code := status(overlap, "billing-older"); code != http.StatusUnauthorized {
 		t.Errorf("a token in no list: status %d, want 401", code)
+	}
+	status(overlap, "billing-new")
+	for token, want := range map[string]float64{"billing-old": 1, "billing-new": 2} {
+		uses := overlap.hookMetrics.TokenUses.WithLabelValues("billing-agent", tokenHashOf(token)[:8])
+		if got := testutil.ToFloat64(uses); got != want {
+			t.Errorf("countersign_agent_token_requests_total for %s = %v, want %v", token, got, want)
+		}
 	}
 
 	after := testApp(t, &Config{File: FileConfig{Agents: []AgentConfig{
