@@ -27,6 +27,15 @@ func (l *StringOrList) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// MarshalYAML writes a single value as a scalar and several as a list, as
+// the file had them (config check prints it so).
+func (l StringOrList) MarshalYAML() (any, error) {
+	if len(l) == 1 {
+		return l[0], nil
+	}
+	return []string(l), nil
+}
+
 // bytes returns each value's UTF-8 bytes, as the signer takes them.
 func (l StringOrList) bytes() [][]byte {
 	out := make([][]byte, len(l))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -223,5 +224,45 @@ func TestEnvironmentSecretsAreSplitAtCommasOnly(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems = %q, want %q", got, want)
+	}
+}
+
+// config check prints a rotation's lists as lists, every value redacted,
+// and says how many secrets each environment variable holds, not which.
+func TestConfigCheckShowsARotationRedacted(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+slack: {channel: C0APPROVALS}
+agents:
+  - name: billing-agent
+    token_sha256: [`+tokenHashOf("billing-old")+`, `+tokenHashOf("billing-new")+`]
+    callback: {url: "https://agent.internal/cb", secret: [cb-s3cret-old, cb-s3cret-new]}
+tools:
+  billing.credit:
+    approvers: [U024BE7LH]
+    dispatch: {url: "http://127.0.0.1:9/credits", secret: billing-s3cret}
+`)
+	env := envFrom(map[string]string{"COUNTERSIGN_DISPATCH_SECRET": "shared-s3cret-old,shared-s3cret-new",
+		"COUNTERSIGN_DATABASE_URL": "postgres://127.0.0.1:5432/countersign", "SLACK_BOT_TOKEN": "xoxb-1",
+		"SLACK_SIGNING_SECRET": "slack-s3cret"})
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"config", "check", path}, env, nil, &out, &errOut); code != 0 {
+		t.Fatalf("config check exited %d: %s", code, errOut.String())
+	}
+	printed := out.String()
+	if strings.Contains(printed, "s3cret") {
+		t.Errorf("config check printed a secret:\n%s", printed)
+	}
+	for _, want := range []string{
+		"COUNTERSIGN_DISPATCH_SECRET set (2 values)", "SLACK_SIGNING_SECRET set;",
+		"secret: '[redacted]'", // the tool's one
+		"- " + tokenHashOf("billing-old") + "\n", "- " + tokenHashOf("billing-new") + "\n",
+	} {
+		if !strings.Contains(printed, want) {
+			t.Errorf("config check did not print %q:\n%s", want, printed)
+		}
+	}
+	if n := strings.Count(printed, "- '[redacted]'"); n != 2 {
+		t.Errorf("config check printed %d redacted list values, want the callback's 2:\n%s", n, printed)
 	}
 }
