@@ -369,7 +369,7 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 
 	client := slack.New("xoxb-test", slack.OptionAPIURL(s.fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second}))
 	exec := executor.New(executor.Config{DB: store.NewLedger(db, store.Options{}), Logger: logger, Metrics: executor.NewMetrics(prometheus.NewRegistry())})
-	s.bot = bot.New(bot.Config{Slack: client, Review: s.svc, Cards: store.NewLedger(db, store.Options{}), Lookup: lookup.Service{DB: store.NewLedger(db, store.Options{})}, Groups: s.groups, SigningSecret: "surface-secret", Resolver: exec,
+	s.bot = bot.New(bot.Config{Slack: client, Review: s.svc, Cards: store.NewLedger(db, store.Options{}), Lookup: lookup.Service{DB: store.NewLedger(db, store.Options{})}, Groups: s.groups, SigningSecrets: []string{"surface-secret"}, Resolver: exec,
 		Logger: logger, PostInterval: -1, Metrics: bot.NewMetrics(s.metrics)})
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/interactions", s.bot.Interactions())

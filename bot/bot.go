@@ -31,9 +31,9 @@ type Config struct {
 	Cards          Cards
 	Lookup         Lookup
 	Groups         approvals.GroupResolver // nil: lookup_allowed may only list users and channels
-	SigningSecret  string
-	DefaultChannel string   // for tools without a channel
-	Resolver       Resolver // nil: needs-review buttons answer that resolution is not available
+	SigningSecrets []string                // a request verifies when it matches any (two while one is rotated); never logged
+	DefaultChannel string                  // for tools without a channel
+	Resolver       Resolver                // nil: needs-review buttons answer that resolution is not available
 	Logger         *slog.Logger
 	Metrics        *Metrics // nil: not exported
 	// PostInterval spaces posts to one channel; zero means DefaultPostInterval,
@@ -99,7 +99,7 @@ type Bot struct {
 	db       Cards
 	lookup   Lookup
 	groups   approvals.GroupResolver
-	secret   string
+	secrets  []string
 	channel  string
 	resolver Resolver
 	logger   *slog.Logger
@@ -126,7 +126,7 @@ type Bot struct {
 // New returns a Bot.
 func New(cfg Config) *Bot {
 	b := &Bot{
-		slack: cfg.Slack, db: cfg.Cards, review: cfg.Review, lookup: cfg.Lookup, groups: cfg.Groups, secret: cfg.SigningSecret,
+		slack: cfg.Slack, db: cfg.Cards, review: cfg.Review, lookup: cfg.Lookup, groups: cfg.Groups, secrets: cfg.SigningSecrets,
 		channel: cfg.DefaultChannel, resolver: cfg.Resolver, logger: cfg.Logger, metrics: cfg.Metrics,
 		interval: cfg.PostInterval, batch: cfg.Batch, lease: cfg.Lease, lookupAllowed: cfg.LookupAllowed,
 		next: make(map[string]time.Time), paused: make(map[string]time.Time),

@@ -49,7 +49,7 @@ func TestResolutionFollowsTheVotingRule(t *testing.T) {
 		// billing.quorum: UANA, UBEN, UCAT, UDAN and UOWN approve, two
 		// needed; UOWN owns billing-agent.
 		resolver.ex = executor.New(executor.Config{
-			DB: b.store, Secret: []byte("dispatch-secret"), Worker: "worker-a", BatchSize: 10, Concurrency: 2,
+			DB: b.store, Secrets: [][]byte{[]byte("dispatch-secret")}, Worker: "worker-a", BatchSize: 10, Concurrency: 2,
 			Tools: map[string]executor.Tool{"billing.quorum": {Method: http.MethodPost, URL: provider.URL + "/credits",
 				Timeout: 2 * time.Second, MaxAttempts: 5, ClaimTimeout: time.Minute, ApprovalTTL: 24 * time.Hour}},
 			Backoff: func(int) time.Duration { return 0 }, VerifyWindow: -1, Logger: slog.New(slog.DiscardHandler),

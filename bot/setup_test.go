@@ -57,6 +57,8 @@ type options struct {
 	logger        *slog.Logger
 	// driver, when set, is the database instead of PostgreSQL.
 	driver *drivertest.Driver
+	// signingSecrets are Slack's signing secrets; nil is secret alone.
+	signingSecrets []string
 }
 
 func setup(t testing.TB, opts *options) *bundle {
@@ -101,6 +103,10 @@ func setup(t testing.TB, opts *options) *bundle {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	groups := bot.NewGroups(client, time.Minute)
+	signingSecrets := opts.signingSecrets
+	if signingSecrets == nil {
+		signingSecrets = []string{secret}
+	}
 	review := approvalstest.New(t, approvals.Config{DB: ledger, Logger: logger, Groups: groups, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
@@ -113,7 +119,7 @@ func setup(t testing.TB, opts *options) *bundle {
 		"billing.strict": {Name: "billing.strict", Channel: billingChan, Approvers: []string{"UANA", "UBEN"}, RejectReason: approvals.ReasonRequired},
 	}, Owners: map[string][]string{"billing-agent": {"UOWN"}}})
 	b := bot.New(bot.Config{
-		Slack: client, Review: review, Cards: ledger, Lookup: lookup.Service{DB: ledger}, Groups: groups, SigningSecret: secret, Resolver: opts.resolver,
+		Slack: client, Review: review, Cards: ledger, Lookup: lookup.Service{DB: ledger}, Groups: groups, SigningSecrets: signingSecrets, Resolver: opts.resolver,
 		Logger: logger, PostInterval: -1, Lease: opts.lease, LookupAllowed: opts.lookupAllowed,
 	})
 	mux := http.NewServeMux()

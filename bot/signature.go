@@ -9,8 +9,8 @@ import (
 )
 
 // readSigned reads a request body of at most maxBodyBytes and checks Slack's
-// v0 signature over it (and the five-minute timestamp window) before anyone
-// parses it. On failure it has answered 401 or 413 and returns false. The
+// v0 signature over it (and the five-minute timestamp window), with any of
+// the signing secrets, before anyone parses it. On failure it has answered 401 or 413 and returns false. The
 // verifier's error is never logged or returned: it may carry the expected
 // signature.
 func (b *Bot) readSigned(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
@@ -28,11 +28,24 @@ func (b *Bot) readSigned(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 		}
 		return nil, false
 	}
-	if !verify(r.Header, body, b.secret) {
+	if !verifyAny(r.Header, body, b.secrets) {
 		writeError(w, http.StatusUnauthorized, "unauthorized", "the request signature is missing, invalid or expired")
 		return nil, false
 	}
 	return body, true
+}
+
+// verifyAny reports whether body carries a valid, fresh Slack signature made
+// with one of secrets. Every secret is tried, so the time taken does not
+// say which one matched.
+func verifyAny(header http.Header, body []byte, secrets []string) bool {
+	ok := false
+	for _, secret := range secrets {
+		if verify(header, body, secret) {
+			ok = true
+		}
+	}
+	return ok
 }
 
 // verify reports whether body carries a valid, fresh Slack signature.

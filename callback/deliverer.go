@@ -230,7 +230,7 @@ func (d *Deliverer) send(ctx context.Context, row store.Callback) (int, string) 
 	req.Header.Set(EventHeader, string(row.Event))
 	req.Header.Set(DeliveryHeader, row.DeliveryID)
 	// Signed last, over the headers it covers as they will be sent.
-	req.Header.Set(signature.Header, signature.Sign([][]byte{target.Secret}, time.Now(), signature.RequestOf(req), body))
+	req.Header.Set(signature.Header, signature.Sign(target.Secrets, time.Now(), signature.RequestOf(req), body))
 	start := time.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {

@@ -23,7 +23,7 @@ func dispatchTo(t *testing.T, secret []byte, at time.Time, method, url, key stri
 		t.Fatal(err)
 	}
 	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set(client.SignatureHeader, executor.Sign(secret, at, req, body))
+	req.Header.Set(client.SignatureHeader, executor.Sign([][]byte{secret}, at, req, body))
 	return req
 }
 

@@ -18,7 +18,7 @@ func TestTwoWorkersOnTheSameRow(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	other := executor.New(executor.Config{
-		DB: b.db.Store, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		DB: b.db.Store, Tools: map[string]executor.Tool{toolName: b.tool}, Secrets: [][]byte{[]byte(secret)},
 		Worker: "worker-b", Logger: slog.New(slog.DiscardHandler),
 	})
 	ctx := context.Background()

@@ -299,7 +299,7 @@ func (e *Executor) send(ctx context.Context, tool Tool, c store.Claim) Answer {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", c.Key)
 	req.Header.Set("Countersign-Request-Id", c.RequestID)
-	req.Header.Set(SignatureHeader, Sign(e.secretFor(tool), time.Now(), req, c.Snapshot))
+	req.Header.Set(SignatureHeader, Sign(e.secretsFor(tool), time.Now(), req, c.Snapshot))
 	resp, err := e.client.Do(req)
 	if err != nil {
 		return Answer{Err: err, Written: written.Load()}

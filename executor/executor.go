@@ -18,9 +18,11 @@ import (
 type Config struct {
 	DB    store.Store
 	Tools map[string]Tool
-	// Secret signs every dispatch of a tool without a Secret of its own
-	// (COUNTERSIGN_DISPATCH_SECRET).
-	Secret []byte
+	// Secrets sign every dispatch of a tool without Secrets of its own
+	// (COUNTERSIGN_DISPATCH_SECRET): each one adds a v1 and a v2 to the
+	// header, so while a secret is rotated a provider holding either the
+	// old or the new one verifies.
+	Secrets [][]byte
 	// Worker names this process in claimed_by; default host-pid-random.
 	Worker string
 	// BatchSize bounds one claim statement (default 200).
@@ -65,7 +67,7 @@ type Executor struct {
 	db       store.Store
 	tools    map[string]Tool
 	timeouts map[string]time.Duration
-	secret   []byte
+	secrets  [][]byte
 	worker   string
 	batch    int
 	conc     int
@@ -93,7 +95,7 @@ func New(cfg Config) *Executor {
 		db:       cfg.DB,
 		tools:    make(map[string]Tool, len(cfg.Tools)),
 		timeouts: make(map[string]time.Duration, len(cfg.Tools)),
-		secret:   cfg.Secret,
+		secrets:  cfg.Secrets,
 		worker:   cfg.Worker,
 		batch:    cfg.BatchSize,
 		conc:     cfg.Concurrency,
@@ -162,12 +164,12 @@ func New(cfg Config) *Executor {
 	return e
 }
 
-// secretFor is the secret that signs tool's dispatches.
-func (e *Executor) secretFor(tool Tool) []byte {
-	if len(tool.Secret) > 0 {
-		return tool.Secret
+// secretsFor are the secrets that sign tool's dispatches.
+func (e *Executor) secretsFor(tool Tool) [][]byte {
+	if len(tool.Secrets) > 0 {
+		return tool.Secrets
 	}
-	return e.secret
+	return e.secrets
 }
 
 // Worker is the name this executor claims under.

@@ -19,7 +19,7 @@ import (
 func (b *bundle) later(t *testing.T, ahead time.Duration) *executor.Executor {
 	t.Helper()
 	return executor.New(executor.Config{
-		DB: b.db.Store, Tools: map[string]executor.Tool{toolName: b.tool}, Secret: []byte(secret),
+		DB: b.db.Store, Tools: map[string]executor.Tool{toolName: b.tool}, Secrets: [][]byte{[]byte(secret)},
 		Worker: "reconciler", Backoff: func(int) time.Duration { return 0 }, VerifyWindow: -1,
 		Now: func() time.Time { return time.Now().Add(ahead) },
 	})

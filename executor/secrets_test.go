@@ -70,13 +70,13 @@ func TestNoSurfaceShowsASecretFromAFailedCallsURL(t *testing.T) {
 	}
 	review := approvalstest.New(t, approvals.Config{DB: ledger, Tools: reviewTools, Logger: logger})
 	exec := executor.New(executor.Config{
-		DB: ledger, Tools: tools, Secret: []byte(secret), Worker: "worker-a", BatchSize: 50, Concurrency: 4,
+		DB: ledger, Tools: tools, Secrets: [][]byte{[]byte(secret)}, Worker: "worker-a", BatchSize: 50, Concurrency: 4,
 		Backoff: func(int) time.Duration { return 0 }, VerifyWindow: -1, Logger: logger,
 	})
 	fake := bottest.New(t)
 	slackBot := bot.New(bot.Config{
 		Slack:  slack.New("xoxb-test", slack.OptionAPIURL(fake.URL()+"/"), slack.OptionHTTPClient(&http.Client{Timeout: 5 * time.Second})),
-		Review: review, Cards: ledger, Lookup: lookup.Service{DB: ledger}, SigningSecret: "signing-secret",
+		Review: review, Cards: ledger, Lookup: lookup.Service{DB: ledger}, SigningSecrets: []string{"signing-secret"},
 		Resolver: exec, Logger: logger, PostInterval: -1,
 	})
 	t.Cleanup(slackBot.Wait)
@@ -84,7 +84,7 @@ func TestNoSurfaceShowsASecretFromAFailedCallsURL(t *testing.T) {
 		DB: ledger, Render: func(ctx context.Context, cb store.Callback) ([]byte, error) {
 			return hook.CallbackBody(ctx, review, cb)
 		}, Timeout: 2 * time.Second, RetryBase: time.Minute, Batch: 50, Logger: logger,
-		Targets: map[string]callback.Target{"agent": {URL: withSecret("/hooks/countersign"), Secret: []byte("callback-secret")}},
+		Targets: map[string]callback.Target{"agent": {URL: withSecret("/hooks/countersign"), Secrets: [][]byte{[]byte("callback-secret")}}},
 	})
 
 	reqs := map[string]store.Request{}

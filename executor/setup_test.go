@@ -86,7 +86,7 @@ func setup(t *testing.T, opts *options) *bundle {
 		Now:    opts.reviewNow,
 	})
 	cfg := executor.Config{
-		DB: b.db.Store, Tools: map[string]executor.Tool{name: b.tool}, Secret: []byte(secret),
+		DB: b.db.Store, Tools: map[string]executor.Tool{name: b.tool}, Secrets: [][]byte{[]byte(secret)},
 		Worker: "worker-a", BatchSize: 50, Concurrency: 16,
 		Backoff:      func(int) time.Duration { return 0 },
 		VerifyWindow: -1,

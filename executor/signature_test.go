@@ -82,7 +82,7 @@ func TestDispatchSignsWithTheToolsOwnSecret(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
 		t.Parallel()
 		const own = "billing-credit-only-secret"
-		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.Secret = []byte(own) }})
+		b := setup(t, &options{driver: d, tool: func(tool *executor.Tool) { tool.Secrets = [][]byte{[]byte(own)} }})
 		b.provider.Secret = []byte(own)
 		req := b.approve(t)
 		b.dispatch(t)

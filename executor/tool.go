@@ -13,10 +13,10 @@ type Tool struct {
 	URL     string
 	Headers map[string]string // already expanded from ${VAR}; never logged
 	Timeout time.Duration     // per HTTP call
-	// Secret signs this tool's dispatches instead of Config.Secret, so a
-	// dispatch captured at one provider does not verify at another; never
-	// logged.
-	Secret []byte
+	// Secrets sign this tool's dispatches instead of Config.Secrets, so a
+	// dispatch captured at one provider does not verify at another; several
+	// while one is rotated. Never logged.
+	Secrets [][]byte
 	// KeyAware says the provider honours Idempotency-Key, so a resend under
 	// the same key is safe when the outcome is unknown.
 	KeyAware bool

@@ -6,6 +6,10 @@ import "github.com/prometheus/client_golang/prometheus"
 type Metrics struct {
 	Intake       *prometheus.CounterVec   // by outcome: created, replayed, key_reused, pruned, unknown_tool, invalid, unavailable, unauthorized
 	HTTPDuration *prometheus.HistogramVec // by route and status code
+	// TokenUses counts authenticated requests by agent and token (the
+	// first 8 hex digits of the token_sha256 that matched), so a rotation
+	// can see an old token fall out of use before its hash is removed.
+	TokenUses *prometheus.CounterVec
 }
 
 // NewMetrics registers the hook's metrics with reg.
@@ -18,7 +22,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "countersign_http_request_duration_seconds", Help: "Hook requests, by route and status.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 60},
 		}, []string{"route", "code"}),
+		TokenUses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "countersign_agent_token_requests_total",
+			Help: "Authenticated agent API requests, by agent and by the first 8 hex digits of the token_sha256 that matched.",
+		}, []string{"agent", "token_sha256"}),
 	}
-	reg.MustRegister(m.Intake, m.HTTPDuration)
+	reg.MustRegister(m.Intake, m.HTTPDuration, m.TokenUses)
 	return m
 }

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -86,7 +87,7 @@ func (h *Handler) authenticated(name string, fn func(w http.ResponseWriter, r *h
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		authorization := r.Header.Get("Authorization")
-		agent, ok := h.agents.Authenticate(authorization)
+		agent, tokenHash, ok := h.agents.authenticate(authorization)
 		var status int
 		if !ok {
 			if name == "create" {
@@ -94,6 +95,9 @@ func (h *Handler) authenticated(name string, fn func(w http.ResponseWriter, r *h
 			}
 			status = refuseUnauthorized(w, r, authorization)
 		} else {
+			// The hash's first 8 hex digits: enough to find it in the
+			// agent's token_sha256 list.
+			h.metrics.TokenUses.WithLabelValues(agent.Name, hex.EncodeToString(tokenHash[:4])).Inc()
 			status = fn(w, r, agent)
 		}
 		h.metrics.HTTPDuration.WithLabelValues(name, strconv.Itoa(status)).Observe(time.Since(start).Seconds())

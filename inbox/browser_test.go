@@ -84,7 +84,7 @@ func runExecutor(t *testing.T, b *bundle) *providertest.Provider {
 	srv := providertest.Start(t, provider)
 	logger := slog.New(slog.DiscardHandler)
 	ex := executor.New(executor.Config{
-		DB: b.store, Secret: []byte(secret), Logger: logger,
+		DB: b.store, Secrets: [][]byte{[]byte(secret)}, Logger: logger,
 		Tools: map[string]executor.Tool{toolName: {
 			Name: toolName, Method: "POST", URL: srv.URL + "/credits", Timeout: 2 * time.Second,
 			KeyAware: true, Verify: &executor.Endpoint{URL: srv.URL + "/objects?key={key}"},

@@ -63,7 +63,7 @@ func (a *app) addBot(client *slack.Client, groups approvals.GroupResolver, ex *e
 		Lookup:         lookup.Service{DB: a.db},
 		Groups:         groups,
 		Resolver:       ex,
-		SigningSecret:  a.cfg.SlackSigningSecret,
+		SigningSecrets: a.cfg.SlackSigningSecrets(),
 		DefaultChannel: a.cfg.File.Slack.Channel,
 		LookupAllowed:  a.cfg.File.Slack.LookupAllowed,
 		Logger:         logger,

@@ -34,7 +34,7 @@ func testApp(t *testing.T, cfg *Config, logger *slog.Logger) *app {
 	cfg.InboxSetting = "off"
 	cfg.InboxReviewer = defaultInboxReviewer
 	if cfg.File.Agents == nil {
-		cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: hex.EncodeToString(sum[:])}}
+		cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: StringOrList{hex.EncodeToString(sum[:])}}}
 	}
 	if cfg.File.Tools == nil {
 		cfg.File.Tools = map[string]ToolConfig{"billing.credit": {

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 )
 
-const callbackTokenHash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+// tokenHashOf is the token_sha256 of token.
+func tokenHashOf(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
 
 // agents[].callback is checked at start, every problem at once, and its
 // secret (from the environment) never appears in what Validate says.
@@ -14,11 +20,11 @@ func TestValidateCallbacks(t *testing.T) {
 	const secret = "cb-secret-from-the-environment"
 	path := writeConfig(t, `
 agents:
-  - {name: good, token_sha256: `+callbackTokenHash+`, callback: {url: "https://agent.internal/hooks", secret: "${CB_SECRET}"}}
-  - {name: relative, token_sha256: `+callbackTokenHash+`, callback: {url: "/hooks", secret: "${CB_SECRET}"}}
-  - {name: ftp, token_sha256: `+callbackTokenHash+`, callback: {url: "ftp://agent.internal/", secret: "${CB_SECRET}"}}
-  - {name: nosecret, token_sha256: `+callbackTokenHash+`, callback: {url: "http://127.0.0.1:9000/cb"}}
-  - {name: plain, token_sha256: `+callbackTokenHash+`}
+  - {name: good, token_sha256: `+tokenHashOf("good")+`, callback: {url: "https://agent.internal/hooks", secret: "${CB_SECRET}"}}
+  - {name: relative, token_sha256: `+tokenHashOf("relative")+`, callback: {url: "/hooks", secret: "${CB_SECRET}"}}
+  - {name: ftp, token_sha256: `+tokenHashOf("ftp")+`, callback: {url: "ftp://agent.internal/", secret: "${CB_SECRET}"}}
+  - {name: nosecret, token_sha256: `+tokenHashOf("nosecret")+`, callback: {url: "http://127.0.0.1:9000/cb"}}
+  - {name: plain, token_sha256: `+tokenHashOf("plain")+`}
 tools:
   t: {approvers: [U1], dispatch: {url: "http://billing.internal/credits"}}
 callbacks: {timeout: 5s, retry_base: 1s}
@@ -48,7 +54,7 @@ callbacks: {timeout: 5s, retry_base: 1s}
 		t.Errorf("Validate names the secret")
 	}
 	targets := cfg.CallbackTargets()
-	if len(targets) != 4 || string(targets["good"].Secret) != secret || targets["good"].URL != "https://agent.internal/hooks" {
+	if len(targets) != 4 || len(targets["good"].Secrets) != 1 || string(targets["good"].Secrets[0]) != secret || targets["good"].URL != "https://agent.internal/hooks" {
 		t.Errorf("targets = %d, good = %q", len(targets), targets["good"].URL)
 	}
 	for _, a := range cfg.AgentList() {

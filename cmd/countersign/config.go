@@ -34,7 +34,9 @@ type Config struct {
 	SlackAPIURL        string
 	// SlackCheck is COUNTERSIGN_SLACK_CHECK: what start does when Slack
 	// refuses the bot token ("fail", the default, or "warn").
-	SlackCheck     string
+	SlackCheck string
+	// DispatchSecret and SlackSigningSecret are the environment's values,
+	// comma-separated secrets (DispatchSecrets, SlackSigningSecrets).
 	DispatchSecret string
 	// DataDir holds the embedded store and the local agent token; set
 	// when either is needed.
@@ -89,10 +91,11 @@ type CallbacksConfig struct {
 }
 
 // CallbackConfig is where an agent's callbacks go: an absolute http or
-// https URL, and the secret that signs them (it may be ${VAR}).
+// https URL, and the secret that signs them (it may be ${VAR}), or a list
+// of them while one is rotated: each one signs.
 type CallbackConfig struct {
-	URL    string `yaml:"url"`
-	Secret string `yaml:"secret"`
+	URL    string       `yaml:"url"`
+	Secret StringOrList `yaml:"secret"`
 }
 
 // SlackConfig is where cards go and who may look requests up.
@@ -114,12 +117,13 @@ type ExecutorConfig struct {
 	ReminderSchedule string `yaml:"reminder_schedule"`
 }
 
-// AgentConfig names an agent and the sha256 hex of its bearer token. An
+// AgentConfig names an agent and the sha256 hex of its bearer token, or a
+// list of them while a token is rotated: any one identifies the agent. An
 // admin agent reads and cancels every agent's requests.
 type AgentConfig struct {
-	Name        string `yaml:"name"`
-	TokenSHA256 string `yaml:"token_sha256"`
-	Admin       bool   `yaml:"admin"`
+	Name        string       `yaml:"name"`
+	TokenSHA256 StringOrList `yaml:"token_sha256"`
+	Admin       bool         `yaml:"admin"`
 	// Owners are the people (Slack user or user-group ids) who own the
 	// agent: they may not approve its requests.
 	Owners []string `yaml:"owners"`
@@ -170,8 +174,9 @@ type DispatchConfig struct {
 	Timeout time.Duration     `yaml:"timeout"`
 	Headers map[string]string `yaml:"headers"`
 	// Secret signs this tool's dispatches instead of
-	// COUNTERSIGN_DISPATCH_SECRET (it may be ${VAR}); never logged.
-	Secret string `yaml:"secret"`
+	// COUNTERSIGN_DISPATCH_SECRET (it may be ${VAR}), or a list of them
+	// while one is rotated: each one signs. Never logged.
+	Secret StringOrList `yaml:"secret"`
 }
 
 // EndpointConfig is a URL the executor reads; {key} is replaced by the key.
@@ -357,6 +362,7 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.InboxReviewer, localApproverPrefix) {
 		add("COUNTERSIGN_INBOX_REVIEWER %q must start with %q, so it never passes for a Slack user", c.InboxReviewer, localApproverPrefix)
 	}
+	errs = append(errs, c.validateSecretLists()...)
 	if unsigned := c.toolsWithoutASecret(); c.DispatchSecret == "" && len(unsigned) > 0 {
 		add("COUNTERSIGN_DISPATCH_SECRET is not set, and %s no dispatch.secret of its own: providers use it to check that a call came through countersign",
 			unsigned)
@@ -408,7 +414,7 @@ func (c *Config) Validate() error {
 func (c *Config) toolsWithoutASecret() string {
 	var names []string
 	for name, t := range c.File.Tools {
-		if t.Dispatch.Secret == "" {
+		if len(t.Dispatch.Secret) == 0 {
 			names = append(names, "tools."+name)
 		}
 	}
@@ -460,7 +466,7 @@ func (a AgentConfig) Validate() error {
 	if a.Name == "" {
 		errs = append(errs, errors.New("name is required"))
 	}
-	if _, err := hook.ParseAgent(a.Name, a.TokenSHA256); err != nil {
+	if _, err := hook.ParseAgent(a.Name, a.TokenSHA256...); err != nil {
 		errs = append(errs, err)
 	}
 	for _, id := range a.Owners {
@@ -478,7 +484,7 @@ func (a AgentConfig) Validate() error {
 
 // target is the callback as package callback takes it.
 func (c *CallbackConfig) target() callback.Target {
-	return callback.Target{URL: c.URL, Secret: []byte(c.Secret)}
+	return callback.Target{URL: c.URL, Secrets: c.Secret.bytes()}
 }
 
 // CallbackTargets returns the agents' callbacks by agent name; Validate has
@@ -513,6 +519,9 @@ func (t ToolConfig) Validate(name string, needsChannel bool) error {
 	}
 	if !validHTTPURL(t.Dispatch.URL) {
 		add("dispatch.url must be an http or https URL")
+	}
+	if empty := t.Dispatch.Secret.emptyValue(); empty != "" {
+		add("dispatch.secret %s: give each secret a value, or leave dispatch.secret out to sign with COUNTERSIGN_DISPATCH_SECRET", empty)
 	}
 	switch t.Dispatch.Method {
 	case "POST", "PUT", "PATCH", "DELETE":
@@ -648,7 +657,7 @@ func (c *Config) NudgesConfigured() bool {
 func (c *Config) AgentList() hook.Agents {
 	var agents hook.Agents
 	for _, a := range c.File.Agents {
-		if agent, err := hook.ParseAgent(a.Name, a.TokenSHA256); err == nil {
+		if agent, err := hook.ParseAgent(a.Name, a.TokenSHA256...); err == nil {
 			agent.Callback = a.Callback != nil
 			agent.Admin = a.Admin
 			agents = append(agents, agent)

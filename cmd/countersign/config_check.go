@@ -155,6 +155,13 @@ func describeEnvironment(c *Config) string {
 		}
 		return "set"
 	}
+	// A rotation shows as several values, still without them.
+	secrets := func(v string) string {
+		if n := len(splitSecrets(v)); n > 1 {
+			return fmt.Sprintf("set (%d values)", n)
+		}
+		return set(v)
+	}
 	admin := c.AdminListen
 	if admin == "" {
 		admin = "unset"
@@ -163,9 +170,9 @@ func describeEnvironment(c *Config) string {
 		store,
 		"listen " + c.Listen,
 		"admin listen " + admin,
-		"COUNTERSIGN_DISPATCH_SECRET " + set(c.DispatchSecret),
+		"COUNTERSIGN_DISPATCH_SECRET " + secrets(c.DispatchSecret),
 		"SLACK_BOT_TOKEN " + set(c.SlackBotToken),
-		"SLACK_SIGNING_SECRET " + set(c.SlackSigningSecret),
+		"SLACK_SIGNING_SECRET " + secrets(c.SlackSigningSecret),
 		"SLACK_APP_TOKEN " + set(c.SlackAppToken),
 	}, "; ")
 }

@@ -69,7 +69,7 @@ tools:
 	if got := cfg.File.Tools["t"].Dispatch.Headers["Authorization"]; got != "Bearer x\"\n  evil: [" {
 		t.Errorf("header = %q", got)
 	}
-	if cfg.File.Agents[0].TokenSHA256 != strings.Repeat("ab", 32) {
+	if got := cfg.File.Agents[0].TokenSHA256; len(got) != 1 || got[0] != strings.Repeat("ab", 32) {
 		t.Errorf("token hash = %q", cfg.File.Agents[0].TokenSHA256)
 	}
 }

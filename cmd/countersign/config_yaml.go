@@ -78,6 +78,8 @@ func checkYAML(n *yaml.Node, t reflect.Type, path string) []error {
 			return problem("%q is not a duration; write it like 30s, 10m or 2h", n.Value)
 		}
 		return nil
+	case t == stringOrListType:
+		return checkStringOrListYAML(n, path)
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			return problem("must be a mapping of %s", strings.Join(yamlFields(t), ", "))

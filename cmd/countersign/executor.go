@@ -17,8 +17,8 @@ func (c *Config) executorTools() map[string]executor.Tool {
 			Timeout: t.Dispatch.Timeout, KeyAware: t.KeyAware, VerifyAfter: t.VerifyAfter, MaxAttempts: t.MaxAttempts,
 			ClaimTimeout: t.ClaimTimeout, ApprovalTTL: t.ApprovalTTL, RequestTTL: t.RequestTTL,
 		}
-		if t.Dispatch.Secret != "" {
-			et.Secret = []byte(t.Dispatch.Secret)
+		if len(t.Dispatch.Secret) > 0 {
+			et.Secrets = t.Dispatch.Secret.bytes()
 		}
 		if t.Verify != nil {
 			et.Verify = &executor.Endpoint{URL: t.Verify.URL, Headers: t.Verify.Headers}
@@ -42,7 +42,7 @@ func (a *app) addExecutor() (*executor.Executor, error) {
 	ex := executor.New(executor.Config{
 		DB:      a.db,
 		Tools:   a.cfg.executorTools(),
-		Secret:  []byte(a.cfg.DispatchSecret),
+		Secrets: a.cfg.DispatchSecrets(),
 		Logger:  logger,
 		Metrics: executor.NewMetrics(a.registry),
 		Wake:    wake,

@@ -134,11 +134,11 @@ tools:
 		t.Fatal(err)
 	}
 	tools := cfg.executorTools()
-	if got := string(tools["billing.credit"].Secret); got != "billing-only-s3cret" {
+	if got := tools["billing.credit"].Secrets; len(got) != 1 || string(got[0]) != "billing-only-s3cret" {
 		t.Errorf("billing.credit signs with %q, want its own secret", got)
 	}
-	if tools["crm.note"].Secret != nil {
-		t.Errorf("crm.note has a secret of its own: %q", tools["crm.note"].Secret)
+	if tools["crm.note"].Secrets != nil {
+		t.Errorf("crm.note has a secret of its own: %q", tools["crm.note"].Secrets)
 	}
 
 	// Without the shared secret, the tool that would sign with it is named.

@@ -96,7 +96,7 @@ func randomString(n int) string {
 func (c *Config) withLocal(base, token string) *Config {
 	d := *c
 	sum := sha256.Sum256([]byte(token))
-	d.File.Agents = []AgentConfig{{Name: localAgent, TokenSHA256: hex.EncodeToString(sum[:])}}
+	d.File.Agents = []AgentConfig{{Name: localAgent, TokenSHA256: StringOrList{hex.EncodeToString(sum[:])}}}
 	d.File.Tools = map[string]ToolConfig{localTool: {
 		Approvers:   []string{c.InboxReviewer},
 		Dispatch:    DispatchConfig{Method: "POST", URL: base + sandboxPath + "/refunds", Timeout: 5 * time.Second},

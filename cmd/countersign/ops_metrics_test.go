@@ -72,8 +72,8 @@ func TestDashboardAndAlertsReadLiveMetrics(t *testing.T) {
 	fake := bottest.New(t)
 	sum := sha256.Sum256([]byte(smokeToken))
 	cfg := &Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}
-	cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: hex.EncodeToString(sum[:]),
-		Callback: &CallbackConfig{URL: agentEndpoint.URL + "/callbacks", Secret: "callback-secret"}}}
+	cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: StringOrList{hex.EncodeToString(sum[:])},
+		Callback: &CallbackConfig{URL: agentEndpoint.URL + "/callbacks", Secret: StringOrList{"callback-secret"}}}}
 	cfg.File.Tools = map[string]ToolConfig{"billing.credit": {
 		Channel: "C0BILLING", Approvers: []string{"UANA"}, KeyAware: true,
 		Dispatch: DispatchConfig{Method: "POST", URL: provider.URL + "/credits", Timeout: 5 * time.Second},

@@ -228,7 +228,7 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	}
 	if cfg.Local() {
 		provider := sandbox.New()
-		provider.Secret = []byte(cfg.DispatchSecret) // it counts writes that did not come through the gate
+		provider.Secret = cfg.DispatchSecrets()[0] // it counts writes that did not come through the gate
 		a.mux.Handle(sandboxPath+"/", http.StripPrefix(sandboxPath, provider))
 	}
 

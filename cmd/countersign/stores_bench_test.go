@@ -108,7 +108,7 @@ func benchDispatch(b *testing.B, db store.Store) {
 	provider := httptest.NewServer(sandbox.Noop())
 	defer provider.Close()
 	ex := executor.New(executor.Config{
-		DB: db, Secret: []byte("bench"), Logger: slog.New(slog.DiscardHandler), Metrics: executor.NewMetrics(nil),
+		DB: db, Secrets: [][]byte{[]byte("bench")}, Logger: slog.New(slog.DiscardHandler), Metrics: executor.NewMetrics(nil),
 		Tools: map[string]executor.Tool{benchTool: {Name: benchTool, Method: "POST", URL: provider.URL, Timeout: 10 * time.Second,
 			KeyAware: true, MaxAttempts: 5, ClaimTimeout: time.Minute, ApprovalTTL: time.Hour}},
 	})

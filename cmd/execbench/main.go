@@ -168,7 +168,7 @@ func measure(ctx context.Context, o options) (result, error) {
 			URL: "http://" + ln.Addr().String() + "/", Timeout: 10 * time.Second, KeyAware: true,
 			MaxAttempts: 5, ClaimTimeout: time.Minute, ApprovalTTL: 24 * time.Hour,
 		}},
-		Secret: []byte("bench"), BatchSize: o.batch, Concurrency: o.conc, Lanes: o.lanes,
+		Secrets: [][]byte{[]byte("bench")}, BatchSize: o.batch, Concurrency: o.conc, Lanes: o.lanes,
 		Metrics: metrics,
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		OnSend: func(c store.Claim, at time.Time) {
