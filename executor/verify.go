@@ -5,10 +5,15 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
+
+// maxInlineSettle is the longest settle time verify waits out in place;
+// a longer one leaves the row to a later lease.
+const maxInlineSettle = 2 * time.Second
 
 // verify decides what an unknown execution becomes. ok is false when it
 // stays unknown until the next lease (the provider could not say yet).
@@ -21,6 +26,21 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 	}
 	switch {
 	case tool.Verify != nil:
+		// A key-unaware tool's first attempt may still land until its
+		// settle time has passed since the outcome became unknown (an
+		// expired claim's unknown is leased at once): a 404 read before
+		// then proves nothing, so it is not asked yet.
+		if settling := tool.VerifyAfter - u.DBNow.Sub(u.UpdatedAt); settling > 0 {
+			if settling > maxInlineSettle {
+				log.Info("the outcome is still settling; verifying later", slog.Duration("settling", settling))
+				return t, false
+			}
+			select { // a short wait is cheaper than another lease
+			case <-time.After(settling):
+			case <-ctx.Done():
+				return t, false
+			}
+		}
 		status, body, err := e.get(ctx, tool, tool.Verify, u.Key, u.RequestID)
 		switch {
 		case err == nil && status == http.StatusOK:
@@ -31,12 +51,6 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 			log.Info("verified: the provider has the write")
 			return t, true
 		case err == nil && status == http.StatusNotFound:
-			if settling := tool.VerifyAfter - u.DBNow.Sub(u.UpdatedAt); settling > 0 {
-				// Inside the settle time a 404 proves nothing: the first
-				// attempt may still land. Never resend on it.
-				log.Info("verify answered 404 inside the settle time; asking again later", slog.Duration("settling", settling))
-				return t, false
-			}
 			log.Info("verified: the provider does not have the write")
 			return e.notDone(t, u, "verified"), true
 		}
