@@ -78,7 +78,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	tool, known := s.Tools[req.Tool]
+	tool, known := s.CurrentTools()[req.Tool]
 	if !known {
 		s.refuse(ctx, req, d.DecidedBy, "decision_refused", "tool_not_configured", d.attrs())
 		return Outcome{}, ErrNotAllowed
@@ -163,7 +163,7 @@ func (s *Service) Approvers(req store.Request) []string {
 	if req.Policy.Approvers != nil {
 		return req.Policy.Approvers
 	}
-	return s.Tools[req.Tool].Approvers
+	return s.CurrentTools()[req.Tool].Approvers
 }
 
 // MayVote is the one eligibility rule for a vote: user must be one of the
@@ -181,7 +181,7 @@ func (s *Service) MayVote(ctx context.Context, req store.Request, user string, v
 		if req.RequestedFor != "" && samePerson(req.RequestedFor, user) {
 			return ErrSelfApproval
 		}
-		owner, err := s.isAmong(ctx, s.Owners[req.RequestedBy], user)
+		owner, err := s.isAmong(ctx, s.currentOwners()[req.RequestedBy], user)
 		if err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ func (s *Service) List(ctx context.Context, agent Agent, p store.ListRequestsPar
 	default:
 		return nil, invalidParameter("status", "status must be one of pending, approved, rejected, expired and cancelled")
 	}
-	if _, ok := s.Tools[p.Tool]; p.Tool != "" && !ok {
+	if _, ok := s.CurrentTools()[p.Tool]; p.Tool != "" && !ok {
 		return nil, invalidParameter("tool", "tool %q is not configured", p.Tool)
 	}
 	if len(p.RunID) > 256 || strings.IndexByte(p.RunID, 0) >= 0 || !utf8.ValidString(p.RunID) {

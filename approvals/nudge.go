@@ -21,14 +21,14 @@ const nudgeBatch = 100
 // replicas sweeping (a unique index); the bot delivers it. It returns how
 // many it queued.
 func (s *Service) NudgeOnce(ctx context.Context) (int, error) {
-	names := make([]string, 0, len(s.Tools))
-	for name := range s.Tools {
+	names := make([]string, 0, len(s.CurrentTools()))
+	for name := range s.CurrentTools() {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	total := 0
 	for _, name := range names {
-		tool := s.Tools[name]
+		tool := s.CurrentTools()[name]
 		for _, kind := range []store.NudgeKind{store.NudgeReminder, store.NudgeEscalation} {
 			n, err := s.nudgeTool(ctx, tool, kind)
 			total += n
@@ -107,7 +107,7 @@ func (s *Service) nudgeFor(tool Tool, kind store.NudgeKind, after time.Duration,
 // as one of its tool's escalate_to (directly or through a user group): with
 // escalate_adds_approvers, from the moment the round's escalation is queued.
 func (s *Service) escalatedApprover(ctx context.Context, req store.Request, user string) (bool, error) {
-	tool := s.Tools[req.Tool]
+	tool := s.CurrentTools()[req.Tool]
 	if !tool.EscalateAddsApprovers || user == "" {
 		return false, nil
 	}

@@ -52,8 +52,8 @@ func (c *pendingCollector) Collect(ch chan<- prometheus.Metric) {
 		count int
 		age   float64
 	}
-	byTool := make(map[string]figures, len(c.svc.Tools))
-	for name := range c.svc.Tools {
+	byTool := make(map[string]figures, len(c.svc.CurrentTools()))
+	for name := range c.svc.CurrentTools() {
 		byTool[name] = figures{}
 	}
 	for _, p := range counts {

@@ -77,11 +77,14 @@ type Service struct {
 	Owners map[string][]string
 	// Metrics, when set, counts votes.
 	Metrics *Metrics
+
+	// reloaded, once set by Reconfigure, replaces Tools and Owners.
+	reloaded reloaded
 }
 
 // Tool returns the configuration of the tool named name.
 func (s *Service) Tool(name string) (Tool, bool) {
-	t, ok := s.Tools[name]
+	t, ok := s.CurrentTools()[name]
 	return t, ok
 }
 
@@ -100,7 +103,7 @@ func (s *Service) now() *time.Time {
 // nothing is stored. A requested_for that is not a user id is an
 // *InputError (invalid_request).
 func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req store.Request, created bool, err error) {
-	tool, ok := s.Tools[in.Tool]
+	tool, ok := s.CurrentTools()[in.Tool]
 	if !ok {
 		return store.Request{}, false, &UnknownToolError{Tool: in.Tool}
 	}

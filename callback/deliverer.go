@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/internal/outbound"
@@ -65,9 +66,10 @@ type Config struct {
 
 // Deliverer delivers queued callbacks.
 type Deliverer struct {
-	cfg    Config
-	client *http.Client
-	lease  time.Duration
+	cfg     Config
+	targets atomic.Pointer[map[string]Target] // cfg.Targets, or SetTargets' last
+	client  *http.Client
+	lease   time.Duration
 
 	startstop.Base
 }
@@ -98,8 +100,16 @@ func New(cfg Config) *Deliverer {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &Deliverer{cfg: cfg, client: client, lease: 2*cfg.Timeout + 5*time.Second}
+	d := &Deliverer{cfg: cfg, client: client, lease: 2*cfg.Timeout + 5*time.Second}
+	d.targets.Store(&cfg.Targets)
+	return d
 }
+
+// SetTargets replaces where each agent's callbacks go, at once and safely
+// while delivering (serve's configuration reload): the next attempt of each
+// delivery, retries included, goes to its agent's new target. targets must
+// not be changed afterwards.
+func (d *Deliverer) SetTargets(targets map[string]Target) { d.targets.Store(&targets) }
 
 // Start delivers in the background until Stop; the deliveries outlive
 // ctx, since Stop waits for those in flight.
@@ -199,7 +209,7 @@ func (d *Deliverer) deliver(ctx context.Context, row store.Callback) {
 			logger.Info("callback not delivered; retrying", slog.String("reason", reason))
 			outcome = "retry"
 		}
-		if _, ok := d.cfg.Targets[row.Agent]; !ok && outcome == "retry" {
+		if _, ok := (*d.targets.Load())[row.Agent]; !ok && outcome == "retry" {
 			outcome = "unconfigured"
 		}
 	}
@@ -211,7 +221,7 @@ func (d *Deliverer) deliver(ctx context.Context, row store.Callback) {
 // send POSTs the representation to the agent's URL and returns the status
 // (0 when there was no answer) and, unless 2xx, why it did not land.
 func (d *Deliverer) send(ctx context.Context, row store.Callback) (int, string) {
-	target, ok := d.cfg.Targets[row.Agent]
+	target, ok := (*d.targets.Load())[row.Agent]
 	if !ok {
 		return 0, "the agent has no callback configured"
 	}

@@ -45,7 +45,7 @@ func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
 	}
 	defer leave()
 	claims, err := e.db.ClaimExecutions(ctx, store.ClaimParams{
-		Worker: e.worker, Limit: e.batch, ClaimTimeouts: e.timeouts, Now: e.now(),
+		Worker: e.worker, Limit: e.batch, ClaimTimeouts: e.toolset.Load().timeouts, Now: e.now(),
 	})
 	if err != nil || len(claims) == 0 {
 		return 0, err
@@ -56,7 +56,7 @@ func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
 	}
 	verifiable := true
 	for _, c := range claims {
-		if t := e.tools[c.Tool]; t.Verify == nil && !t.KeyAware {
+		if t := e.toolset.Load().tools[c.Tool]; t.Verify == nil && !t.KeyAware {
 			verifiable = false
 		}
 	}
@@ -135,7 +135,7 @@ func (e *Executor) record(ctx context.Context, batch []store.Transition, verifia
 // nothing is left to write: revalidation retired it (and wrote that), or the
 // claim moved on.
 func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Time) (t store.Transition, recorded bool) {
-	tool := e.tools[c.Tool]
+	tool := e.toolset.Load().tools[c.Tool]
 	// Built only when something is logged: this is the hot path.
 	log := func() *slog.Logger {
 		return e.logger.With(slog.String("key", c.Key), slog.Int64("execution_id", c.ID), slog.Int("attempt", c.Attempts))

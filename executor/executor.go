@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/internal/startstop"
@@ -64,24 +65,25 @@ type Config struct {
 // outcomes. Its methods are safe for concurrent use, and any number of
 // Executors may run against one database.
 type Executor struct {
-	db       store.Store
-	tools    map[string]Tool
-	timeouts map[string]time.Duration
-	secrets  [][]byte
-	worker   string
-	batch    int
-	conc     int
-	lanes    int
-	client   *http.Client
-	logger   *slog.Logger
-	metrics  *Metrics
-	nowFn    func() time.Time
-	backoff  func(int) time.Duration
-	lease    time.Duration
-	window   time.Duration
-	onSend   func(store.Claim, time.Time)
-	wake     <-chan struct{}
-	poll     time.Duration
+	db      store.Store
+	toolset atomic.Pointer[toolset] // replaced whole by SetTools
+	secrets [][]byte
+	worker  string
+	batch   int
+	conc    int
+	lanes   int
+	client  *http.Client
+	logger  *slog.Logger
+	metrics *Metrics
+	nowFn   func() time.Time
+	backoff func(int) time.Duration
+	lease   time.Duration
+	window  time.Duration
+	onSend  func(store.Claim, time.Time)
+	// clientBuilt: the HTTP client's own timeout comes from the tools at New.
+	clientBuilt bool
+	wake        <-chan struct{}
+	poll        time.Duration
 
 	// The lifecycle (run.go): Start's loops run through the base, and every
 	// dispatch enters it, so Stop waits for all of them; when Stop's grace
@@ -92,33 +94,26 @@ type Executor struct {
 // New returns an Executor for cfg.
 func New(cfg Config) *Executor {
 	e := &Executor{
-		db:       cfg.DB,
-		tools:    make(map[string]Tool, len(cfg.Tools)),
-		timeouts: make(map[string]time.Duration, len(cfg.Tools)),
-		secrets:  cfg.Secrets,
-		worker:   cfg.Worker,
-		batch:    cfg.BatchSize,
-		conc:     cfg.Concurrency,
-		lanes:    cfg.Lanes,
-		client:   cfg.HTTPClient,
-		logger:   cfg.Logger,
-		metrics:  cfg.Metrics,
-		nowFn:    cfg.Now,
-		backoff:  cfg.Backoff,
-		lease:    cfg.VerifyLease,
-		window:   cfg.VerifyWindow,
-		onSend:   cfg.OnSend,
-		wake:     cfg.Wake,
-		poll:     cfg.Poll,
+		db:      cfg.DB,
+		secrets: cfg.Secrets,
+		worker:  cfg.Worker,
+		batch:   cfg.BatchSize,
+		conc:    cfg.Concurrency,
+		lanes:   cfg.Lanes,
+		client:  cfg.HTTPClient,
+		logger:  cfg.Logger,
+		metrics: cfg.Metrics,
+		nowFn:   cfg.Now,
+		backoff: cfg.Backoff,
+		lease:   cfg.VerifyLease,
+		window:  cfg.VerifyWindow,
+		onSend:  cfg.OnSend,
+		wake:    cfg.Wake,
+		poll:    cfg.Poll,
 	}
-	longest := time.Duration(0)
-	for name, t := range cfg.Tools {
-		t = t.withDefaults()
-		t.Name = name
-		e.tools[name] = t
-		e.timeouts[name] = t.ClaimTimeout
-		longest = max(longest, t.Timeout)
-	}
+	ts := newToolset(cfg.Tools)
+	e.toolset.Store(ts)
+	longest := ts.longestTimeout()
 	if e.worker == "" {
 		e.worker = defaultWorker()
 	}
@@ -133,11 +128,12 @@ func New(cfg Config) *Executor {
 	}
 	if e.client == nil {
 		e.client = newHTTPClient(longest+5*time.Second, e.conc*e.lanes)
+		e.clientBuilt = true
 	}
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
 	}
-	for name, t := range e.tools {
+	for name, t := range ts.tools {
 		for what, ep := range map[string]*Endpoint{"verify": t.Verify, "precondition": t.Precondition} {
 			if ep != nil && ep.err != nil {
 				// Serve's configuration check refuses these; a program that

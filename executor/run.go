@@ -24,7 +24,7 @@ const recordGrace = 5 * time.Second
 // to record it, capped at MaxShutdownGrace.
 func (e *Executor) ShutdownGrace() time.Duration {
 	longest := time.Duration(0)
-	for _, t := range e.tools {
+	for _, t := range e.toolset.Load().tools {
 		d := t.Timeout
 		if t.Precondition != nil {
 			d += t.Timeout

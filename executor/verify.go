@@ -20,7 +20,7 @@ const maxInlineSettle = 2 * time.Second
 func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transition, ok bool) {
 	t = store.Transition{ExecutionID: u.ID, Attempt: u.Attempts}
 	log := e.logger.With(slog.String("key", u.Key), slog.Int64("execution_id", u.ID), slog.Int("attempt", u.Attempts))
-	tool, known := e.tools[u.Tool]
+	tool, known := e.toolset.Load().tools[u.Tool]
 	if !known {
 		return escalate(t, CodeUnverifiable, "the tool "+u.Tool+" is no longer configured, so the outcome cannot be verified"), true
 	}

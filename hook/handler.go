@@ -19,7 +19,7 @@ const MaxWait = 60 * time.Second
 // Handler serves the agent HTTP hook (README.md, "Agent API").
 type Handler struct {
 	svc      *approvals.Service
-	agents   Agents
+	agents   *AgentSet
 	listener store.Notifier
 	logger   *slog.Logger
 	metrics  *Metrics
@@ -226,7 +226,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent approvals
 }
 
 func (h *Handler) redrive(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
-	req, err := h.svc.Redrive(r.Context(), agent, r.PathValue("ref"), h.agents.hasCallback)
+	req, err := h.svc.Redrive(r.Context(), agent, r.PathValue("ref"), h.agents.Load().hasCallback)
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}

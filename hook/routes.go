@@ -27,7 +27,7 @@ type route struct {
 // and a method the route does not take (405 method_not_allowed, with
 // Allow), is the one error envelope.
 func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, logger *slog.Logger, metrics *Metrics) *Handler {
-	h := &Handler{svc: svc, agents: agents, listener: listener, logger: logger, metrics: metrics, mux: http.NewServeMux()}
+	h := &Handler{svc: svc, agents: NewAgentSet(agents), listener: listener, logger: logger, metrics: metrics, mux: http.NewServeMux()}
 	routes := []route{
 		{http.MethodPost, "/v1/requests", "create", h.create},
 		{http.MethodGet, "/v1/requests", "list", h.list},
@@ -87,7 +87,7 @@ func (h *Handler) authenticated(name string, fn func(w http.ResponseWriter, r *h
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		authorization := r.Header.Get("Authorization")
-		agent, tokenHash, ok := h.agents.authenticate(authorization)
+		agent, tokenHash, ok := h.agents.Load().authenticate(authorization)
 		var status int
 		if !ok {
 			if name == "create" {
@@ -147,3 +147,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Agents returns the set of agents h authenticates, to replace them on a
+// configuration reload or to guard a surface served beside the API.
+func (h *Handler) Agents() *AgentSet { return h.agents }

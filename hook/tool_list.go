@@ -27,8 +27,8 @@ type PolicyView struct {
 // tools answers GET /v1/tools: the tools the agent may request, by name. Every agent may
 // request every configured tool today.
 func (h *Handler) tools(w http.ResponseWriter, r *http.Request, _ approvals.Agent) int {
-	views := make([]ToolView, 0, len(h.svc.Tools))
-	for name, t := range h.svc.Tools {
+	views := make([]ToolView, 0, len(h.svc.CurrentTools()))
+	for name, t := range h.svc.CurrentTools() {
 		v := ToolView{
 			Name: name, Description: t.Description, Reversible: t.Reversible,
 			// The tool's own policy; a tier that matches an effect sets the

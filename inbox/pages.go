@@ -49,7 +49,7 @@ func (c card) AsksReason() bool { return c.RejectReason.AsksReason() }
 func (c card) NeedsReason() bool { return c.RejectReason == approvals.ReasonRequired }
 
 func (h *Handler) card(ctx context.Context, req store.Request) (card, error) {
-	tool := h.svc.Tools[req.Tool]
+	tool := h.svc.CurrentTools()[req.Tool]
 	approvers := h.svc.Approvers(req)
 	c := card{Request: req, Reversible: tool.Reversible, RejectReason: tool.RejectReason,
 		Policy: approvals.PolicyText(req.Policy, approvers, nil)}

@@ -35,6 +35,7 @@ func (a *app) addCallbacks() {
 		Logger:    logger,
 		Metrics:   callback.NewMetrics(a.registry),
 	})
+	a.callbacks = d
 	grace := c.Timeout
 	if grace <= 0 {
 		grace = callback.DefaultTimeout

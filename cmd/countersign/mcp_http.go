@@ -26,7 +26,7 @@ const mcpSessionIdle = time.Hour
 // agent, in process, through api: the same authentication, checks, metrics
 // and Request-Ids as over the network, with no second socket to this
 // process, whatever address it listens on.
-func (a *app) mcpHandler(agents hook.Agents, api http.Handler) http.Handler {
+func (a *app) mcpHandler(agents *hook.AgentSet, api http.Handler) http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		c := client.New("http://countersign.invalid", bearerToken(r),
 			client.WithHTTPClient(&http.Client{Transport: inProcess{api}, Timeout: hook.MaxWait + 30*time.Second}))

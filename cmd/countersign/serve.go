@@ -1,6 +1,11 @@
 package main
 
 import (
+	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/callback"
+	"os"
+	"syscall"
+	"os/signal"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +48,10 @@ type app struct {
 	reviewMetrics *approvals.Metrics
 	hookMetrics   *hook.Metrics
 	http          *httpServer
+	// What a configuration reload replaces (reload.go).
+	api       *hook.Handler
+	executor  *executor.Executor
+	callbacks *callback.Deliverer
 	// admin serves the health checks and metrics when COUNTERSIGN_ADMIN_LISTEN
 	// gives them a listener of their own; nil otherwise.
 	admin    *httpServer
@@ -90,9 +99,18 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if cfg.Local() {
 		printLocalBanner(stderr, a.http.base(), a.where, localToken, a.inboxURL)
 	}
-	select {
-	case <-ctx.Done():
-	case err = <-a.http.served:
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case err = <-a.http.served:
+			done = true
+		case <-hup:
+			a.reload(getenv)
+		}
 	}
 	a.stop(time.Now())
 	a.logger.Info("stopped")
@@ -213,13 +231,16 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 			return nil, err
 		}
 	}
-	configured := make(map[string]bool, len(cfg.File.Tools))
-	for name := range cfg.File.Tools {
-		configured[name] = true
+	configured := func() map[string]bool {
+		names := map[string]bool{}
+		for name := range a.review.CurrentTools() {
+			names[name] = true
+		}
+		return names
 	}
 	a.registry.MustRegister(approvals.NewPendingCollector(a.review, logger.With("component", "metrics")),
 		newStoreCollector(a.db, configured, logger.With("component", "metrics")))
-	warnUnconfiguredReady(ctx, a.db, configured, logger.With("component", "executor"))
+	warnUnconfiguredReady(ctx, a.db, configured(), logger.With("component", "executor"))
 	if cfg.SlackBotToken == "" && !cfg.InboxEnabled() {
 		logger.Warn("SLACK_BOT_TOKEN is not set and the inbox is off: cards wait in the outbox until Slack is configured")
 	}
@@ -236,6 +257,7 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	if err != nil {
 		return nil, err
 	}
+	a.executor = ex
 	if err := a.addBot(slackClient, groups, ex); err != nil {
 		return nil, err
 	}
@@ -266,8 +288,9 @@ func (a *app) add(name string, c component, grace time.Duration) {
 // COUNTERSIGN_ADMIN_LISTEN names one.
 func (a *app) mountRoutes() error {
 	api := hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics)
+	a.api = api
 	a.mux.Handle("/v1/", api)
-	a.mux.Handle("/mcp", a.mcpHandler(a.cfg.AgentList(), api))
+	a.mux.Handle("/mcp", a.mcpHandler(api.Agents(), api))
 	ops := a.mux
 	if a.cfg.AdminListen != "" {
 		ln, err := listenAs(a.cfg.AdminListen, "COUNTERSIGN_ADMIN_LISTEN")

@@ -18,14 +18,14 @@ const storeScrapeTimeout = 2 * time.Second
 // same backlog and its own view of the database.
 type storeCollector struct {
 	db      store.Store
-	tools   map[string]bool // the configured tools
+	tools   func() map[string]bool // the tools configured now
 	logger  *slog.Logger
 	up      *prometheus.Desc
 	backlog *prometheus.Desc
 	orphans *prometheus.Desc
 }
 
-func newStoreCollector(db store.Store, tools map[string]bool, logger *slog.Logger) prometheus.Collector {
+func newStoreCollector(db store.Store, tools func() map[string]bool, logger *slog.Logger) prometheus.Collector {
 	return &storeCollector{
 		db: db, tools: tools, logger: logger,
 		up: prometheus.NewDesc("countersign_database_up",
@@ -58,7 +58,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(n))
-	orphans, err := unconfiguredReady(ctx, c.db, c.tools)
+	orphans, err := unconfiguredReady(ctx, c.db, c.tools())
 	if err != nil {
 		c.logger.Warn("counting ready executions for metrics", slog.String("error", err.Error()))
 		return
