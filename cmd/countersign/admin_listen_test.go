@@ -1,10 +1,7 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,14 +17,7 @@ import (
 // serves /v1/ and no longer /metrics or the probes.
 func TestAdminListenerServesOpsAlone(t *testing.T) {
 	t.Parallel()
-	sum := sha256.Sum256([]byte(smokeToken))
-	cfgPath := writeConfig(t, fmt.Sprintf(`
-agents: [{name: smoke-agent, token_sha256: %s}]
-tools:
-  billing.credit:
-    approvers: [U0ANA]
-    dispatch: {url: "http://127.0.0.1:9/credits"}
-`, hex.EncodeToString(sum[:])))
+	cfgPath := smokeConfig(t)
 	base, logs := startServeWith(t, envFrom(map[string]string{
 		"COUNTERSIGN_DATABASE_URL":    storetest.NewURL(t),
 		"COUNTERSIGN_CONFIG":          cfgPath,
@@ -87,14 +77,7 @@ func TestAdminListenTakenNamesTheSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	sum := sha256.Sum256([]byte(smokeToken))
-	cfgPath := writeConfig(t, fmt.Sprintf(`
-agents: [{name: smoke-agent, token_sha256: %s}]
-tools:
-  billing.credit:
-    approvers: [U0ANA]
-    dispatch: {url: "http://127.0.0.1:9/credits"}
-`, hex.EncodeToString(sum[:])))
+	cfgPath := smokeConfig(t)
 	var stderr strings.Builder
 	done := make(chan int, 1)
 	go func() {

@@ -44,20 +44,26 @@ const (
 // returns its base URL and its log.
 func startServe(t *testing.T) (string, *syncBuffer) {
 	t.Helper()
+	return startServeWith(t, envFrom(map[string]string{
+		"COUNTERSIGN_DATABASE_URL":    storetest.NewURL(t),
+		"COUNTERSIGN_CONFIG":          smokeConfig(t),
+		"COUNTERSIGN_DISPATCH_SECRET": smokeSecret,
+		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
+	}))
+}
+
+// smokeConfig writes the smoke test's configuration, one agent (smokeToken)
+// and one tool, and returns its path.
+func smokeConfig(t *testing.T) string {
+	t.Helper()
 	sum := sha256.Sum256([]byte(smokeToken))
-	cfgPath := writeConfig(t, fmt.Sprintf(`
+	return writeConfig(t, fmt.Sprintf(`
 agents: [{name: smoke-agent, token_sha256: %s}]
 tools:
   billing.credit:
     approvers: [U0ANA]
     dispatch: {url: "http://127.0.0.1:9/credits"}
 `, hex.EncodeToString(sum[:])))
-	return startServeWith(t, envFrom(map[string]string{
-		"COUNTERSIGN_DATABASE_URL":    storetest.NewURL(t),
-		"COUNTERSIGN_CONFIG":          cfgPath,
-		"COUNTERSIGN_DISPATCH_SECRET": smokeSecret,
-		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
-	}))
 }
 
 // startServeWith runs `countersign serve` in-process with env until the test
