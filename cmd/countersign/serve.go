@@ -1,11 +1,6 @@
 package main
 
 import (
-	"github.com/countersign/countersign/executor"
-	"github.com/countersign/countersign/callback"
-	"os"
-	"syscall"
-	"os/signal"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/callback"
+	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/hook"
 	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
