@@ -21,7 +21,7 @@ func TestVerifyWaitsForAWriteStoredAfterTheTimeout(t *testing.T) {
 		settle  time.Duration
 		objects int
 	}{
-		{"settled before the verify", 1500 * time.Millisecond, 1},
+		{"settled before the verify", 2500 * time.Millisecond, 1},
 		{"verified at once", time.Millisecond, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -31,14 +31,14 @@ func TestVerifyWaitsForAWriteStoredAfterTheTimeout(t *testing.T) {
 			}})
 			b.provider.IgnoreKeys(true)
 			req := b.approve(t)
-			const storeAfter = 800 * time.Millisecond
+			const storeAfter = 1500 * time.Millisecond
 			b.provider.SetFor(req.Key, providertest.Behavior{StoreAfter: storeAfter, Times: 1})
 			sent := time.Now()
 			b.dispatch(t)
 			wantState(t, b.execution(t, req.ID), store.ExecUnknown)
 
 			// The reconciler and the dispatcher run as often as they like.
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 				b.reconcile(t)
 				b.dispatch(t)
 				if b.execution(t, req.ID).State == store.ExecSucceeded {

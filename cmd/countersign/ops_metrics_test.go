@@ -172,14 +172,14 @@ func TestDashboardAndAlertsReadLiveMetrics(t *testing.T) {
 	}
 }
 
-// eventually waits up to 15 s for cond, polling: the components work in the
+// eventually waits up to 30 s for cond, polling: the components work in the
 // background and none of them signals the test.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15 s", what)
+			t.Fatalf("%s: not within 30 s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
