@@ -69,7 +69,8 @@ bench-intake: peers
 		-clients 8,32 -rounds 5 -duration 2s -peer $(CURDIR)/bin/riverhook
 
 # Executor burn-down and approval-to-dispatch latency beside River's burn-down
-# and enqueue-to-work latency, 4 rounds (scratch databases, dropped at the end).
+# and enqueue-to-work latency, bare and keeping countersign's records
+# (riverexec -ledger), 4 rounds (scratch databases, dropped at the end).
 bench-executor: peers
 	go run ./cmd/execbench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))" \
 		-executions 20000 -trickle 200 -rounds 4 -peer $(CURDIR)/bin/riverexec

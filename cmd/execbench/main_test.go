@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -23,6 +24,31 @@ func TestSmoke(t *testing.T) {
 	for _, want := range []string{"countersign burn-down: 50 executions", "approval-to-dispatch latency over 3 single approvals"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// The comparison puts countersign beside both peers and counts the rounds
+// that meet each target.
+func TestComparisonCountsBothPeersTargets(t *testing.T) {
+	var out bytes.Buffer
+	row := func(river, ledger float64) comparison {
+		return comparison{
+			peer:   peerResult{Mode: "river", JobsPerSec: river, LatencyP50: 2, LatencyP99: 5},
+			ledger: peerResult{Mode: "river+ledger", JobsPerSec: ledger, LatencyP50: 3, LatencyP99: 8},
+			cs:     result{n: 1000, elapsed: time.Second, fromApproval: []time.Duration{3 * time.Millisecond, 4 * time.Millisecond}},
+		}
+	}
+	printComparison(&out, []comparison{row(900, 200), row(1100, 300)}) // countersign: 1000/s
+	for _, want := range []string{
+		"| 1 | 900 | 200 | 1000 | **1.11** | **5.00** |",
+		"| 2 | 1100 | 300 | 1000 | **0.91** | **3.33** |",
+		"≥ 1.0 in 1 of 2 rounds",
+		"≥ 4 in 1 of 2 rounds",
+		"≤ 1 in 2 of 2 rounds",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("comparison lacks %q:\n%s", want, out.String())
 		}
 	}
 }

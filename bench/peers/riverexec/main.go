@@ -39,8 +39,10 @@ import (
 
 // DispatchArgs is an approved write waiting to be sent.
 type DispatchArgs struct {
-	Key    string          `json:"key"`
-	Effect json.RawMessage `json:"effect"`
+	// RequestID names the peer's request row in -ledger mode; 0 otherwise.
+	RequestID int64           `json:"request_id,omitempty"`
+	Key       string          `json:"key"`
+	Effect    json.RawMessage `json:"effect"`
 	// Enqueued is when the job became claimable; it gives enqueue-to-work latency.
 	Enqueued time.Time `json:"enqueued"`
 }
@@ -54,11 +56,18 @@ type DispatchWorker struct {
 	client    *http.Client
 	url       string
 	latencies chan time.Duration
+	// pool is set in -ledger mode: the worker then records each transition.
+	pool *pgxpool.Pool
 }
 
 // Work sends one job and records how long it waited.
 func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
 	start := time.Now()
+	if w.pool != nil {
+		if err := recordClaim(ctx, w.pool, job); err != nil {
+			return err
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(job.Args.Effect))
 	if err != nil {
 		return err
@@ -74,6 +83,11 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 	if resp.StatusCode >= 300 {
 		return fmt.Errorf("provider answered %d", resp.StatusCode)
 	}
+	if w.pool != nil {
+		if err := recordOutcome(ctx, w.pool, job); err != nil {
+			return err
+		}
+	}
 	select {
 	case w.latencies <- start.Sub(job.Args.Enqueued):
 	default:
@@ -83,6 +97,7 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 
 // Result is what one run measured; -json prints it for execbench.
 type Result struct {
+	Mode        string  `json:"mode"` // river, or river+ledger
 	Jobs        int     `json:"jobs"`
 	Failed      int     `json:"failed"`
 	Workers     int     `json:"workers"`
@@ -109,6 +124,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	providerURL := flags.String("provider-url", "", "provider to POST to; empty starts a no-op one on loopback")
 	trickle := flags.Int("trickle", 200, "jobs inserted one at a time, after the burn-down, to measure enqueue-to-work latency")
 	asJSON := flags.Bool("json", false, "print the result as one JSON object")
+	ledger := flags.Bool("ledger", false, "keep countersign's records too: a request row, an audit event and a card update per transition, the outcome completed in the same transaction (JobCompleteTx)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -129,6 +145,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
 		return err
 	}
+	if *ledger {
+		if _, err := pool.Exec(ctx, ledgerSchema); err != nil {
+			return fmt.Errorf("creating the ledger's tables: %w", err)
+		}
+	}
 
 	url := *providerURL
 	if url == "" {
@@ -143,6 +164,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		client:    &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *workers}},
 		url:       url,
 		latencies: make(chan time.Duration, *trickle+16),
+	}
+	if *ledger {
+		worker.pool = pool
 	}
 	ws := river.NewWorkers()
 	river.AddWorker(ws, worker)
@@ -165,8 +189,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// Burn-down: insert everything first (as River's own benchmark does), then time the work.
 	effect := json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`)
 	params := make([]river.InsertManyParams, 0, 5000)
+	var ids []int64
+	if *ledger {
+		if ids, err = insertRequests(ctx, pool, "wa_bench_", *jobs); err != nil {
+			return fmt.Errorf("inserting the ledger's requests: %w", err)
+		}
+	}
 	for i := range *jobs {
-		params = append(params, river.InsertManyParams{Args: DispatchArgs{Key: fmt.Sprintf("wa_bench_%d", i), Effect: effect, Enqueued: time.Now()}})
+		args := DispatchArgs{Key: fmt.Sprintf("wa_bench_%d", i), Effect: effect, Enqueued: time.Now()}
+		if *ledger {
+			args.RequestID = ids[i]
+		}
+		params = append(params, river.InsertManyParams{Args: args})
 		if len(params) == cap(params) || i == *jobs-1 {
 			if _, err := client.InsertManyFast(ctx, params); err != nil {
 				return fmt.Errorf("inserting jobs: %w", err)
@@ -204,7 +238,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// Trickle: one job at a time, waiting for each, to measure enqueue-to-work latency.
 	var lat []time.Duration
 	for i := range *trickle {
-		if _, err := client.Insert(ctx, DispatchArgs{Key: fmt.Sprintf("wa_trickle_%d", i), Effect: effect, Enqueued: time.Now()}, nil); err != nil {
+		args := DispatchArgs{Key: fmt.Sprintf("wa_trickle_%d", i), Effect: effect, Enqueued: time.Now()}
+		if *ledger {
+			err = insertApproved(ctx, pool, client, args)
+		} else {
+			_, err = client.Insert(ctx, args, nil)
+		}
+		if err != nil {
 			return err
 		}
 		if _, err := next(ctx, completed); err != nil {
@@ -218,8 +258,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	slices.Sort(lat)
+	mode := "river"
+	if *ledger {
+		mode = "river+ledger"
+	}
 	res := Result{
-		Jobs: *jobs, Failed: failed, Workers: *workers, Seconds: elapsed.Seconds(),
+		Mode: mode, Jobs: *jobs, Failed: failed, Workers: *workers, Seconds: elapsed.Seconds(),
 		JobsPerSec: float64(done) / elapsed.Seconds(), Singles: len(lat),
 		LatencyP50: ms(pct(lat, .50)), LatencyP99: ms(pct(lat, .99)), LatencyMax: ms(pct(lat, 1)),
 		LatencyNote: "from time.Now() before Insert to the start of Work",
@@ -227,10 +271,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Fprintf(stdout, "river burn-down: %d jobs (%d failed) in %s = %.0f jobs/s with %d workers\n",
-		*jobs, failed, elapsed.Round(time.Millisecond), res.JobsPerSec, *workers)
-	fmt.Fprintf(stdout, "river enqueue-to-work latency over %d single jobs: p50 %s p99 %s\n",
-		len(lat), pct(lat, .50).Round(10*time.Microsecond), pct(lat, .99).Round(10*time.Microsecond))
+	fmt.Fprintf(stdout, "%s burn-down: %d jobs (%d failed) in %s = %.0f jobs/s with %d workers\n",
+		mode, *jobs, failed, elapsed.Round(time.Millisecond), res.JobsPerSec, *workers)
+	fmt.Fprintf(stdout, "%s enqueue-to-work latency over %d single jobs: p50 %s p99 %s\n",
+		mode, len(lat), pct(lat, .50).Round(10*time.Microsecond), pct(lat, .99).Round(10*time.Microsecond))
 	return nil
 }
 
