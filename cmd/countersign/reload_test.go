@@ -60,7 +60,8 @@ func TestSIGHUPReloadsAgentsToolsAndPolicies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(reloadConfig([]string{"old-token"}, 1, ""))
+	// steady-token stays through every reload: the long-poll below uses it.
+	write(reloadConfig([]string{"old-token", "steady-token"}, 1, ""))
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "COUNTERSIGN_CONFIG="+cfgPath, "COUNTERSIGN_DATA_DIR="+dir, "COUNTERSIGN_DATABASE_URL=",
 		"COUNTERSIGN_LISTEN=127.0.0.1:0", "COUNTERSIGN_LOG_FORMAT=json", "COUNTERSIGN_INBOX=off", "COUNTERSIGN_DISPATCH_SECRET=s",
@@ -143,11 +144,12 @@ func TestSIGHUPReloadsAgentsToolsAndPolicies(t *testing.T) {
 	}
 	polled := make(chan int, 1)
 	go func() {
-		code, _ := call(http.MethodGet, "/v1/requests/"+first["id"].(string)+"?wait=3s", "old-token", "")
+		code, _ := call(http.MethodGet, "/v1/requests/"+first["id"].(string)+"?wait=3s", "steady-token", "")
 		polled <- code
 	}()
+	time.Sleep(300 * time.Millisecond) // the long-poll is most likely waiting by now
 
-	write(reloadConfig([]string{"new-token"}, 2, `  billing.refund:
+	write(reloadConfig([]string{"new-token", "steady-token"}, 2, `  billing.refund:
     approvers: [local:ana]
     dispatch: {url: "http://127.0.0.1:9/refunds"}
 `))
@@ -173,7 +175,7 @@ func TestSIGHUPReloadsAgentsToolsAndPolicies(t *testing.T) {
 		t.Error("the long-poll across the reload was never answered")
 	}
 
-	write(reloadConfig([]string{"new-token"}, 2, "  billing.refund:\n    approvers: []\n    dispatch: {url: \"http://127.0.0.1:9/refunds\"}\n"))
+	write(reloadConfig([]string{"new-token", "steady-token"}, 2, "  billing.refund:\n    approvers: []\n    dispatch: {url: \"http://127.0.0.1:9/refunds\"}\n"))
 	reloaded("configuration reload refused; the running configuration stays", 1)
 	if code, body := call(http.MethodPost, "/v1/requests", "new-token", intent("billing.refund", 4)); code != http.StatusCreated {
 		t.Errorf("after a refused reload the running configuration is gone: %d %v", code, body)
