@@ -25,10 +25,9 @@ import (
 // Options size a chaos run.
 type Options struct {
 	Load            time.Duration // how long agents post and replicas are killed
-	KillEvery       time.Duration // the mean gap between kills
+	Kills           int           // kills -9 spread over the load
 	Agents          int           // agents posting at once
 	Drain           time.Duration // the most the fleet gets to settle after the load
-	MinKills        int           // kills the run must have made to count
 	RestartPostgres bool          // restart PostgreSQL once, mid-run, when permitted
 	Log             func(format string, args ...any)
 }
@@ -103,6 +102,7 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	if err != nil {
 		return figs, err
 	}
+	opts.Log("creating the database")
 	dbURL := storetest.NewURL(s)
 	if r.db, err = pgxpool.New(ctx, dbURL); err != nil {
 		return figs, err
@@ -128,15 +128,19 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 		"SLACK_SIGNING_SECRET=" + slackSecret, "COUNTERSIGN_SLACK_API_URL=" + r.slack.URL() + "/",
 		"COUNTERSIGN_INBOX=off", "COUNTERSIGN_LISTEN=127.0.0.1:0"}
 	r.fleet = &fleet{}
+	starting := make(chan error, replicas)
 	for i := range replicas {
 		rep := &replica{name: fmt.Sprintf("replica-%d", i+1), binary: binary, env: env}
-		if err := rep.start(ctx); err != nil {
-			return figs, err
-		}
 		s.Cleanup(rep.stop)
 		r.fleet.replicas = append(r.fleet.replicas, rep)
+		go func() { starting <- rep.start(ctx) }()
 	}
-	opts.Log("%d replicas serving; load for %s, a kill every %s or so", replicas, opts.Load, opts.KillEvery)
+	for range replicas {
+		if err := <-starting; err != nil {
+			return figs, err
+		}
+	}
+	opts.Log("%d replicas serving; load for %s with %d kills -9", replicas, opts.Load, opts.Kills)
 
 	r.started = time.Now()
 	loadCtx, stopLoad := context.WithTimeout(ctx, opts.Load)
@@ -162,7 +166,9 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	}
 	opts.Log("load over after %s; draining", time.Since(r.started).Round(time.Second))
 	drained := r.drain(ctx)
+	opts.Log("drained; replaying pruned keys")
 	r.replayPruned(ctx)
+	opts.Log("counting")
 	return r.figures(ctx, drained)
 }
 

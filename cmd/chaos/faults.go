@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,45 +32,57 @@ type fault struct {
 
 const recoveryLimit = 60 * time.Second
 
-// faultLoop kills a random replica every KillEvery or so, aiming each kill
-// at the next phase in turn (waiting up to 2s for it to be in flight), and
-// starts the replica again a moment later. Halfway through it restarts
-// PostgreSQL once, when asked and permitted.
+// faultLoop makes opts.Kills kills -9 spread over the load, one every
+// Load/Kills with jitter, aiming each at the next phase in turn (waiting up
+// to a second for it to be in flight); the killed replica starts again a
+// moment later while the next kill is prepared. Halfway through it
+// restarts PostgreSQL once, when asked and permitted.
 func (r *run) faultLoop(load, ctx context.Context) {
+	every := r.opts.Load / time.Duration(r.opts.Kills+1)
 	pgDone := !r.opts.RestartPostgres
 	if pgDone {
 		r.opts.Log("PostgreSQL restart skipped: not asked for (-restart-postgres=false, and never in the short run)")
 	}
-	for i := 0; ; i++ {
-		jitter := time.Duration(rand.Int64N(int64(r.opts.KillEvery)))
+	var restarts sync.WaitGroup
+	defer restarts.Wait()
+	for i := range r.opts.Kills {
+		at := r.started.Add(every*time.Duration(i+1) - every/4 + time.Duration(rand.Int64N(int64(every/2))))
 		select {
 		case <-load.Done():
 			return
-		case <-time.After(r.opts.KillEvery/2 + jitter):
+		case <-time.After(time.Until(at)):
 		}
-		if !pgDone && time.Since(r.started) > r.opts.Load/2 {
+		if !pgDone && i >= r.opts.Kills/2 {
 			pgDone = true
 			r.restartPostgres()
-			continue
 		}
 		target := phases[i%len(phases)]
-		aim := time.Now().Add(2 * time.Second)
+		aim := time.Now().Add(time.Second)
 		for !r.busy(target) && time.Now().Before(aim) && load.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
 		}
-		victim := r.fleet.replicas[rand.IntN(len(r.fleet.replicas))]
-		if victim.url() == "" {
+		var up []*replica
+		for _, rep := range r.fleet.replicas {
+			if rep.url() != "" {
+				up = append(up, rep)
+			}
+		}
+		if len(up) == 0 {
 			continue
 		}
+		victim := up[rand.IntN(len(up))]
 		inFlight := r.inFlight()
 		victim.kill()
 		f := r.record("kill -9 "+victim.name, inFlight)
 		go r.measureRecovery(f)
-		time.Sleep(time.Duration(300+rand.IntN(1200)) * time.Millisecond)
-		if err := victim.start(ctx); err != nil {
-			r.fail(fmt.Errorf("restarting %s: %w", victim.name, err))
-			return
-		}
+		restarts.Add(1)
+		go func() {
+			defer restarts.Done()
+			time.Sleep(time.Duration(300+rand.IntN(1200)) * time.Millisecond)
+			if err := victim.start(ctx); err != nil {
+				r.fail(fmt.Errorf("restarting %s: %w", victim.name, err))
+			}
+		}()
 	}
 }
 

@@ -27,10 +27,8 @@ import (
 
 // The two sizes of a run. Short is the version make test runs.
 var (
-	fullRun = Options{Load: 150 * time.Second, KillEvery: 6 * time.Second, Agents: 4, Drain: 60 * time.Second,
-		MinKills: 20, RestartPostgres: true}
-	shortRun = Options{Load: 20 * time.Second, KillEvery: 3 * time.Second, Agents: 3, Drain: 20 * time.Second,
-		MinKills: 3}
+	fullRun  = Options{Load: 150 * time.Second, Kills: 24, Agents: 4, Drain: 60 * time.Second, RestartPostgres: true}
+	shortRun = Options{Load: 15 * time.Second, Kills: 4, Agents: 3, Drain: 20 * time.Second}
 )
 
 func main() {
