@@ -41,7 +41,7 @@ func (r *run) faultLoop(load, ctx context.Context) {
 	every := r.opts.Load / time.Duration(r.opts.Kills+1)
 	pgDone := !r.opts.RestartPostgres
 	if pgDone {
-		r.opts.Log("PostgreSQL restart skipped: not asked for (-restart-postgres=false, and never in the short run)")
+		r.opts.Log("PostgreSQL restart skipped: not asked for (-restart-postgres=false; the short run never restarts it)")
 	}
 	var restarts sync.WaitGroup
 	defer restarts.Wait()

@@ -290,10 +290,19 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	f.note("poisoned intents", "%s", strings.Join(poisonList, "; "))
 	f.note("replays by answer", "%v", r.replays)
 	f.note("clicks answered 200 but not recorded", "%d (pressed again; the clicker is told to try again)", r.reclicks.Load())
+	unusual := map[string]int{}
 	for _, c := range r.slack.Calls("chat.postEphemeral") {
 		// "You approved…", "Already approved by…" are the usual answers.
 		if t := c.Form.Get("text"); !strings.HasPrefix(t, "You ") && !strings.HasPrefix(t, "Already ") {
-			f.note("an unusual answer to a click", "%s", t)
+			unusual[t]++
+		}
+	}
+	for t, n := range unusual {
+		f.note("an unusual answer to a click", "×%d %s", n, t)
+	}
+	for _, rep := range r.fleet.replicas {
+		for _, line := range rep.refused() {
+			f.note("a click refused, in "+rep.name+"'s log", "%s", line)
 		}
 	}
 	f.note("writes at the providers", "key-aware %d (objects %d), key-unaware %d", r.keyed.Received(), r.keyed.Objects(), r.unkeyed.Received())

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,6 +36,9 @@ type replica struct {
 	cmd   *exec.Cmd
 	base  string // http://127.0.0.1:port while it serves; "" while it is down
 	lines []string
+	// refusals are the log lines of clicks refused for a reason of the
+	// server's own (the database), the first few.
+	refusals []string
 }
 
 var listening = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
@@ -61,6 +65,9 @@ func (r *replica) start(ctx context.Context) error {
 			// The last lines only: enough to explain a failure.
 			if r.lines = append(r.lines, line); len(r.lines) > 200 {
 				r.lines = r.lines[len(r.lines)-200:]
+			}
+			if strings.Contains(line, `"msg":"recording a decision`) && len(r.refusals) < 3 {
+				r.refusals = append(r.refusals, line)
 			}
 			r.mu.Unlock()
 			if m := listening.FindStringSubmatch(line); m != nil {
@@ -121,6 +128,12 @@ func (r *replica) url() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.base
+}
+
+func (r *replica) refused() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.refusals...)
 }
 
 func (r *replica) tail() string {
