@@ -100,4 +100,4 @@ fuzz:
 # restart it), under 5 minutes; exits non-zero when a figure is off. Its
 # short version is TestShortChaos in make test. See docs/RELIABILITY.md.
 chaos:
-	go run ./cmd/chaos -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))"
+	go run ./cmd/chaos -restart-postgres -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))"

@@ -26,6 +26,7 @@ import (
 type Options struct {
 	Load            time.Duration // how long agents post and replicas are killed
 	Kills           int           // kills -9 spread over the load
+	MinKills        int           // kills that must have happened (a PostgreSQL restart may take a slot or two)
 	Agents          int           // agents posting at once
 	Drain           time.Duration // the most the fleet gets to settle after the load
 	RestartPostgres bool          // restart PostgreSQL once, mid-run, when permitted

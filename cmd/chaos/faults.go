@@ -123,7 +123,7 @@ func (r *run) record(what string, inFlight []string) *fault {
 	defer r.mu.Unlock()
 	f := &fault{What: what, Phases: inFlight, At: time.Now()}
 	r.faults = append(r.faults, f)
-	r.opts.Log("%5.1fs  %s during %s", time.Since(r.started).Seconds(), what, strings.Join(inFlight, ", "))
+	r.opts.Log("%5.1fs  %s (%s) during %s", time.Since(r.started).Seconds(), what, f.At.UTC().Format("15:04:05.000"), strings.Join(inFlight, ", "))
 	return f
 }
 
@@ -176,10 +176,14 @@ func (r *run) restartPostgres() {
 		r.opts.Log("PostgreSQL restart skipped: %s", why)
 		return
 	}
-	f := r.record("PostgreSQL restart ("+strings.Join(argv, " ")+")", r.inFlight())
-	if out, err := runCommand(argv); err != nil {
+	inFlight, began := r.inFlight(), time.Now()
+	out, err := runCommand(argv)
+	if err != nil {
 		r.fail(fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out))
 		return
 	}
+	// Recovery counts from when PostgreSQL is back: how long the server
+	// takes to stop and start is not countersign's.
+	f := r.record(fmt.Sprintf("PostgreSQL restart (%s, took %s)", strings.Join(argv, " "), time.Since(began).Round(100*time.Millisecond)), inFlight)
 	go r.measureRecovery(f)
 }

@@ -256,8 +256,8 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 		}
 	}
 	f.Checked = append(f.Checked, Row{Name: "time to recover after a fault (max)", Value: worst.Round(10 * time.Millisecond).String(),
-		Want: "< " + maxRecovery.String(), OK: len(r.faults) > 0 && worst < maxRecovery})
-	f.Checked = append(f.Checked, Row{Name: "kills -9", Value: fmt.Sprint(kills), Want: fmt.Sprint(r.opts.Kills), OK: kills == r.opts.Kills})
+		Want: "< " + maxRecovery.String(), OK: worst < maxRecovery})
+	f.Checked = append(f.Checked, Row{Name: "kills -9", Value: fmt.Sprint(kills), Want: fmt.Sprintf(">= %d", r.opts.MinKills), OK: kills >= r.opts.MinKills})
 	f.check("poisoned intents stored", r.stored, 0)
 	unstable := 0
 	for _, answers := range r.poisoned {
