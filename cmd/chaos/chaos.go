@@ -64,8 +64,9 @@ type run struct {
 	stored   int                       // poisoned intents answered 2xx
 	replays  map[string]int            // replay answers by status
 	faults   []*fault
-	ranAgain int   // pruned keys whose replay was not answered 410
-	err      error // the first thing that made the run itself fail
+	ranAgain int    // pruned keys whose replay was not answered 410
+	openWork string // what was still open when the drain last looked
+	err      error  // the first thing that made the run itself fail
 }
 
 // fail records why the run cannot go on; the first reason wins.

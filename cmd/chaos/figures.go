@@ -83,6 +83,7 @@ func (r *run) drain(ctx context.Context) time.Duration {
 		if err == nil && open == 0 {
 			return time.Since(start)
 		}
+		r.openWork = r.describeOpenWork(ctx)
 		time.Sleep(200 * time.Millisecond)
 	}
 	return -1
@@ -317,7 +318,7 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	if drained >= 0 {
 		f.note("time to settle after the load", "%s", drained.Round(10*time.Millisecond))
 	} else {
-		f.note("time to settle after the load", "not within %s", r.opts.Drain)
+		f.note("time to settle after the load", "not within %s; at its end: %s", r.opts.Drain, r.openWork)
 	}
 	return f, nil
 }
@@ -365,4 +366,16 @@ func count(intents []*intent, verdict string) int {
 		}
 	}
 	return n
+}
+
+// describeOpenWork says what the fleet has not settled yet: executions by
+// state, and due callbacks with their attempts and when the next one is.
+func (r *run) describeOpenWork(ctx context.Context) string {
+	var execs, callbacks string
+	_ = r.db.QueryRow(ctx, `SELECT coalesce(string_agg(state || ' ' || n, ', '), 'none') FROM
+		(SELECT state, count(*) AS n FROM executions WHERE state IN ('ready', 'claimed', 'unknown') GROUP BY state) s`).Scan(&execs)
+	_ = r.db.QueryRow(ctx, `SELECT count(*) || ' (most attempts ' || coalesce(max(attempts), 0) || ', next in up to '
+		|| coalesce(round(extract(epoch FROM max(next_attempt_at) - now())::numeric, 1), 0) || 's)'
+		FROM callbacks WHERE state = 'pending'`).Scan(&callbacks)
+	return fmt.Sprintf("executions %s; callbacks pending %s", execs, callbacks)
 }
