@@ -1,0 +1,395 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/sandbox"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+// Options size a chaos run.
+type Options struct {
+	Load            time.Duration // how long agents post and replicas are killed
+	Kills           int           // kills -9 spread over the load
+	MinKills        int           // kills that must have happened (a PostgreSQL restart may take a slot or two)
+	Agents          int           // agents posting at once
+	Drain           time.Duration // the most the fleet gets to settle after the load
+	RestartPostgres bool          // restart PostgreSQL once, mid-run, when permitted
+	Log             func(format string, args ...any)
+}
+
+const (
+	replicas       = 3
+	slackChannel   = "C0CHAOS"
+	slackSecret    = "chaos-slack-secret"
+	dispatchSecret = "chaos-dispatch-secret"
+	retentionFor   = 3 * time.Second
+	slowProvider   = 300 * time.Millisecond
+)
+
+var approvers = []string{"U1", "U2", "U3", "U4"}
+
+// run is one chaos run's state.
+type run struct {
+	opts     Options
+	db       *pgxpool.Pool
+	fleet    *fleet
+	slack    *bottest.Slack
+	keyed    *sandbox.Provider // honours keys; slow
+	unkeyed  *sandbox.Provider // ignores keys; verified by URL
+	agent    *agentEndpoint
+	flights  map[string]*inFlight // phase → requests in flight
+	started  time.Time
+	canaries atomic.Int64
+	reclicks atomic.Int64 // clicks answered 200 whose vote was not recorded
+
+	mu       sync.Mutex
+	intents  []*intent
+	poisoned map[string]map[string]int // kind → "status code" → times
+	stored   int                       // poisoned intents answered 2xx
+	replays  map[string]int            // replay answers by status
+	faults   []*fault
+	ranAgain int    // pruned keys whose replay was not answered 410
+	openWork string // what was still open when the drain last looked
+	err      error  // the first thing that made the run itself fail
+}
+
+// fail records why the run cannot go on; the first reason wins.
+func (r *run) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *run) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Run plays a chaos run and returns its figures.
+func Run(ctx context.Context, opts Options) (figs Figures, err error) {
+	s := &scope{}
+	defer s.close()
+	defer recoverFailure(&err)
+	r := &run{opts: opts, poisoned: map[string]map[string]int{}, replays: map[string]int{},
+		flights: map[string]*inFlight{}}
+	for _, p := range phases {
+		r.flights[p] = &inFlight{}
+	}
+	dir, err := os.MkdirTemp("", "chaos-")
+	if err != nil {
+		return figs, err
+	}
+	s.Cleanup(func() { os.RemoveAll(dir) })
+	opts.Log("building countersign")
+	binary, err := buildCountersign(dir)
+	if err != nil {
+		return figs, err
+	}
+	opts.Log("creating the database")
+	dbURL := storetest.NewURL(s)
+	if r.db, err = pgxpool.New(ctx, dbURL); err != nil {
+		return figs, err
+	}
+	s.Cleanup(r.db.Close)
+	r.slack = bottest.New(s)
+	r.keyed, r.unkeyed = sandbox.New(), sandbox.New()
+	r.keyed.Secret, r.unkeyed.Secret = []byte(dispatchSecret), []byte(dispatchSecret)
+	r.keyed.Set(sandbox.Behavior{Delay: slowProvider})
+	r.unkeyed.IgnoreKeys(true)
+	keyedURL := serveProvider(s, r.keyed, r.flights[phaseDispatch])
+	unkeyedURL := serveProvider(s, r.unkeyed, r.flights[phaseDispatch])
+	var agentURL string
+	r.agent, agentURL = newAgentEndpoint(s, 0.25)
+	r.flights[phaseCallback] = &r.agent.flight
+
+	config := filepath.Join(dir, "countersign.yml")
+	if err := os.WriteFile(config, []byte(configYAML(keyedURL, unkeyedURL, agentURL)), 0o600); err != nil {
+		return figs, err
+	}
+	env := []string{"COUNTERSIGN_DATABASE_URL=" + dbURL, "COUNTERSIGN_CONFIG=" + config,
+		"COUNTERSIGN_DISPATCH_SECRET=" + dispatchSecret, "SLACK_BOT_TOKEN=xoxb-chaos",
+		"SLACK_SIGNING_SECRET=" + slackSecret, "COUNTERSIGN_SLACK_API_URL=" + r.slack.URL() + "/",
+		"COUNTERSIGN_INBOX=off", "COUNTERSIGN_LISTEN=127.0.0.1:0"}
+	r.fleet = &fleet{}
+	starting := make(chan error, replicas)
+	for i := range replicas {
+		rep := &replica{name: fmt.Sprintf("replica-%d", i+1), binary: binary, env: env}
+		s.Cleanup(rep.stop)
+		r.fleet.replicas = append(r.fleet.replicas, rep)
+		go func() { starting <- rep.start(ctx) }()
+	}
+	for range replicas {
+		if err := <-starting; err != nil {
+			return figs, err
+		}
+	}
+	opts.Log("%d replicas serving; load for %s with %d kills -9", replicas, opts.Load, opts.Kills)
+
+	r.started = time.Now()
+	loadCtx, stopLoad := context.WithTimeout(ctx, opts.Load)
+	defer stopLoad()
+	var load, votes sync.WaitGroup
+	for a := range opts.Agents {
+		load.Add(1)
+		go func() { defer load.Done(); r.agentLoop(loadCtx, a, &votes) }()
+	}
+	load.Add(1)
+	go func() { defer load.Done(); r.faultLoop(loadCtx, ctx) }()
+	load.Wait()
+	votes.Wait()
+	r.waitCanaries()
+
+	// Every replica serves again before the fleet drains.
+	for _, rep := range r.fleet.replicas {
+		if rep.url() == "" {
+			if err := rep.start(ctx); err != nil {
+				return figs, err
+			}
+		}
+	}
+	opts.Log("load over after %s; draining", time.Since(r.started).Round(time.Second))
+	drained := r.drain(ctx)
+	opts.Log("drained; replaying pruned keys")
+	r.replayPruned(ctx)
+	opts.Log("counting")
+	return r.figures(ctx, drained)
+}
+
+func configYAML(keyedURL, unkeyedURL, agentURL string) string {
+	sum := sha256.Sum256([]byte(agentToken))
+	return fmt.Sprintf(`slack: {channel: %s}
+executor:
+  dispatch_schedule: "@every 1s"
+  reconcile_schedule: "@every 1s"
+  expiry_schedule: "@every 5s"
+  reminder_schedule: "@every 1s"
+agents:
+  - name: chaos-agent
+    token_sha256: %s
+    callback: {url: "%s/callback", secret: "chaos-callback-secret"}
+retention: {requests: %s, schedule: "@every 1s"}
+callbacks: {timeout: 1s, retry_base: 200ms, poll: 200ms}
+tools:
+  chaos.keyed:
+    approvers: [%[5]s]
+    approvals: 2
+    dispatch: {url: "%[6]s/credits", timeout: 3s}
+    key_aware: true
+    max_attempts: 20
+    claim_timeout: 5s
+    remind_after: 2s
+  chaos.unkeyed:
+    approvers: [%[5]s]
+    approvals: 2
+    dispatch: {url: "%[7]s/credits", timeout: 2s}
+    key_aware: false
+    verify: {url: "%[7]s/objects?key={key}"}
+    verify_after: 1s
+    max_attempts: 20
+    claim_timeout: 5s
+    remind_after: 2s
+`, slackChannel, hex.EncodeToString(sum[:]), agentURL, retentionFor, strings.Join(approvers, ", "), keyedURL, unkeyedURL)
+}
+
+// agentLoop posts intents through random replicas until ctx ends: mostly
+// valid ones (each then voted on), some poisoned, some replays of earlier
+// ones.
+func (r *run) agentLoop(ctx context.Context, agent int, votes *sync.WaitGroup) {
+	for n := 0; ctx.Err() == nil; n++ {
+		switch x := rand.Float64(); {
+		case x < 0.08:
+			r.postPoison(ctx, agent*100000+n)
+		case x < 0.15:
+			r.replayOne(ctx)
+		default:
+			tool := "chaos.keyed"
+			if n%2 == 1 {
+				tool = "chaos.unkeyed"
+			}
+			in := r.acknowledge(ctx, validIntent(fmt.Sprintf("chaos-agent-%d", agent), n, tool), tool)
+			if in == nil {
+				continue
+			}
+			switch v := rand.Float64(); {
+			case v < 0.8:
+				in.Verdict = "approve"
+			case v < 0.9:
+				in.Verdict = "reject"
+			default:
+				in.Verdict = "wait" // left pending: its reminder comes due
+			}
+			votes.Add(1)
+			go func() { defer votes.Done(); r.vote(in) }()
+		}
+		time.Sleep(time.Duration(20+rand.IntN(60)) * time.Millisecond)
+	}
+}
+
+// acknowledge posts body until a replica acknowledges it, moving to another
+// replica when one dies or is down; nil when ctx ends first or it is refused.
+func (r *run) acknowledge(ctx context.Context, body, tool string) *intent {
+	for ctx.Err() == nil {
+		base := r.fleet.pick()
+		if base == "" {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		r.flights[phaseIntake].n.Add(1)
+		status, answer := post(base, body)
+		r.flights[phaseIntake].n.Add(-1)
+		switch {
+		case status == http.StatusCreated || status == http.StatusOK:
+			in := &intent{Body: body, Tool: tool}
+			if json.Unmarshal(answer, in) != nil || in.ID == "" {
+				r.fail(fmt.Errorf("an acknowledgement without an id: %s", compact(answer)))
+				return nil
+			}
+			r.mu.Lock()
+			r.intents = append(r.intents, in)
+			r.mu.Unlock()
+			return in
+		case status == 0 || status >= 500:
+			time.Sleep(50 * time.Millisecond) // a dying replica or a restarting database
+		default:
+			r.fail(fmt.Errorf("a valid intent was refused %d: %s", status, compact(answer)))
+			return nil
+		}
+	}
+	return nil
+}
+
+// postPoison sends one poisoned intent and records its answer.
+func (r *run) postPoison(ctx context.Context, n int) {
+	kinds := make([]string, 0, len(poisons))
+	for k := range poisons {
+		kinds = append(kinds, k)
+	}
+	kind := kinds[rand.IntN(len(kinds))]
+	for ctx.Err() == nil {
+		base := r.fleet.pick()
+		if base == "" {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		status, answer := post(base, poisons[kind](n))
+		if status == 0 || status >= 500 {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		r.mu.Lock()
+		if r.poisoned[kind] == nil {
+			r.poisoned[kind] = map[string]int{}
+		}
+		r.poisoned[kind][fmt.Sprintf("%d %s", status, errorCode(answer))]++
+		if status < 300 {
+			r.stored++
+		}
+		r.mu.Unlock()
+		return
+	}
+}
+
+// replayOne sends an acknowledged intent again, as an agent retrying does;
+// once pruned, its key must answer 410 and never run again.
+func (r *run) replayOne(ctx context.Context) {
+	r.mu.Lock()
+	if len(r.intents) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	in := r.intents[rand.IntN(len(r.intents))]
+	r.mu.Unlock()
+	if base := r.fleet.pick(); base != "" {
+		status, _ := post(base, in.Body)
+		r.mu.Lock()
+		r.replays[fmt.Sprint(status)]++
+		r.mu.Unlock()
+	}
+}
+
+// vote decides an intent as its verdict says: two approvers click at once
+// on two replicas, and one of them clicks again on another (a duplicate);
+// a reject is one click.
+func (r *run) vote(in *intent) {
+	switch in.Verdict {
+	case "approve":
+		pair := rand.Perm(len(approvers))[:2]
+		var wg sync.WaitGroup
+		for i, u := range []string{approvers[pair[0]], approvers[pair[1]], approvers[pair[0]]} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if i == 2 {
+					time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
+				}
+				r.click(in, u, "approve")
+			}()
+		}
+		wg.Wait()
+	case "reject":
+		r.click(in, approvers[rand.IntN(len(approvers))], "reject")
+	}
+}
+
+// click presses a card button until the vote is recorded: a click on a
+// replica that dies meanwhile, or one answered "could not record, try
+// again" (Slack still gets its 200), is pressed again, as a person would.
+func (r *run) click(in *intent, user, action string) {
+	value, _ := json.Marshal(map[string]any{"r": in.ID, "n": 1, "h": in.PayloadHash})
+	body := bottest.ClickForm(bottest.ClickPayload(user, slackChannel, action, string(value)))
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		base := r.fleet.pick()
+		if base == "" {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		req, _ := http.NewRequest(http.MethodPost, base+"/slack/interactions", strings.NewReader(string(body)))
+		req.Header = bottest.Sign(slackSecret, time.Now(), body)
+		r.flights[phaseVoting].n.Add(1)
+		resp, err := httpClient.Do(req)
+		r.flights[phaseVoting].n.Add(-1)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				if r.recorded(in, user) {
+					return
+				}
+				r.reclicks.Add(1)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.fail(fmt.Errorf("%s's %s of %s was never answered 200", user, action, in.Key))
+}
+
+// recorded reports whether user's vote on in is recorded, or the request
+// is decided (a later click changes nothing) or pruned since.
+func (r *run) recorded(in *intent, user string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var ok bool
+	err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM votes WHERE request_id = $1 AND voter = $2)
+		OR EXISTS (SELECT 1 FROM decisions WHERE request_id = $1)
+		OR EXISTS (SELECT 1 FROM tombstones WHERE key = $3)`, in.ID, user, in.Key).Scan(&ok)
+	return err == nil && ok
+}

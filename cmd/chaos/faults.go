@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The phases a kill is aimed at: what the fleet is doing at the moment.
+const (
+	phaseIntake   = "intake"
+	phaseVoting   = "voting"
+	phaseDispatch = "dispatch"
+	phaseCard     = "card post"
+	phaseReply    = "thread reply"
+	phaseCallback = "callback delivery"
+)
+
+var phases = []string{phaseIntake, phaseVoting, phaseDispatch, phaseCard, phaseReply, phaseCallback}
+
+// fault is one kill or restart, and how long the fleet took to serve a
+// new request end to end afterwards.
+type fault struct {
+	What     string
+	Phases   []string // what was in flight when it struck
+	At       time.Time
+	Recovery time.Duration // 0 until measured; recoveryLimit when never
+}
+
+const recoveryLimit = 60 * time.Second
+
+// faultLoop makes opts.Kills kills -9 spread over the load, one every
+// Load/Kills with jitter, aiming each at the next phase in turn (waiting up
+// to a second for it to be in flight); the killed replica starts again a
+// moment later while the next kill is prepared. Halfway through it
+// restarts PostgreSQL once, when asked and permitted.
+func (r *run) faultLoop(load, ctx context.Context) {
+	every := r.opts.Load / time.Duration(r.opts.Kills+1)
+	pgDone := !r.opts.RestartPostgres
+	if pgDone {
+		r.opts.Log("PostgreSQL restart skipped: not asked for (-restart-postgres=false; the short run never restarts it)")
+	}
+	var restarts sync.WaitGroup
+	defer restarts.Wait()
+	for i := range r.opts.Kills {
+		at := r.started.Add(every*time.Duration(i+1) - every/4 + time.Duration(rand.Int64N(int64(every/2))))
+		select {
+		case <-load.Done():
+			return
+		case <-time.After(time.Until(at)):
+		}
+		if !pgDone && i >= r.opts.Kills/2 {
+			pgDone = true
+			r.restartPostgres()
+		}
+		target := phases[i%len(phases)]
+		aim := time.Now().Add(time.Second)
+		for !r.busy(target) && time.Now().Before(aim) && load.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		var up []*replica
+		for _, rep := range r.fleet.replicas {
+			if rep.url() != "" {
+				up = append(up, rep)
+			}
+		}
+		if len(up) == 0 {
+			continue
+		}
+		victim := up[rand.IntN(len(up))]
+		inFlight := r.inFlight()
+		victim.kill()
+		f := r.record("kill -9 "+victim.name, inFlight)
+		go r.measureRecovery(f)
+		restarts.Add(1)
+		go func() {
+			defer restarts.Done()
+			time.Sleep(time.Duration(300+rand.IntN(1200)) * time.Millisecond)
+			if err := victim.start(ctx); err != nil {
+				r.fail(fmt.Errorf("restarting %s: %w", victim.name, err))
+			}
+		}()
+	}
+}
+
+// busy reports whether phase has work in flight.
+func (r *run) busy(phase string) bool {
+	switch phase {
+	case phaseCard, phaseReply:
+		return r.recentPost(phase == phaseReply)
+	}
+	return r.flights[phase].busy()
+}
+
+// recentPost reports whether a card (or a thread reply) was posted to Slack
+// in the last 300ms: the fake answers at once, so a post "in flight" is one
+// whose poster may not have recorded it yet.
+func (r *run) recentPost(reply bool) bool {
+	calls := r.slack.Calls("chat.postMessage")
+	for i := len(calls) - 1; i >= 0 && time.Since(calls[i].At) < 300*time.Millisecond; i-- {
+		if (calls[i].Form.Get("thread_ts") != "") == reply {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *run) inFlight() []string {
+	var now []string
+	for _, p := range phases {
+		if r.busy(p) {
+			now = append(now, p)
+		}
+	}
+	return now
+}
+
+func (r *run) record(what string, inFlight []string) *fault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := &fault{What: what, Phases: inFlight, At: time.Now()}
+	r.faults = append(r.faults, f)
+	r.opts.Log("%5.1fs  %s (%s) during %s", time.Since(r.started).Seconds(), what, f.At.UTC().Format("15:04:05.000"), strings.Join(inFlight, ", "))
+	return f
+}
+
+// measureRecovery posts a canary intent right after a fault, approves it
+// through two replicas and waits for its write to succeed: the time from
+// the fault to that success is the fleet's recovery.
+func (r *run) measureRecovery(f *fault) {
+	r.canaries.Add(1)
+	defer r.canaries.Add(-1)
+	ctx, cancel := context.WithTimeout(context.Background(), recoveryLimit)
+	defer cancel()
+	n := int(time.Now().UnixNano() % 1e9)
+	in := r.acknowledge(ctx, validIntent("chaos-canary", n, "chaos.keyed"), "chaos.keyed")
+	recovery := recoveryLimit
+	if in != nil {
+		in.Verdict = "approve"
+		r.vote(in)
+		for ctx.Err() == nil {
+			if r.settled(ctx, in.Key) {
+				recovery = time.Since(f.At)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	r.mu.Lock()
+	f.Recovery = recovery
+	r.mu.Unlock()
+}
+
+// settled reports whether key's write succeeded (pruned since, its
+// tombstone says so).
+func (r *run) settled(ctx context.Context, key string) bool {
+	var ok bool
+	err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM executions e JOIN requests q ON q.id = e.request_id
+		WHERE q.key = $1 AND e.state = 'succeeded') OR EXISTS (SELECT 1 FROM tombstones WHERE key = $1 AND status = 'succeeded')`, key).Scan(&ok)
+	return err == nil && ok
+}
+
+func (r *run) waitCanaries() {
+	for r.canaries.Load() > 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// restartPostgres restarts the database under load once, or says why not.
+func (r *run) restartPostgres() {
+	argv, why := restartPlan(true, currentUser(), pgClusters)
+	if argv == nil {
+		r.opts.Log("PostgreSQL restart skipped: %s", why)
+		return
+	}
+	inFlight, began := r.inFlight(), time.Now()
+	out, err := runCommand(argv)
+	if err != nil {
+		r.fail(fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out))
+		return
+	}
+	// Recovery counts from when PostgreSQL is back: how long the server
+	// takes to stop and start is not countersign's.
+	f := r.record(fmt.Sprintf("PostgreSQL restart (%s, took %s)", strings.Join(argv, " "), time.Since(began).Round(100*time.Millisecond)), inFlight)
+	go r.measureRecovery(f)
+}

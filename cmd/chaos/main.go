@@ -1,0 +1,73 @@
+// Command chaos plays a fault run against a fleet of countersign replicas
+// built from this tree: three `countersign serve` processes on one fresh
+// PostgreSQL database, agents posting valid and poisoned intents through
+// random replicas, 2-of-N votes clicked on two replicas at once, a
+// key-aware provider and a key-unaware one, an agent whose callback
+// endpoint fails some deliveries, reminders and retention running
+// throughout, while replicas are killed with SIGKILL (and PostgreSQL is
+// restarted once, where the user may). It prints the figures as a table
+// and exits 1 when one is not what it must be. Everything listens on
+// 127.0.0.1.
+//
+//	go run ./cmd/chaos -restart-postgres  # the full run, under 5 minutes (make chaos)
+//	go run ./cmd/chaos                    # the same without the PostgreSQL restart
+//	go run ./cmd/chaos -short             # about a minute, no PostgreSQL restart
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/countersign/countersign/store/storetest"
+)
+
+// The two sizes of a run. Short is the version make test runs.
+var (
+	fullRun  = Options{Load: 150 * time.Second, Kills: 24, MinKills: 20, Agents: 4, Drain: 60 * time.Second}
+	shortRun = Options{Load: 12 * time.Second, Kills: 4, MinKills: 4, Agents: 3, Drain: 20 * time.Second}
+)
+
+func main() {
+	short := flag.Bool("short", false, "the short run (about a minute, no PostgreSQL restart)")
+	// Off unless asked for: a restart cuts every connection to the server,
+	// other programs' too, so it is for a PostgreSQL of the run's own.
+	restart := flag.Bool("restart-postgres", false, "restart PostgreSQL once under load (full run; needs root or the cluster's owner; make chaos sets it)")
+	load := flag.Duration("load", 0, "how long the load lasts (default: 150s, or 15s with -short)")
+	kills := flag.Int("kills", -1, "kills -9 spread over the load (default: 24, or 4 with -short)")
+	adminURL := flag.String("database-url", storetest.AdminURL(), "PostgreSQL server where a fresh database is created (and dropped after)")
+	flag.Parse()
+	os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", *adminURL)
+
+	opts := fullRun
+	if *short {
+		opts = shortRun
+	} else {
+		opts.RestartPostgres = *restart
+	}
+	if *load > 0 {
+		opts.Load = *load
+	}
+	if *kills >= 0 {
+		opts.Kills, opts.MinKills = *kills, min(opts.MinKills, *kills)
+	}
+	opts.Log = func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	figs, err := Run(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(2)
+	}
+	fmt.Printf("\n%s\nrun took %s\n", figs.Table(), time.Since(began).Round(time.Second))
+	if !figs.OK() {
+		fmt.Println("FAIL: a figure is not what it must be")
+		os.Exit(1)
+	}
+	fmt.Println("ok: nothing lost, nothing twice")
+}
