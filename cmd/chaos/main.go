@@ -29,7 +29,7 @@ import (
 // The two sizes of a run. Short is the version make test runs.
 var (
 	fullRun  = Options{Load: 150 * time.Second, Kills: 24, MinKills: 20, Agents: 4, Drain: 60 * time.Second}
-	shortRun = Options{Load: 12 * time.Second, Kills: 4, MinKills: 4, Agents: 3, Drain: 20 * time.Second}
+	shortRun = Options{Load: 12 * time.Second, Kills: 4, MinKills: 4, Agents: 3, Drain: 60 * time.Second}
 )
 
 func main() {
