@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
@@ -24,9 +25,11 @@ func TestDatabaseOutageAsksToTryAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(down.Close)
-	svc := *b.svc
-	svc.DB = store.NewLedger(down, store.Options{})
-	srv := b.serve(t, Options{Reviewer: reviewer, Service: &svc, Store: store.NewLedger(down, store.Options{})})
+	svc, err := approvals.New(approvals.Config{DB: store.NewLedger(down, store.Options{}), Tools: b.svc.Tools, Owners: b.svc.Owners})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := b.serve(t, Options{Reviewer: reviewer, Service: svc, Store: store.NewLedger(down, store.Options{})})
 
 	check := func(what string, resp *http.Response) {
 		t.Helper()
