@@ -451,3 +451,45 @@ DELETE FROM executions WHERE request_id = ?1;
 DELETE FROM decisions WHERE request_id = ?1;
 DELETE FROM effect_strings WHERE request_id = ?1;
 DELETE FROM requests WHERE id = ?1;
+
+-- name: oldest_event_at
+SELECT min(at) FROM events;
+
+-- name: month_events
+-- The hashes of the events in [?1, ?2), in the chains' order.
+SELECT request_id, seq, hash FROM events WHERE at >= ?1 AND at < ?2 ORDER BY request_id, seq;
+
+-- name: last_checkpoint_hash
+SELECT coalesce((SELECT hash FROM audit_checkpoints ORDER BY id DESC LIMIT 1), '');
+
+-- name: next_checkpoint_id
+SELECT coalesce(max(id), 0) + 1 FROM audit_checkpoints;
+
+-- name: insert_checkpoint
+INSERT INTO audit_checkpoints (id, partition, range_from, range_to, events, digest, dropped_by, dropped_at, prev_hash, hash)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: insert_checkpoint_head
+INSERT INTO audit_checkpoint_heads (checkpoint_id, request_id, seq, hash) VALUES (?, ?, ?, ?);
+
+-- name: allow_drop
+-- audit_drop lets the events before ?1 be deleted until end_drop, in the
+-- same transaction.
+INSERT INTO audit_drop (before_at) VALUES (?1);
+
+-- name: delete_month
+DELETE FROM events WHERE at >= ?1 AND at < ?2;
+
+-- name: end_drop
+DELETE FROM audit_drop;
+
+-- name: audit_checkpoints
+SELECT id, partition, range_from, range_to, events, digest, dropped_by, dropped_at, prev_hash, hash
+FROM audit_checkpoints ORDER BY id;
+
+-- name: checkpoint_heads
+SELECT request_id, seq, hash FROM audit_checkpoint_heads
+WHERE checkpoint_id = ?1 AND request_id > ?2 ORDER BY request_id LIMIT ?3;
+
+-- name: last_checkpoint_head
+SELECT request_id, seq, hash FROM audit_checkpoint_heads WHERE request_id = ?1 ORDER BY seq DESC LIMIT 1;

@@ -653,3 +653,15 @@ DELETE FROM requests WHERE id IN (SELECT id FROM ids);
 -- hashed with.
 SELECT id, request_id::text, seq, at, actor, kind, data::text, prev_hash, hash FROM events
 WHERE (request_id, seq) > ($1::uuid, $2) ORDER BY request_id, seq LIMIT $3;
+
+-- name: audit_checkpoints
+SELECT id, partition, range_from, range_to, events, digest, dropped_by, dropped_at, prev_hash, hash
+FROM audit_checkpoints ORDER BY id;
+
+-- name: checkpoint_heads
+SELECT request_id::text, seq, hash FROM audit_checkpoint_heads
+WHERE checkpoint_id = $1 AND request_id > $2::uuid ORDER BY request_id LIMIT $3;
+
+-- name: last_checkpoint_head
+SELECT request_id::text, seq, hash FROM audit_checkpoint_heads
+WHERE request_id = $1 ORDER BY seq DESC LIMIT 1;
