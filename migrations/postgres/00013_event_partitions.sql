@@ -176,10 +176,10 @@ SELECT encode(sha256(convert_to(concat_ws(E'\n', prev_hash, id::text, partition,
 $$;
 -- +goose StatementEnd
 
--- countersign_drop_event_partitions drops the monthly partitions of events
--- whose month ended before both before and now() less audit_floor's keep,
--- oldest first, each after recording its checkpoint, and returns how many
--- it dropped. It runs as its owner (the schema's), so the runtime role may
+-- countersign_drop_event_partitions drops the oldest monthly partition of
+-- events whose month ended before both before and now() less audit_floor's
+-- keep, after recording its checkpoint, and returns how many it dropped (0
+-- or 1; the sweep calls it again until 0). It runs as its owner (the schema's), so the runtime role may
 -- call it; it drops nothing but whole past months of events, and leaves the
 -- record of each.
 -- +goose StatementBegin
@@ -222,6 +222,9 @@ BEGIN
         INSERT INTO audit_checkpoints SELECT cp.*;
         EXECUTE format('DROP TABLE %I', p.name);
         dropped := dropped + 1;
+        -- One month a call: the DROP locks events until the commit, so no
+        -- second month's digest is read while intake waits on it.
+        EXIT;
     END LOOP;
     RETURN dropped;
 END;

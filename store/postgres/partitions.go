@@ -22,10 +22,21 @@ func (d *Driver) PrepareAuditMonths(ctx context.Context, ahead int) (int, error)
 // DropAuditMonths calls countersign_drop_event_partitions, which runs as the
 // schema's owner, drops only whole months that ended before both before
 // and its floor (audit_floor), and records each month's checkpoint.
+// It drops one month a call, each its own transaction: the DROP holds
+// events until its commit, so intake waits for one DROP, not for the
+// next month's digest too.
 func (d *Driver) DropAuditMonths(ctx context.Context, before time.Time) (int, error) {
-	var n int
-	err := d.Pool.QueryRow(ctx, `SELECT countersign_drop_event_partitions($1)`, before).Scan(&n)
-	return n, wrap("dropping audit months", err)
+	total := 0
+	for {
+		var n int
+		if err := d.Pool.QueryRow(ctx, `SELECT countersign_drop_event_partitions($1)`, before).Scan(&n); err != nil {
+			return total, wrap("dropping audit months", err)
+		}
+		if n == 0 {
+			return total, nil
+		}
+		total += n
+	}
 }
 
 func (e executor) AuditCheckpoints(ctx context.Context) ([]store.AuditCheckpoint, error) {
