@@ -166,6 +166,29 @@ INSERT INTO audit_floor (keep) VALUES (interval '31 days');
 -- the hex SHA-256 of its previous hash, id, partition, range (microseconds
 -- since the epoch), event count, digest, heads digest, who and when, one a
 -- line (store.CheckpointHash computes the same).
+-- A request whose events all left with their months chains on from its
+-- newest checkpoint head, not from the start again.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION countersign_event_chain() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    last record;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(NEW.request_id::text, 20));
+    SELECT e.seq, e.hash INTO last FROM events e
+    WHERE e.request_id = NEW.request_id ORDER BY e.seq DESC LIMIT 1;
+    IF NOT FOUND THEN
+        SELECT h.seq, h.hash INTO last FROM audit_checkpoint_heads h
+        WHERE h.request_id = NEW.request_id ORDER BY h.seq DESC LIMIT 1;
+    END IF;
+    NEW.at := now();
+    NEW.seq := coalesce(last.seq, 0) + 1;
+    NEW.prev_hash := coalesce(last.hash, '');
+    NEW.hash := countersign_event_hash(NEW.prev_hash, NEW.id, NEW.request_id, NEW.seq, NEW.at, NEW.actor, NEW.kind, NEW.data);
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION countersign_checkpoint_hash(prev_hash text, id bigint, partition text, range_from timestamptz,
 	range_to timestamptz, events bigint, digest text, heads text, dropped_by text, dropped_at timestamptz) RETURNS text
@@ -232,6 +255,22 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION countersign_event_chain() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    last record;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(NEW.request_id::text, 20));
+    SELECT e.seq, e.hash INTO last FROM events e
+    WHERE e.request_id = NEW.request_id ORDER BY e.seq DESC LIMIT 1;
+    NEW.at := now();
+    NEW.seq := coalesce(last.seq, 0) + 1;
+    NEW.prev_hash := coalesce(last.hash, '');
+    NEW.hash := countersign_event_hash(NEW.prev_hash, NEW.id, NEW.request_id, NEW.seq, NEW.at, NEW.actor, NEW.kind, NEW.data);
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
 DROP FUNCTION countersign_drop_event_partitions, countersign_checkpoint_hash, countersign_event_partitions_ahead;
 DROP TABLE audit_floor, audit_checkpoint_heads, audit_checkpoints;
 DROP FUNCTION countersign_append_only;

@@ -15,7 +15,10 @@ CREATE TABLE audit_checkpoints (
     dropped_by TEXT    NOT NULL,
     dropped_at INTEGER NOT NULL,
     prev_hash  TEXT    NOT NULL,
-    hash       TEXT    NOT NULL
+    hash       TEXT    NOT NULL,
+    -- The highest event id dropped, so no id is given twice (events has
+    -- no sequence of its own: its next id is the highest there plus one).
+    max_event_id INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE audit_checkpoint_heads (
     checkpoint_id INTEGER NOT NULL REFERENCES audit_checkpoints (id),

@@ -89,6 +89,20 @@ func testAuditMonthDroppedLeavesACheckpointThatVerifies(t *testing.T, b *Backend
 	if evs, err := b.EventsFor(ctx, kept.ID); err != nil || len(evs) == 0 {
 		t.Errorf("events of the request of this month: %v, %v", evs, err)
 	}
+	// A request whose events all left chains on from its checkpoint head.
+	if err := b.AppendEvent(ctx, store.Event{RequestID: gone, Actor: "U1", Kind: "noted"}); err != nil {
+		t.Fatal(err)
+	}
+	if seqs, err := b.QueryStrings(fmt.Sprintf(`SELECT CAST(seq AS TEXT) FROM events WHERE request_id = '%s'`, gone)); err != nil || len(seqs) != 1 || seqs[0] != "3" {
+		t.Errorf("the event after its request's chain was dropped has seq %v, %v; want 3", seqs, err)
+	}
+	if ids, err := b.QueryStrings(`SELECT CAST(count(*) AS TEXT) FROM events GROUP BY id HAVING count(*) > 1`); err != nil || len(ids) != 0 {
+		t.Errorf("event ids given twice: %v, %v", ids, err)
+	}
+	before++
+	if r := verify(t, b); r.Bad != nil || r.BadCheckpoint != nil || r.Resumed != 2 || r.Events != before-4 {
+		t.Fatalf("after an event of a dropped chain: %+v; want intact, 2 chains resumed, %d events", r, before-4)
+	}
 	// Nothing this month goes, whatever the bound.
 	if n, err := b.DropAudit(ctx, time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil || n != 0 {
 		t.Errorf("DropAudit again = %d, %v", n, err)

@@ -93,7 +93,7 @@ func (e executor) dropMonth(ctx context.Context, from, to time.Time) error {
 	}
 	c.Hash = store.CheckpointHash(c, digest.Sum())
 	if err := e.tx.exec(ctx, "recording the checkpoint", q.Get("insert_checkpoint"), c.ID, c.Partition, micros(c.From),
-		micros(c.To), c.Events, c.Digest, c.DroppedBy, micros(c.DroppedAt), c.PrevHash, c.Hash); err != nil {
+		micros(c.To), c.Events, c.Digest, c.DroppedBy, micros(c.DroppedAt), c.PrevHash, c.Hash, micros(c.From), micros(c.To)); err != nil {
 		return err
 	}
 	for _, h := range heads {
