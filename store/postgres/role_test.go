@@ -260,6 +260,11 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 		}
 	}
 
+	// What the runtime role may call creates months ahead, as their owner.
+	var created int
+	if err := app.Pool.QueryRow(ctx, `SELECT countersign_event_partitions_ahead(3)`).Scan(&created); err != nil || created != 1 {
+		t.Errorf("countersign_event_partitions_ahead(3) as the runtime role = %d, %v; want the one month past the migration's", created, err)
+	}
 	// What the runtime role may call drops no month younger than the floor.
 	var dropped int
 	if err := app.Pool.QueryRow(ctx, `SELECT countersign_drop_event_partitions(now() + interval '10 years')`).Scan(&dropped); err != nil || dropped != 0 {
