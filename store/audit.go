@@ -53,10 +53,15 @@ type AuditCursor struct {
 // AuditReport is what VerifyAudit found.
 type AuditReport struct {
 	Events, Requests int
-	// Bad is the first event that does not match, and Problem says how;
-	// nil when every chain is intact.
-	Bad     *AuditEvent
-	Problem string
+	// Checkpoints is how many checkpoints of dropped months verified, and
+	// Resumed how many request chains start from one.
+	Checkpoints, Resumed int
+	// BadCheckpoint is the first checkpoint that does not match, checked
+	// before any event; Bad the first event that does not match. Problem
+	// says how; both nil when everything is intact.
+	BadCheckpoint *AuditCheckpoint
+	Bad           *AuditEvent
+	Problem       string
 	// Last is the last event verified intact before Bad (or of the walk).
 	Last AuditEvent
 }
@@ -64,17 +69,24 @@ type AuditReport struct {
 // auditPage is how many events VerifyAudit reads at a time.
 const auditPage = 1000
 
-// VerifyAudit walks every request's chain of audit events and reports the
-// first event that does not match: one whose hash is not its own (edited),
-// or whose sequence number or previous hash is not the one before it
-// (an event removed, inserted or moved before it).
+// VerifyAudit walks the checkpoints of dropped months, then every
+// request's chain of audit events, and reports the first checkpoint or
+// event that does not match: one whose hash is not its own (edited), or
+// whose sequence number or previous hash is not the one before it (an
+// event removed, inserted or moved before it). A request whose first
+// events were dropped with their month starts from its checkpoint head.
 func (l *Ledger) VerifyAudit(ctx context.Context) (AuditReport, error) {
 	var (
 		r      AuditReport
 		after  AuditCursor
 		prev   AuditEvent
 		inside bool
+		err    error
 	)
+	r.Checkpoints, r.BadCheckpoint, r.Problem, err = l.verifyCheckpoints(ctx)
+	if err != nil || r.BadCheckpoint != nil {
+		return r, err
+	}
 	for {
 		page, err := l.AuditChain(ctx, after, auditPage)
 		if err != nil {
@@ -84,6 +96,16 @@ func (l *Ledger) VerifyAudit(ctx context.Context) (AuditReport, error) {
 			if !inside || e.RequestID != prev.RequestID {
 				prev, inside = AuditEvent{RequestID: e.RequestID}, true
 				r.Requests++
+				if e.Seq > 1 {
+					head, found, err := l.LastCheckpointHead(ctx, e.RequestID)
+					if err != nil {
+						return r, fmt.Errorf("reading the audit checkpoints: %w", err)
+					}
+					if found {
+						prev.Seq, prev.Hash = head.Seq, head.Hash
+						r.Resumed++
+					}
+				}
 			}
 			switch {
 			case e.Seq != prev.Seq+1 || e.PrevHash != prev.Hash:

@@ -29,6 +29,15 @@ type Driver interface {
 	// from primitives in InTx).
 	Batch() BatchExecutor
 	Migrate(ctx context.Context, logger *slog.Logger) (int, error)
+	// PrepareAuditMonths creates the audit trail's partitions of this month
+	// and the months after it, up to ahead, that do not exist yet, and
+	// returns how many it created (none where the store has no partitions).
+	PrepareAuditMonths(ctx context.Context, ahead int) (int, error)
+	// DropAuditMonths drops the whole months of audit events that ended
+	// before before and before the store's own floor, oldest first, each
+	// recording its AuditCheckpoint in the same transaction, and returns how
+	// many it dropped.
+	DropAuditMonths(ctx context.Context, before time.Time) (int, error)
 	Ping(ctx context.Context) error
 	Close()
 	// Notifier returns what wakes this database's waiters and, when the
@@ -137,6 +146,15 @@ type Reader interface {
 	// AuditChain returns up to limit audit events after the cursor, in
 	// (request id, seq) order, with their chain fields.
 	AuditChain(ctx context.Context, after AuditCursor, limit int) ([]AuditEvent, error)
+	// AuditCheckpoints returns the checkpoints of dropped audit months, in
+	// the order they were recorded.
+	AuditCheckpoints(ctx context.Context) ([]AuditCheckpoint, error)
+	// CheckpointHeads returns up to limit heads of checkpoint id after
+	// request afterRequest ("" from the start), in request id order.
+	CheckpointHeads(ctx context.Context, id int64, afterRequest string, limit int) ([]CheckpointHead, error)
+	// LastCheckpointHead returns the newest head a checkpoint holds for the
+	// request; found false when no checkpoint cut its chain.
+	LastCheckpointHead(ctx context.Context, requestID string) (head CheckpointHead, found bool, err error)
 	// Tombstones reads the tombstones of pruned keys; keys never pruned are
 	// left out.
 	Tombstones(ctx context.Context, keys []string) (map[string]Tombstone, error)

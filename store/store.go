@@ -71,6 +71,9 @@ type Store interface {
 	Prune(ctx context.Context, p PruneParams) (int, error)
 	// VerifyAudit walks the audit chains (see AuditEvent).
 	VerifyAudit(ctx context.Context) (AuditReport, error)
+	// The audit trail leaves by whole months, each leaving a checkpoint.
+	PrepareAuditMonths(ctx context.Context) (int, error)
+	DropAudit(ctx context.Context, before time.Time) (int, error)
 }
 
 // Notifier wakes waiters when something they wait for may have changed. A

@@ -12,11 +12,15 @@ import (
 
 const auditUsage = `usage: countersign audit verify
 
-Walks every request's chain of audit events in the configured database and
-checks each event's hash, its number in its request's chain and its link to
-the event before. Exits 0 when every chain is intact, and 1 naming the first
-event that does not match: edited, or with an event removed, added or moved
-before it. It reads only; run it with a role that may read events.
+Walks the checkpoints left by dropped months of audit events (each chained
+to the one before), then every request's chain of audit events in the
+configured database, and checks each event's hash, its number in its
+request's chain and its link to the event before; a request whose first
+events left with their month continues from its checkpoint. Exits 0 when
+everything is intact, printing the last event verified, and 1 naming the
+first checkpoint or event that does not match: edited, or with one removed,
+added or moved before it. It reads only; run it with a role that may read
+events and the checkpoints.
 `
 
 // errAuditBroken ends audit verify with exit code 1 once the first bad
@@ -42,12 +46,25 @@ func auditVerify(ctx context.Context, getenv func(string) string, stdout io.Writ
 	if r.Last.ID != 0 {
 		last = describeEvent(r.Last)
 	}
+	if r.BadCheckpoint != nil {
+		fmt.Fprintf(stdout, "%s: %d checkpoints verified\n", where, r.Checkpoints)
+		return fmt.Errorf("%w: %s: %s", errAuditBroken, describeCheckpoint(*r.BadCheckpoint), r.Problem)
+	}
 	if r.Bad != nil {
 		fmt.Fprintf(stdout, "%s: %d events verified; last intact: %s\n", where, r.Events, last)
 		return fmt.Errorf("%w: %s: %s", errAuditBroken, describeEvent(*r.Bad), r.Problem)
 	}
 	fmt.Fprintf(stdout, "%s: audit intact: %d events of %d requests; last verified: %s\n", where, r.Events, r.Requests, last)
+	if r.Checkpoints > 0 {
+		fmt.Fprintf(stdout, "%s: %d checkpoints of dropped months intact; %d requests continue from one\n", where, r.Checkpoints, r.Resumed)
+	}
 	return nil
+}
+
+// describeCheckpoint names a checkpoint as an auditor finds it again.
+func describeCheckpoint(c store.AuditCheckpoint) string {
+	return fmt.Sprintf("checkpoint %d (%s, %d events from %s to %s, dropped by %s at %s)", c.ID, c.Partition, c.Events,
+		c.From.UTC().Format(time.RFC3339), c.To.UTC().Format(time.RFC3339), c.DroppedBy, c.DroppedAt.UTC().Format(time.RFC3339Nano))
 }
 
 // describeEvent names an event as an auditor finds it again.

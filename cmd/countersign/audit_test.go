@@ -70,3 +70,55 @@ func TestAuditVerify(t *testing.T) {
 		t.Errorf("audit verify after an edit: exit %d, want 1 naming %q\nstdout: %s\nstderr: %s", code, want, stdout, stderr)
 	}
 }
+
+// After a month is dropped, audit verify prints the checkpoint it verified,
+// and names it once the owner of the file edits it.
+func TestAuditVerifyChecksCheckpoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := map[string]string{"COUNTERSIGN_DATA_DIR": t.TempDir()}
+	if code, _, stderr := runMigrate(t, env); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr)
+	}
+	cfg, err := LoadConfig(envFrom(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, path, err := openStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _, err := s.InsertRequest(ctx, store.NewRequest{Key: "wa_audit_checkpoint", BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`),
+		Tool: "t", Snapshot: []byte(`{}`), PayloadHash: "sha256:p", RequestedBy: "agent", TTL: time.Hour})
+	if err == nil {
+		_, err = s.DropAudit(ctx, time.Now().AddDate(0, 2, 0)) // this month, ended in two months' time
+	}
+	if err == nil {
+		err = s.AppendEvent(ctx, store.Event{RequestID: req.ID, Actor: "U1", Kind: "noted"})
+	}
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, stderr := runAudit(t, env, "verify")
+	if code != 0 || !strings.Contains(stdout, "audit intact: 1 events of 1 requests") ||
+		!strings.Contains(stdout, "1 checkpoints of dropped months intact; 1 requests continue from one") {
+		t.Fatalf("audit verify after a drop: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, stmt := range []string{`DROP TRIGGER audit_checkpoints_no_update`, `UPDATE audit_checkpoints SET dropped_by = 'nobody'`} {
+		if _, err := raw.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	code, _, stderr = runAudit(t, env, "verify")
+	if code != 1 || !strings.Contains(stderr, "checkpoint 1 (events_"+time.Now().UTC().Format("200601")) || !strings.Contains(stderr, "edited") {
+		t.Errorf("audit verify after a checkpoint was edited: exit %d\nstderr: %s", code, stderr)
+	}
+}

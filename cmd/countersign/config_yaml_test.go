@@ -95,7 +95,7 @@ func TestConfigFileProblemsComeWithTheOthers(t *testing.T) {
 	got := loadProblems(t, validAgent+validTool+"retention: 90d\n", map[string]string{"COUNTERSIGN_INBOX": "sometimes"})
 	joined := strings.Join(got, "\n")
 	for _, want := range []string{
-		"FILE: line 10, column 12: retention: must be a mapping of requests, schedule",
+		"FILE: line 10, column 12: retention: must be a mapping of requests, audit, schedule, verify_schedule",
 		`COUNTERSIGN_INBOX is "sometimes"`,
 	} {
 		if !strings.Contains(joined, want) {

@@ -18,11 +18,16 @@ import (
 )
 
 // RetentionConfig says how long a settled request is kept before the
-// retention sweep prunes it, leaving its key as a tombstone. Requests
-// unset keeps every request, as before retention existed.
+// retention sweep prunes it, leaving its key as a tombstone, and how long
+// the audit trail is kept before whole months of it are dropped. Each
+// unset keeps everything, as before retention existed. VerifySchedule,
+// when set, has serve verify the audit trail on that schedule (see
+// auditVerifier).
 type RetentionConfig struct {
-	Requests Window `yaml:"requests"`
-	Schedule string `yaml:"schedule"`
+	Requests       Window `yaml:"requests"`
+	Audit          Window `yaml:"audit"`
+	Schedule       string `yaml:"schedule"`
+	VerifySchedule string `yaml:"verify_schedule"`
 }
 
 // Window is a retention window: a Go duration (36h, 90s) or whole days
@@ -85,64 +90,110 @@ func (w Window) MarshalYAML() (any, error) {
 	return d.String(), nil
 }
 
-// Validate reports a schedule that is not a cron schedule; the window was
-// checked, at its line, as the file was read.
+// Validate reports a schedule that is not a cron schedule, and an audit
+// window shorter than the requests' one: the audit trail tells what
+// happened to the requests still there, so it outlives them; a request
+// whose events were gone could no longer be checked against its history.
+// The windows were checked, at their lines, as the file was read.
 func (r RetentionConfig) Validate() error {
 	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 	if _, err := parser.Parse(r.Schedule); err != nil {
 		return fmt.Errorf("retention.schedule %q is not a cron schedule (use a 5-field spec or @every 10m): %v", r.Schedule, err)
 	}
+	if r.VerifySchedule != "" {
+		if _, err := parser.Parse(r.VerifySchedule); err != nil {
+			return fmt.Errorf("retention.verify_schedule %q is not a cron schedule (use a 5-field spec or @daily): %v", r.VerifySchedule, err)
+		}
+	}
+	if r.Audit != 0 && r.Requests != 0 && r.Audit < r.Requests {
+		return fmt.Errorf("retention.audit (%s) is shorter than retention.requests (%s): the audit trail must outlive the requests it tells of",
+			time.Duration(r.Audit), time.Duration(r.Requests))
+	}
 	return nil
 }
 
 // retentionSweep prunes, on each run, the requests settled longer than
-// window ago, and reports how many went.
+// window ago, and reports how many went. It also creates the audit
+// trail's partitions ahead and, with an audit window, drops its whole
+// months older than that (auditWindow zero keeps them).
 type retentionSweep struct {
-	db     store.Store
-	window time.Duration
-	logger *slog.Logger
-	pruned prometheus.Counter
-	now    func() time.Time
+	db           store.Store
+	window       time.Duration
+	auditWindow  time.Duration
+	logger       *slog.Logger
+	pruned       prometheus.Counter
+	monthsPruned prometheus.Counter
+	now          func() time.Time
 }
 
-func newRetentionSweep(db store.Store, window time.Duration, logger *slog.Logger, reg prometheus.Registerer) *retentionSweep {
+func newRetentionSweep(db store.Store, window, auditWindow time.Duration, logger *slog.Logger, reg prometheus.Registerer) *retentionSweep {
 	pruned := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "countersign_requests_pruned_total",
 		Help: "Settled requests pruned by the retention sweep; each left a tombstone of its key.",
 	})
-	reg.MustRegister(pruned)
-	return &retentionSweep{db: db, window: window, logger: logger, pruned: pruned, now: time.Now}
+	months := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "countersign_audit_months_dropped_total",
+		Help: "Whole months of audit events dropped by the retention sweep; each left a checkpoint.",
+	})
+	reg.MustRegister(pruned, months)
+	return &retentionSweep{db: db, window: window, auditWindow: auditWindow, logger: logger, pruned: pruned,
+		monthsPruned: months, now: time.Now}
 }
 
-// runOnce prunes what the window lets go.
+// runOnce prunes what the windows let go.
 func (s *retentionSweep) runOnce(ctx context.Context) (int, error) {
-	before := s.now().Add(-s.window)
-	n, err := s.db.Prune(ctx, store.PruneParams{Before: before})
-	s.pruned.Add(float64(n))
-	if n > 0 {
-		s.logger.Info("pruned settled requests", slog.Int("requests", n), slog.Time("settled_before", before))
+	if _, err := s.db.PrepareAuditMonths(ctx); err != nil {
+		return 0, err
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return n, err
+	n := 0
+	if s.window > 0 {
+		before := s.now().Add(-s.window)
+		var err error
+		n, err = s.db.Prune(ctx, store.PruneParams{Before: before})
+		s.pruned.Add(float64(n))
+		if n > 0 {
+			s.logger.Info("pruned settled requests", slog.Int("requests", n), slog.Time("settled_before", before))
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return n, err
+		}
+	}
+	if s.auditWindow > 0 {
+		before := s.now().Add(-s.auditWindow)
+		months, err := s.db.DropAudit(ctx, before)
+		s.monthsPruned.Add(float64(months))
+		if months > 0 {
+			s.logger.Info("dropped whole months of audit events, each leaving a checkpoint", slog.Int("months", months),
+				slog.Time("ended_before", before))
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return n, err
+		}
 	}
 	return n, nil
 }
 
-// addRetention schedules the retention sweep when a window is configured.
+// addRetention schedules the retention sweep. It runs with no window too:
+// the audit trail's partitions are created ahead by it, whatever is kept.
+// With retention.verify_schedule it schedules the audit's verification.
 func (a *app) addRetention() error {
 	r := a.cfg.File.Retention
-	if r.Requests == 0 {
-		return nil
-	}
 	window := time.Duration(r.Requests)
 	logger := a.logger.With("component", "retention")
-	if window < ShortWindow {
+	if window > 0 && window < ShortWindow {
 		logger.Warn("retention.requests is shorter than a day: settled requests, and the callbacks and cards of late answers, go soon after they settle",
 			slog.Duration("window", window))
 	}
-	sweep := newRetentionSweep(a.db, window, logger, a.registry)
-	return a.sched.add("retention", r.Schedule, func(ctx context.Context) error {
+	sweep := newRetentionSweep(a.db, window, time.Duration(r.Audit), logger, a.registry)
+	if err := a.sched.add("retention", r.Schedule, func(ctx context.Context) error {
 		_, err := sweep.runOnce(ctx)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	if r.VerifySchedule == "" {
+		return nil
+	}
+	verifier := newAuditVerifier(a.db, a.logger.With("component", "audit"), a.registry)
+	return a.sched.add("audit verify", r.VerifySchedule, verifier.runOnce)
 }

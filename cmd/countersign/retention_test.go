@@ -74,13 +74,84 @@ func TestRetentionConfig(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("problems = %q\nwant %q", got, want)
 	}
-	got = loadProblems(t, validAgent+validTool+"retention:\n  requests: [90d]\n  audit: 400d\n", nil)
+	got = loadProblems(t, validAgent+validTool+"retention:\n  requests: [90d]\n  audits: 400d\n", nil)
 	want = []string{
 		`FILE: line 11, column 13: retention.requests: must be a window such as 90d, 36h or 30s`,
-		`FILE: line 12, column 3: retention.audit: unknown field`,
+		`FILE: line 12, column 3: retention.audits: unknown field; did you mean audit?`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems = %q\nwant %q", got, want)
+	}
+}
+
+// The audit window is read like the requests' one and must outlive it; the
+// verification's schedule is a cron schedule.
+func TestRetentionAuditWindow(t *testing.T) {
+	t.Parallel()
+	r := RetentionConfig{Requests: Window(90 * 24 * time.Hour), Audit: Window(400 * 24 * time.Hour), Schedule: "@every 10m",
+		VerifySchedule: "@daily"}
+	if err := r.Validate(); err != nil {
+		t.Errorf("400d beside 90d: %v", err)
+	}
+	r.Audit = Window(30 * 24 * time.Hour)
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "retention.audit (720h0m0s) is shorter than retention.requests (2160h0m0s)") {
+		t.Errorf("30d beside 90d: %v", err)
+	}
+	r.Audit, r.VerifySchedule = Window(400*24*time.Hour), "now and then"
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "retention.verify_schedule") {
+		t.Errorf("a verify_schedule that is no schedule: %v", err)
+	}
+	out, err := yaml.Marshal(RetentionConfig{Audit: Window(400 * 24 * time.Hour)})
+	if err != nil || !strings.Contains(string(out), "audit: 400d\n") {
+		t.Errorf("retention.audit prints as %q, %v", out, err)
+	}
+}
+
+// The sweep drops whole months of audit events older than the audit
+// window, each leaving a checkpoint the verification then holds to; the
+// verifier reports the last verified point and a broken chain.
+func TestRetentionSweepDropsAuditMonthsAndTheVerifierReports(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := drivertest.SQLite.Open(t, true)
+	req, _, err := b.InsertRequest(ctx, store.NewRequest{Key: "wa_sweep_audit", BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`),
+		Tool: "t", Snapshot: []byte(`{}`), PayloadHash: "sha256:p", RequestedBy: "agent", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AppendEvent(ctx, store.Event{RequestID: req.ID, Actor: "U1", Kind: "noted"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	verifier := newAuditVerifier(b, slog.New(slog.DiscardHandler), reg)
+	if err := verifier.runOnce(ctx); err != nil || testutil.ToFloat64(verifier.intact) != 1 || testutil.ToFloat64(verifier.verified) < 1 ||
+		testutil.ToFloat64(verifier.at) == 0 {
+		t.Fatalf("verifier on an intact trail: %v, intact %v, verified %v", err, testutil.ToFloat64(verifier.intact), testutil.ToFloat64(verifier.verified))
+	}
+
+	sweep := newRetentionSweep(b, 0, 24*time.Hour, slog.New(slog.DiscardHandler), reg)
+	if _, err := sweep.runOnce(ctx); err != nil || testutil.ToFloat64(sweep.monthsPruned) != 0 {
+		t.Fatalf("a sweep within the audit window dropped %v months, %v", testutil.ToFloat64(sweep.monthsPruned), err)
+	}
+	sweep.now = func() time.Time { return time.Now().AddDate(0, 3, 0) }
+	if _, err := sweep.runOnce(ctx); err != nil || testutil.ToFloat64(sweep.monthsPruned) != 1 {
+		t.Fatalf("a sweep past the audit window dropped %v months, %v; want this month", testutil.ToFloat64(sweep.monthsPruned), err)
+	}
+	if n := b.Count(t, `SELECT count(*) FROM events`); n != 0 {
+		t.Errorf("%d events after their month was dropped", n)
+	}
+	if r, err := b.VerifyAudit(ctx); err != nil || r.Bad != nil || r.BadCheckpoint != nil || r.Checkpoints != 1 {
+		t.Errorf("VerifyAudit after the drop = %+v, %v", r, err)
+	}
+
+	if err := b.Exec(`DROP TRIGGER audit_checkpoints_no_update`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Exec(`UPDATE audit_checkpoints SET events = 0`); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifier.runOnce(ctx); err != nil || testutil.ToFloat64(verifier.intact) != 0 {
+		t.Errorf("verifier after a checkpoint was edited: %v, intact %v", err, testutil.ToFloat64(verifier.intact))
 	}
 }
 
@@ -102,7 +173,7 @@ func TestRetentionSweepPrunesWhatTheWindowLetsGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sweep := newRetentionSweep(b, time.Hour, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	sweep := newRetentionSweep(b, time.Hour, 0, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 
 	if n, err := sweep.runOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("a sweep within the window pruned %d, %v", n, err)

@@ -109,6 +109,7 @@ var contract = []struct {
 	{"PruneDuringIntakeLosesNothing", testPruneDuringIntakeLosesNothing},
 	{"PruneWaitsForPendingCallbacks", testPruneWaitsForPendingCallbacks},
 	{"AuditChainVerifiesAndNamesTheFirstBadEvent", testAuditChainVerifiesAndNamesTheFirstBadEvent},
+	{"AuditMonthDroppedLeavesACheckpointThatVerifies", testAuditMonthDroppedLeavesACheckpointThatVerifies},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

@@ -317,11 +317,16 @@ SELECT {{decision_columns}} FROM decisions WHERE request_id = ? ORDER BY round D
 INSERT INTO events (id, request_id, at, actor, kind, data, seq, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: next_event_id
-SELECT coalesce(max(id), 0) + 1 FROM events;
+SELECT max(coalesce((SELECT max(id) FROM events), 0), coalesce((SELECT max(max_event_id) FROM audit_checkpoints), 0)) + 1;
 
 -- name: chain_end
--- The last chained event of request ?1: its seq and hash.
-SELECT seq, hash FROM events WHERE request_id = ?1 AND hash IS NOT NULL ORDER BY seq DESC LIMIT 1;
+-- The last chained event of request ?1: its seq and hash; when every event
+-- of the request left with its month, its newest checkpoint head.
+SELECT seq, hash FROM (
+	SELECT seq, hash FROM events WHERE request_id = ?1 AND hash IS NOT NULL
+	UNION ALL
+	SELECT seq, hash FROM audit_checkpoint_heads WHERE request_id = ?1
+) ORDER BY seq DESC LIMIT 1;
 
 -- name: unchained_events
 SELECT id, request_id, at, actor, kind, data FROM events WHERE hash IS NULL ORDER BY request_id, id;
@@ -451,3 +456,45 @@ DELETE FROM executions WHERE request_id = ?1;
 DELETE FROM decisions WHERE request_id = ?1;
 DELETE FROM effect_strings WHERE request_id = ?1;
 DELETE FROM requests WHERE id = ?1;
+
+-- name: oldest_event_at
+SELECT min(at) FROM events;
+
+-- name: month_events
+-- The hashes of the events in [?1, ?2), in the chains' order.
+SELECT request_id, seq, hash FROM events WHERE at >= ?1 AND at < ?2 ORDER BY request_id, seq;
+
+-- name: last_checkpoint_hash
+SELECT coalesce((SELECT hash FROM audit_checkpoints ORDER BY id DESC LIMIT 1), '');
+
+-- name: next_checkpoint_id
+SELECT coalesce(max(id), 0) + 1 FROM audit_checkpoints;
+
+-- name: insert_checkpoint
+INSERT INTO audit_checkpoints (id, partition, range_from, range_to, events, digest, dropped_by, dropped_at, prev_hash, hash, max_event_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) FROM events WHERE at >= ?11 AND at < ?12));
+
+-- name: insert_checkpoint_head
+INSERT INTO audit_checkpoint_heads (checkpoint_id, request_id, seq, hash) VALUES (?, ?, ?, ?);
+
+-- name: allow_drop
+-- audit_drop lets the events before ?1 be deleted until end_drop, in the
+-- same transaction.
+INSERT INTO audit_drop (before_at) VALUES (?1);
+
+-- name: delete_month
+DELETE FROM events WHERE at >= ?1 AND at < ?2;
+
+-- name: end_drop
+DELETE FROM audit_drop;
+
+-- name: audit_checkpoints
+SELECT id, partition, range_from, range_to, events, digest, dropped_by, dropped_at, prev_hash, hash
+FROM audit_checkpoints ORDER BY id;
+
+-- name: checkpoint_heads
+SELECT request_id, seq, hash FROM audit_checkpoint_heads
+WHERE checkpoint_id = ?1 AND request_id > ?2 ORDER BY request_id LIMIT ?3;
+
+-- name: last_checkpoint_head
+SELECT request_id, seq, hash FROM audit_checkpoint_heads WHERE request_id = ?1 ORDER BY seq DESC LIMIT 1;

@@ -69,8 +69,8 @@ SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1 AND request_id = $2);
 -- and outbox rows ($9 kind, $10 data) for every row claimed; $11 wakes the
 -- waiters on each claimed request (channel $12).
 {{claim_cte}}, ev AS (
-	INSERT INTO events (request_id, at, actor, kind, data)
-	SELECT r.request_id, r.updated_at, x.actor, x.kind, x.data::jsonb || to_jsonb(f)
+	INSERT INTO events (request_id, actor, kind, data)
+	SELECT r.request_id, x.actor, x.kind, x.data::jsonb || to_jsonb(f)
 	FROM r CROSS JOIN unnest($6::text[], $7::text[], $8::text[]) AS x(actor, kind, data)
 	CROSS JOIN LATERAL (SELECT r.attempts AS attempt, r.id AS execution_id, r.claim_expires_at) AS f
 ), ob AS (
@@ -127,8 +127,8 @@ WITH i AS (
 ), r AS (
 	SELECT u.*, (SELECT d.round FROM decisions d WHERE d.id = u.decision_id) AS round FROM u
 ), ev AS (
-	INSERT INTO events (request_id, at, actor, kind, data)
-	SELECT r.request_id, r.updated_at, x.actor, x.kind, x.data::jsonb
+	INSERT INTO events (request_id, actor, kind, data)
+	SELECT r.request_id, x.actor, x.kind, x.data::jsonb
 	FROM unnest($15::bigint[], $16::text[], $17::text[], $18::text[]) AS x(ord, actor, kind, data)
 	JOIN r ON r.ord = x.ord
 ), ob AS (
@@ -243,8 +243,10 @@ SELECT {{decision_columns}} FROM decisions WHERE request_id = $1 AND round = $2;
 SELECT {{decision_columns}} FROM decisions WHERE request_id = $1 ORDER BY round DESC LIMIT 1;
 
 -- name: insert_events
-INSERT INTO events (request_id, at, actor, kind, data)
-SELECT request_id::uuid, coalesce(at, now()), actor, kind, data::jsonb
+-- at is left to the database: the chain trigger sets it, and a row routed
+-- to another month's partition by a given at could not move there.
+INSERT INTO events (request_id, actor, kind, data)
+SELECT request_id::uuid, actor, kind, data::jsonb
 FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[]) AS t(request_id, at, actor, kind, data);
 
 -- name: events_for
@@ -496,8 +498,8 @@ WITH input AS (
 	ON CONFLICT (key) DO NOTHING
 	RETURNING *
 ), e AS (
-	INSERT INTO events (request_id, at, actor, kind, data)
-	SELECT r.id, r.created_at, x.actor, x.kind, x.data::jsonb
+	INSERT INTO events (request_id, actor, kind, data)
+	SELECT r.id, x.actor, x.kind, x.data::jsonb
 	FROM unnest($16::text[], $17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS x(key, actor, kind, data, n)
 	JOIN r ON r.key = x.key
 	ORDER BY x.n
@@ -651,3 +653,15 @@ DELETE FROM requests WHERE id IN (SELECT id FROM ids);
 -- hashed with.
 SELECT id, request_id::text, seq, at, actor, kind, data::text, prev_hash, hash FROM events
 WHERE (request_id, seq) > ($1::uuid, $2) ORDER BY request_id, seq LIMIT $3;
+
+-- name: audit_checkpoints
+SELECT id, partition, range_from, range_to, events, digest, dropped_by, dropped_at, prev_hash, hash
+FROM audit_checkpoints ORDER BY id;
+
+-- name: checkpoint_heads
+SELECT request_id::text, seq, hash FROM audit_checkpoint_heads
+WHERE checkpoint_id = $1 AND request_id > $2::uuid ORDER BY request_id LIMIT $3;
+
+-- name: last_checkpoint_head
+SELECT request_id::text, seq, hash FROM audit_checkpoint_heads
+WHERE request_id = $1 ORDER BY seq DESC LIMIT 1;

@@ -50,13 +50,22 @@ var appTables = []struct{ table, privileges string }{
 	{"events", "SELECT, INSERT"},
 	{"votes", "SELECT, INSERT, DELETE"},
 	{"tombstones", "SELECT, INSERT"},
+	// audit verify reads the checkpoints; only the partition functions
+	// below, running as the schema's owner, write them.
+	{"audit_checkpoints", "SELECT"},
+	{"audit_checkpoint_heads", "SELECT"},
+	{"audit_floor", "SELECT"},
 	{"goose_db_version", "SELECT"},
 }
 
 // appFunctions are the schema's functions serve calls by name (the audit
 // chain's trigger calls countersign_event_hash as serve's role). Trigger
-// functions run without an EXECUTE check, so serve needs none on them.
-var appFunctions = []string{"countersign_card_state", "countersign_event_hash"}
+// functions run without an EXECUTE check, so serve needs none on them. The
+// retention sweep creates and drops the partitions of events through the
+// two SECURITY DEFINER functions, which run as the schema's owner and
+// check their own bounds (docs/DECISIONS.md, "Audit partitions").
+var appFunctions = []string{"countersign_card_state", "countersign_event_hash",
+	"countersign_event_partitions_ahead", "countersign_drop_event_partitions"}
 
 // schemaFunctions are the functions the migrations create. PostgreSQL lets
 // PUBLIC execute every new function; GrantAppRole takes that back, so the
@@ -65,6 +74,8 @@ var schemaFunctions = []string{
 	"countersign_card_state", "countersign_effect_strings",
 	"events_append_only", "bump_request_version", "countersign_vote_cast",
 	"countersign_key_not_pruned", "countersign_event_hash", "countersign_event_chain",
+	"countersign_event_partition", "countersign_event_partitions_ahead", "countersign_drop_event_partitions",
+	"countersign_checkpoint_hash", "countersign_append_only",
 }
 
 // AppRole is the runtime role GrantAppRole prepared.

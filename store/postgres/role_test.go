@@ -31,14 +31,20 @@ var appRolePrivileges = map[string][]string{
 	"table goose_db_version": {"SELECT"},
 	"table votes":            {"SELECT", "INSERT", "DELETE"},
 	"table tombstones":       {"SELECT", "INSERT"},
+	// Read by audit verify; the events partitions are reached through
+	// events only (partitions are left out here: TestAppRoleHasNoRightOnAPartition).
+	"table audit_checkpoints":      {"SELECT"},
+	"table audit_checkpoint_heads": {"SELECT"},
+	"table audit_floor":            {"SELECT"},
 
-	"sequence decisions_id_seq":        {"USAGE"},
-	"sequence executions_id_seq":       {"USAGE"},
-	"sequence outbox_id_seq":           {"USAGE"},
-	"sequence events_id_seq":           {"USAGE"},
-	"sequence votes_id_seq":            {"USAGE"},
-	"sequence callbacks_id_seq":        {"USAGE"},
-	"sequence goose_db_version_id_seq": nil,
+	"sequence decisions_id_seq":         {"USAGE"},
+	"sequence executions_id_seq":        {"USAGE"},
+	"sequence outbox_id_seq":            {"USAGE"},
+	"sequence events_id_seq":            {"USAGE"},
+	"sequence votes_id_seq":             {"USAGE"},
+	"sequence callbacks_id_seq":         {"USAGE"},
+	"sequence goose_db_version_id_seq":  nil,
+	"sequence audit_checkpoints_id_seq": nil,
 
 	"function countersign_card_state":     {"EXECUTE"},
 	"function countersign_effect_strings": nil,
@@ -48,6 +54,12 @@ var appRolePrivileges = map[string][]string{
 	"function countersign_key_not_pruned": nil,
 	"function countersign_event_hash":     {"EXECUTE"},
 	"function countersign_event_chain":    nil,
+	// The retention sweep's partition functions, SECURITY DEFINER.
+	"function countersign_event_partitions_ahead": {"EXECUTE"},
+	"function countersign_drop_event_partitions":  {"EXECUTE"},
+	"function countersign_event_partition":        nil,
+	"function countersign_checkpoint_hash":        nil,
+	"function countersign_append_only":            nil,
 
 	"schema public": {"USAGE"},
 }
@@ -59,11 +71,11 @@ func privilegesOf(t *testing.T, owner *postgres.Driver, role string) map[string]
 	rows, err := owner.Pool.Query(context.Background(), `
 SELECT 'table ' || c.relname, p FROM pg_class c,
 	unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p
-WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
 	AND has_table_privilege($1, c.oid, p)
 UNION ALL
 SELECT 'table ' || c.relname, NULL FROM pg_class c
-WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
 UNION ALL
 SELECT 'sequence ' || c.relname, p FROM pg_class c, unnest(ARRAY['USAGE', 'SELECT', 'UPDATE']) p
 WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'S' AND has_sequence_privilege($1, c.oid, p)
@@ -231,6 +243,15 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 		`CREATE SCHEMA shadow`,
 		`SELECT countersign_effect_strings('{}')`,
 		`SET ROLE postgres`,
+		// The partitions, the checkpoints and the floor of the audit window.
+		`DROP TABLE events_default`,
+		`ALTER TABLE events DETACH PARTITION events_default`,
+		`TRUNCATE events_default`,
+		`DELETE FROM events_default`,
+		`SELECT countersign_event_partition(now())`,
+		`UPDATE audit_floor SET keep = '0'`,
+		`DELETE FROM audit_checkpoints`,
+		`INSERT INTO audit_checkpoint_heads (checkpoint_id, request_id, seq, hash) VALUES (1, gen_random_uuid(), 1, 'x')`,
 	} {
 		_, err := app.Pool.Exec(ctx, stmt)
 		var pgErr *pgconn.PgError
@@ -239,6 +260,16 @@ func TestAppRoleCannotChangeTheSchemaOrTheAuditTrail(t *testing.T) {
 		}
 	}
 
+	// What the runtime role may call creates months ahead, as their owner.
+	var created int
+	if err := app.Pool.QueryRow(ctx, `SELECT countersign_event_partitions_ahead(3)`).Scan(&created); err != nil || created != 1 {
+		t.Errorf("countersign_event_partitions_ahead(3) as the runtime role = %d, %v; want the one month past the migration's", created, err)
+	}
+	// What the runtime role may call drops no month younger than the floor.
+	var dropped int
+	if err := app.Pool.QueryRow(ctx, `SELECT countersign_drop_event_partitions(now() + interval '10 years')`).Scan(&dropped); err != nil || dropped != 0 {
+		t.Errorf("countersign_drop_event_partitions as the runtime role = %d, %v; want 0 dropped", dropped, err)
+	}
 	if n := countRows(t, owner, `SELECT count(*) FROM events`); n != eventsBefore {
 		t.Errorf("%d events, was %d", n, eventsBefore)
 	}

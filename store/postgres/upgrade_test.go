@@ -86,3 +86,129 @@ func TestUpgradeToRetentionKeepsTheAuditTrail(t *testing.T) {
 		t.Errorf("tombstone = %+v, %v", tombs, err)
 	}
 }
+
+// A database filled by the schema of the audit chain (00012) moves into
+// monthly partitions with the upgrade: every event lands in its month's
+// partition, the chains still verify, the event reads keep their indexes,
+// and an old month can then be dropped, leaving a checkpoint the rest
+// verifies from.
+func TestUpgradeToPartitionsCarriesTheChainsAcross(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.NewEmptyURL(t)
+	old, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, old, drivertest.MigrationsUpTo(t, migrations.Postgres, 12),
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const id = "22222222-2222-2222-2222-222222222222"
+	// Two events of January 2020, chained as the trigger then would have,
+	// and two of now through the trigger itself.
+	jan := time.Date(2020, 1, 15, 0, 0, 0, 0, time.UTC)
+	prev := ""
+	for i, kind := range []string{"requested", "decided"} {
+		e := store.AuditEvent{ID: int64(i + 1), RequestID: id, Seq: i + 1, At: jan.Add(time.Duration(i) * time.Hour),
+			Actor: "agent:agent", Kind: kind, Data: "{}", PrevHash: prev}
+		e.Hash = store.EventHash(e)
+		prev = e.Hash
+		for _, stmt := range []string{`ALTER TABLE events DISABLE TRIGGER events_chain`,
+			`INSERT INTO events (id, request_id, at, actor, kind, data, seq, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			`ALTER TABLE events ENABLE TRIGGER events_chain`} {
+			var args []any
+			if strings.HasPrefix(stmt, "INSERT") {
+				args = []any{e.ID, e.RequestID, e.At, e.Actor, e.Kind, e.Data, e.Seq, e.PrevHash, e.Hash}
+			}
+			if _, err := old.ExecContext(ctx, stmt, args...); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+	}
+	if _, err := old.ExecContext(ctx, `SELECT setval('events_id_seq', 2)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"claimed", "succeeded"} {
+		if _, err := old.ExecContext(ctx, `INSERT INTO events (request_id, actor, kind) VALUES ($1, 'executor', $2)`, id, kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	d, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.NewLedger(d, store.Options{})
+	defer s.Close()
+	if n, err := s.Migrate(ctx, nil); err != nil || n < 1 {
+		t.Fatalf("Migrate = %d, %v", n, err)
+	}
+	if n := countRows(t, d, `SELECT count(*) FROM pg_class WHERE relname = 'events' AND relkind = 'p'`); n != 1 {
+		t.Fatal("events is not partitioned after the upgrade")
+	}
+	if n := countRows(t, d, `SELECT count(*) FROM events_202001`); n != 2 {
+		t.Errorf("%d events in January 2020's partition, want 2", n)
+	}
+	if n := countRows(t, d, `SELECT count(*) FROM events_default`); n != 0 {
+		t.Errorf("%d events left in the default partition", n)
+	}
+	if r, err := s.VerifyAudit(ctx); err != nil || r.Bad != nil || r.Events != 4 {
+		t.Fatalf("VerifyAudit after the upgrade = %+v, %v", r, err)
+	}
+	// New events chain on after the old ones, in this month's partition.
+	if err := s.AppendEvent(ctx, store.Event{RequestID: id, Actor: "U1", Kind: "noted"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.VerifyAudit(ctx); err != nil || r.Bad != nil || r.Events != 5 {
+		t.Fatalf("VerifyAudit after a new event = %+v, %v", r, err)
+	}
+	for _, stmt := range []string{`DELETE FROM events`, `UPDATE events SET actor = 'x'`, `TRUNCATE events`, `TRUNCATE events_202001`} {
+		if _, err := d.Pool.Exec(ctx, stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s after the upgrade = %v", stmt, err)
+		}
+	}
+
+	// The reads of events use their indexes in every partition.
+	for query, index := range map[string]string{
+		`SELECT id FROM events WHERE request_id = '` + id + `' ORDER BY id`:                      "request_id_", // either index serves it
+		`SELECT seq, hash FROM events WHERE request_id = '` + id + `' ORDER BY seq DESC LIMIT 1`: "request_id_seq_idx",
+	} {
+		tx, err := d.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN `+query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		_ = tx.Rollback(ctx)
+		if joined := strings.Join(plan, "\n"); !strings.Contains(joined, "events_202001_"+index) || strings.Contains(joined, "Seq Scan") {
+			t.Errorf("%s:\n%s\nwant the %s index of each partition", query, joined, index)
+		}
+	}
+
+	if n, err := s.DropAudit(ctx, time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil || n != 1 {
+		t.Fatalf("DropAudit = %d, %v", n, err)
+	}
+	if r, err := s.VerifyAudit(ctx); err != nil || r.Bad != nil || r.BadCheckpoint != nil || r.Events != 3 || r.Checkpoints != 1 || r.Resumed != 1 {
+		t.Errorf("VerifyAudit after January 2020 was dropped = %+v, %v", r, err)
+	}
+}
