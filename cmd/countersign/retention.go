@@ -141,7 +141,7 @@ func (a *app) addRetention() error {
 			slog.Duration("window", window))
 	}
 	sweep := newRetentionSweep(a.db, window, logger, a.registry)
-	return a.sched.add("retention", r.Schedule, func(ctx context.Context) error {
+	return a.sched.addLeaderSweep("retention", r.Schedule, func(ctx context.Context) error {
 		_, err := sweep.runOnce(ctx)
 		return err
 	})
