@@ -107,6 +107,11 @@ UPDATE outbox SET next_attempt_at = ?1 + ?2, attempts = attempts + 1
 WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)
 RETURNING id, kind, request_id, round, data, attempts, coalesce(last_error, ''), created_at;
 
+-- name: renew_outbox
+-- ?3 is a JSON array of ids.
+UPDATE outbox SET next_attempt_at = max(next_attempt_at, ?1 + ?2)
+WHERE id IN (SELECT value FROM json_each(?3)) AND state = 'pending';
+
 -- name: mark_outbox_delivered
 UPDATE outbox SET state = 'delivered', delivered_at = ?2,
 	last_error = nullif(?3, '') WHERE id = ?1 AND state = 'pending';
@@ -384,6 +389,12 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5);
 UPDATE callbacks SET next_attempt_at = ?1 + ?2, attempts = attempts + 1
 WHERE id IN (SELECT id FROM callbacks WHERE state = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)
 RETURNING {{callback_columns}};
+
+-- name: renew_callback
+-- ?2, the claim's lease, identifies the attempt.
+UPDATE callbacks SET next_attempt_at = ?3 + ?4
+WHERE id = ?1 AND state = 'pending' AND next_attempt_at = ?2
+RETURNING next_attempt_at;
 
 -- name: mark_callback_delivered
 -- ?4, the claim's lease, identifies the attempt (see Ledger.MarkCallbackDelivered).

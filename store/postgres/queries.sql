@@ -269,6 +269,10 @@ FROM due WHERE o.id = due.id
 RETURNING o.id, o.kind, o.request_id::text AS request_id, o.round, o.data, o.attempts,
 	coalesce(o.last_error, '') AS last_error, o.created_at;
 
+-- name: renew_outbox
+UPDATE outbox SET next_attempt_at = greatest(next_attempt_at, now() + $2::bigint * interval '1 microsecond')
+WHERE id = ANY($1) AND state = 'pending';
+
 -- name: mark_outbox_delivered
 UPDATE outbox SET state = 'delivered', delivered_at = now(),
 	last_error = nullif($2, '') WHERE id = $1 AND state = 'pending';
@@ -566,6 +570,12 @@ WITH due AS (
 UPDATE callbacks SET next_attempt_at = now() + $2::bigint * interval '1 microsecond', attempts = callbacks.attempts + 1
 WHERE callbacks.id = ANY(ARRAY(SELECT id FROM due))
 RETURNING {{callback_columns}};
+
+-- name: renew_callback
+-- $2, the claim's lease, identifies the attempt.
+UPDATE callbacks SET next_attempt_at = now() + $3::bigint * interval '1 microsecond'
+WHERE id = $1 AND state = 'pending' AND next_attempt_at = $2
+RETURNING next_attempt_at;
 
 -- name: mark_callback_delivered
 -- $3, the claim's lease, identifies the attempt (see Ledger.MarkCallbackDelivered).
