@@ -53,6 +53,8 @@ func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
+	held := b.holdClaims(ctx, rows)
+	defer held.release()
 	byChannel := make(map[string][]store.OutboxRow)
 	var order []string
 	for _, row := range rows {
@@ -72,6 +74,7 @@ func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
 					return // the lease brings the rest back
 				}
 				b.deliverRow(ctx, ch, row)
+				held.finished(row.ID)
 			}
 		}(ch, byChannel[ch])
 	}
