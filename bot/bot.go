@@ -20,8 +20,8 @@ import (
 const (
 	DefaultPostInterval = time.Second // Slack allows about one post per second per channel
 	DefaultBatch        = 50
-	DefaultLease        = 10 * time.Second // renewed while a delivery is worked (claims.go)
-	maxBodyBytes        = 256 << 10        // interaction payloads carry the whole card
+	DefaultLease        = 8 * time.Second // renewed while a delivery is worked (claims.go); with the poll, a dead replica's rows go out within 10s
+	maxBodyBytes        = 256 << 10       // interaction payloads carry the whole card
 )
 
 // Config is what a Bot needs.

@@ -10,10 +10,10 @@ import (
 )
 
 // ClaimLease is how long a claimed delivery is left to its replica. It is
-// short so that a dead replica's deliveries are sent by another within
-// seconds; a live replica renews it every third of it while the POST is in
-// flight.
-const ClaimLease = 10 * time.Second
+// short so that a dead replica's deliveries are sent by another within 10 s
+// (the lease and a poll); a live replica renews it every third of it while
+// the POST is in flight.
+const ClaimLease = 8 * time.Second
 
 // holdClaim renews claimed's lease until the returned stop is called, and
 // keeps claimed up to date with each renewal (the renewed lease identifies
