@@ -226,6 +226,14 @@ type Executor interface {
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
 	RetryOutbox(ctx context.Context, p RetryOutboxParams) error
+	// TakePostSlot takes the next post slot of channel, interval after the
+	// one before it and not before a pause ends, and returns how long from
+	// now until it comes (zero: now).
+	TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
+	// PauseChannel pauses posts to channel for at least d from now.
+	PauseChannel(ctx context.Context, channel string, d time.Duration) error
+	// ChannelPause is how long channel's pause still runs (zero: none).
+	ChannelPause(ctx context.Context, channel string) (time.Duration, error)
 	// RenewOutbox moves the leases of the pending rows ids to at least
 	// lease from now (never earlier: a retry's later time stands).
 	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error

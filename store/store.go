@@ -52,6 +52,9 @@ type Store interface {
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
 	RetryOutbox(ctx context.Context, p RetryOutboxParams) error
 	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error
+	TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
+	PauseChannel(ctx context.Context, channel string, d time.Duration) error
+	ChannelPause(ctx context.Context, channel string) (time.Duration, error)
 	RecordCard(ctx context.Context, c Card) (Card, error)
 	MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)

@@ -82,6 +82,7 @@ var contract = []struct {
 	{"RecentlyDecidedListsRequestsThatLeftPending", testRecentlyDecidedListsRequestsThatLeftPending},
 	{"OutboxClaimDeliverRetry", testOutboxClaimDeliverRetry},
 	{"OutboxRenew", testOutboxRenew},
+	{"SlackPacing", testSlackPacing},
 	{"OutboxClaimsAreExclusiveUnderConcurrency", testOutboxClaimsAreExclusiveUnderConcurrency},
 	{"CardsRecordFirstAndConverge", testCardsRecordFirstAndConverge},
 	{"DecideFirstWriterWins", testDecideFirstWriterWins},

@@ -462,3 +462,16 @@ DELETE FROM executions WHERE request_id = ?1;
 DELETE FROM decisions WHERE request_id = ?1;
 DELETE FROM effect_strings WHERE request_id = ?1;
 DELETE FROM requests WHERE id = ?1;
+
+-- name: take_post_slot
+-- Returns the microseconds from now (?1) until the slot taken.
+INSERT INTO slack_pacing (channel, next_post_at) VALUES (?2, ?1 + ?3)
+ON CONFLICT (channel) DO UPDATE SET next_post_at = max(next_post_at, ?1, coalesce(paused_until, ?1)) + ?3
+RETURNING next_post_at - ?3 - ?1;
+
+-- name: pause_channel
+INSERT INTO slack_pacing (channel, next_post_at, paused_until) VALUES (?2, ?1, ?1 + ?3)
+ON CONFLICT (channel) DO UPDATE SET paused_until = max(coalesce(paused_until, 0), excluded.paused_until);
+
+-- name: channel_pause
+SELECT coalesce((SELECT max(coalesce(paused_until, 0) - ?1, 0) FROM slack_pacing WHERE channel = ?2), 0);

@@ -661,3 +661,18 @@ DELETE FROM requests WHERE id IN (SELECT id FROM ids);
 -- hashed with.
 SELECT id, request_id::text, seq, at, actor, kind, data::text, prev_hash, hash FROM events
 WHERE (request_id, seq) > ($1::uuid, $2) ORDER BY request_id, seq LIMIT $3;
+
+-- name: take_post_slot
+-- Returns the microseconds from now until the slot taken.
+INSERT INTO slack_pacing AS p (channel, next_post_at) VALUES ($1, now() + $2::bigint * interval '1 microsecond')
+ON CONFLICT (channel) DO UPDATE SET next_post_at =
+	greatest(p.next_post_at, now(), coalesce(p.paused_until, now())) + $2::bigint * interval '1 microsecond'
+RETURNING (extract(epoch FROM (p.next_post_at - now())) * 1000000)::bigint - $2::bigint;
+
+-- name: pause_channel
+INSERT INTO slack_pacing AS p (channel, paused_until) VALUES ($1, now() + $2::bigint * interval '1 microsecond')
+ON CONFLICT (channel) DO UPDATE SET paused_until = greatest(p.paused_until, excluded.paused_until);
+
+-- name: channel_pause
+SELECT coalesce((SELECT greatest((extract(epoch FROM (paused_until - now())) * 1000000)::bigint, 0)
+	FROM slack_pacing WHERE channel = $1), 0);

@@ -50,6 +50,7 @@ var appTables = []struct{ table, privileges string }{
 	{"events", "SELECT, INSERT"},
 	{"votes", "SELECT, INSERT, DELETE"},
 	{"tombstones", "SELECT, INSERT"},
+	{"slack_pacing", "SELECT, INSERT, UPDATE"},
 	{"goose_db_version", "SELECT"},
 }
 
