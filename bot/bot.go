@@ -74,6 +74,9 @@ type Cards interface {
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
 	RetryOutbox(ctx context.Context, p store.RetryOutboxParams) error
 	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error
+	TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
+	PauseChannel(ctx context.Context, channel string, d time.Duration) error
+	ChannelPause(ctx context.Context, channel string) (time.Duration, error)
 	PostPending(ctx context.Context, requestID string, round int) (bool, error)
 	OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error)
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
