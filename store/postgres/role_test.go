@@ -31,6 +31,8 @@ var appRolePrivileges = map[string][]string{
 	"table goose_db_version": {"SELECT"},
 	"table votes":            {"SELECT", "INSERT", "DELETE"},
 	"table tombstones":       {"SELECT", "INSERT"},
+	// The shared Slack budget: one row per channel, moved on and paused.
+	"table slack_pacing": {"SELECT", "INSERT", "UPDATE"},
 
 	"sequence decisions_id_seq":        {"USAGE"},
 	"sequence executions_id_seq":       {"USAGE"},
