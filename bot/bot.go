@@ -20,8 +20,8 @@ import (
 const (
 	DefaultPostInterval = time.Second // Slack allows about one post per second per channel
 	DefaultBatch        = 50
-	DefaultLease        = 2 * time.Minute
-	maxBodyBytes        = 256 << 10 // interaction payloads carry the whole card
+	DefaultLease        = 8 * time.Second // renewed while a delivery is worked (claims.go); with the poll, a dead replica's rows go out within 10s
+	maxBodyBytes        = 256 << 10       // interaction payloads carry the whole card
 )
 
 // Config is what a Bot needs.
@@ -73,6 +73,10 @@ type Cards interface {
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
 	RetryOutbox(ctx context.Context, p store.RetryOutboxParams) error
+	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error
+	TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
+	PauseChannel(ctx context.Context, channel string, d time.Duration) error
+	ChannelPause(ctx context.Context, channel string) (time.Duration, error)
 	PostPending(ctx context.Context, requestID string, round int) (bool, error)
 	OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error)
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)

@@ -53,6 +53,8 @@ func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
+	held := b.holdClaims(ctx, rows)
+	defer held.release()
 	byChannel := make(map[string][]store.OutboxRow)
 	var order []string
 	for _, row := range rows {
@@ -72,6 +74,7 @@ func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
 					return // the lease brings the rest back
 				}
 				b.deliverRow(ctx, ch, row)
+				held.finished(row.ID)
 			}
 		}(ch, byChannel[ch])
 	}
@@ -98,7 +101,7 @@ func (b *Bot) targetChannel(ctx context.Context, row store.OutboxRow) string {
 func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRow) {
 	kind := string(row.Kind)
 	log := b.logger.With(slog.Int64("outbox_id", row.ID), slog.String("kind", kind), slog.String("request_id", row.RequestID))
-	if until := b.pausedUntil(channel); !until.IsZero() {
+	if until := b.pausedUntil(ctx, channel); !until.IsZero() {
 		b.metrics.Deliveries.WithLabelValues(kind, "postponed").Inc()
 		b.record(ctx, log, func(ctx context.Context) error {
 			return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Delay: time.Until(until), Reason: "channel paused by a rate limit"})
@@ -139,7 +142,7 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 		})
 	case errors.As(err, &rl):
 		wait := max(rl.RetryAfter, time.Second)
-		b.pause(channel, wait)
+		b.pause(ctx, channel, wait)
 		b.metrics.Deliveries.WithLabelValues(kind, "rate_limited").Inc()
 		log.Warn("slack rate limit", slog.String("channel", channel), slog.Duration("retry_after", wait))
 		b.record(ctx, log, func(ctx context.Context) error {
@@ -409,17 +412,24 @@ func (b *Bot) noCardYet(ctx context.Context, row store.OutboxRow) (string, error
 	return "no card to update", nil
 }
 
-// wait spaces posts to a channel by the post interval.
+// wait spaces posts to a channel by the post interval, across the fleet:
+// the slot comes from the shared budget in the ledger (slack_pacing), so
+// replicas together keep Slack's pace. When the ledger cannot answer, this
+// process's own spacing stands in.
 func (b *Bot) wait(ctx context.Context, channel string) error {
 	if b.interval < 0 {
 		return nil
 	}
-	b.mu.Lock()
-	now := time.Now()
-	at := latest(b.next[channel], now)
-	b.next[channel] = at.Add(b.interval)
-	b.mu.Unlock()
-	if d := at.Sub(now); d > 0 {
+	d, err := b.db.TakePostSlot(ctx, channel, b.interval)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b.logger.Warn("taking a post slot from the shared budget failed; pacing this process alone",
+			slog.String("channel", channel), slog.String("error", err.Error()))
+		d = b.localSlot(channel)
+	}
+	if d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -427,28 +437,57 @@ func (b *Bot) wait(ctx context.Context, channel string) error {
 			return ctx.Err()
 		case <-t.C:
 		}
+		// A 429 another replica met while this one waited pauses it too.
+		if p, err := b.db.ChannelPause(ctx, channel); err == nil && p > 0 {
+			return &postponed{delay: p, reason: "channel paused by a rate limit"}
+		}
 	}
 	return nil
 }
 
-func (b *Bot) pause(channel string, d time.Duration) {
+// localSlot is this process's own next slot for channel, from now.
+func (b *Bot) localSlot(channel string) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.paused[channel] = latest(b.paused[channel], time.Now().Add(d))
+	now := time.Now()
+	at := latest(b.next[channel], now)
+	b.next[channel] = at.Add(b.interval)
+	return at.Sub(now)
 }
 
-func (b *Bot) pausedUntil(channel string) time.Time {
+// pause holds posts to channel back for d, on every replica: the pause is
+// kept in the ledger, and in this process too for when the ledger cannot
+// be reached.
+func (b *Bot) pause(ctx context.Context, channel string, d time.Duration) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.paused[channel] = latest(b.paused[channel], time.Now().Add(d))
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := b.db.PauseChannel(ctx, channel, d); err != nil {
+		b.logger.Warn("sharing a rate limit's pause failed; this process alone waits it out",
+			slog.String("channel", channel), slog.String("error", err.Error()))
+	}
+}
+
+// pausedUntil is when channel's pause ends, this process's or another
+// replica's; zero when it is not paused.
+func (b *Bot) pausedUntil(ctx context.Context, channel string) time.Time {
+	b.mu.Lock()
 	until, ok := b.paused[channel]
-	if !ok {
-		return time.Time{}
-	}
-	if time.Now().After(until) {
+	if ok && time.Now().After(until) {
 		delete(b.paused, channel)
+		until = time.Time{}
+	}
+	b.mu.Unlock()
+	if !until.IsZero() {
+		return until
+	}
+	d, err := b.db.ChannelPause(ctx, channel)
+	if err != nil || d <= 0 {
 		return time.Time{}
 	}
-	return until
+	return time.Now().Add(d)
 }
 
 func earliest(ts ...time.Time) time.Time { return slices.MinFunc(ts, time.Time.Compare) }

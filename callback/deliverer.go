@@ -49,8 +49,8 @@ type Config struct {
 	// the delivery shown as delivering (hook.CallbackBody).
 	Render  func(ctx context.Context, delivery store.Callback) ([]byte, error)
 	Targets map[string]Target // by agent name
-	// Timeout bounds one POST; the claim's lease is 2×Timeout+5s, so a
-	// delivery in flight is never claimed by another replica.
+	// Timeout bounds one POST. The claim's lease (ClaimLease) is renewed
+	// while the POST is in flight, so another replica never claims it.
 	Timeout time.Duration
 	// Poll is how often due deliveries are looked for.
 	Poll time.Duration
@@ -100,7 +100,7 @@ func New(cfg Config) *Deliverer {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	d := &Deliverer{cfg: cfg, client: client, lease: 2*cfg.Timeout + 5*time.Second}
+	d := &Deliverer{cfg: cfg, client: client, lease: ClaimLease}
 	d.targets.Store(&cfg.Targets)
 	return d
 }
@@ -184,7 +184,10 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 func (d *Deliverer) deliver(ctx context.Context, row store.Callback) {
 	logger := d.cfg.Logger.With(slog.String("request_id", row.RequestID), slog.String("delivery", row.DeliveryID),
 		slog.String("event", string(row.Event)), slog.String("agent", row.Agent), slog.Int("attempt", row.Attempts))
-	status, reason := d.send(ctx, row)
+	sent := row // what is sent; row follows the renewed claim
+	stopRenewing := d.holdClaim(ctx, &row, logger)
+	status, reason := d.send(ctx, sent)
+	stopRenewing()
 	record, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	outcome := "delivered"

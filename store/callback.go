@@ -156,6 +156,19 @@ func (l *Ledger) RetryCallback(ctx context.Context, p RetryCallbackParams) (Call
 	return alone(ctx, l, func(ex Executor) (CallbackState, error) { return ex.RetryCallback(ctx, p) })
 }
 
+// RenewCallback keeps the claim on a delivery still being made for lease
+// more and returns the claim as it now stands (its new NextAttemptAt
+// identifies the attempt from then on), or ErrNotFound when the attempt is
+// no longer the row's (a redrive or a later claim took it over).
+func (l *Ledger) RenewCallback(ctx context.Context, claimed Callback, lease time.Duration) (Callback, error) {
+	at, err := alone(ctx, l, func(ex Executor) (time.Time, error) { return ex.RenewCallback(ctx, claimed, lease) })
+	if err != nil {
+		return claimed, err
+	}
+	claimed.NextAttemptAt = at
+	return claimed, nil
+}
+
 // RedriveCallback sends the request's newest delivery again, under the same
 // delivery id: it becomes pending and due now, with a fresh retry window,
 // and its attempts start again from 0, so the backoff restarts from its

@@ -244,6 +244,17 @@ type Executor interface {
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
 	RetryOutbox(ctx context.Context, p RetryOutboxParams) error
+	// TakePostSlot takes the next post slot of channel, interval after the
+	// one before it and not before a pause ends, and returns how long from
+	// now until it comes (zero: now).
+	TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
+	// PauseChannel pauses posts to channel for at least d from now.
+	PauseChannel(ctx context.Context, channel string, d time.Duration) error
+	// ChannelPause is how long channel's pause still runs (zero: none).
+	ChannelPause(ctx context.Context, channel string) (time.Duration, error)
+	// RenewOutbox moves the leases of the pending rows ids to at least
+	// lease from now (never earlier: a retry's later time stands).
+	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error
 
 	RecordCard(ctx context.Context, c Card) (Card, error)
 	MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error
@@ -257,6 +268,9 @@ type Executor interface {
 	ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error)
 	MarkCallbackDelivered(ctx context.Context, claimed Callback, status int) error
 	RetryCallback(ctx context.Context, p RetryCallbackParams) (CallbackState, error)
+	// RenewCallback moves claimed's lease to lease from now and returns the
+	// new one; ErrNotFound when the attempt is no longer the row's.
+	RenewCallback(ctx context.Context, claimed Callback, lease time.Duration) (time.Time, error)
 	// RedriveCallback makes the request's newest delivery pending and due
 	// now, with window to retry it in; ok false when there is none.
 	RedriveCallback(ctx context.Context, requestID string, window time.Duration) (Callback, bool, error)

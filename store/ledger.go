@@ -620,6 +620,17 @@ func (l *Ledger) RetryOutbox(ctx context.Context, p RetryOutboxParams) error {
 	return l.driver.Write(ctx, func(ex Executor) error { return ex.RetryOutbox(ctx, p) })
 }
 
+// RenewOutbox keeps the claims on ids, deliveries still being made, for
+// lease more: a worker renews while it works, so the lease can be short and
+// a dead worker's rows come back soon. A row finished meanwhile is left as
+// it is.
+func (l *Ledger) RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.RenewOutbox(ctx, ids, lease) })
+}
+
 // RecordCard stores where a round's card was posted and the state it showed,
 // and, when it is the request's current round, the request's card_channel and
 // card_ts. The first recorded card of a round wins; the card that stands is

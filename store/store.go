@@ -51,6 +51,10 @@ type Store interface {
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
 	RetryOutbox(ctx context.Context, p RetryOutboxParams) error
+	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error
+	TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
+	PauseChannel(ctx context.Context, channel string, d time.Duration) error
+	ChannelPause(ctx context.Context, channel string) (time.Duration, error)
 	RecordCard(ctx context.Context, c Card) (Card, error)
 	MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
@@ -59,6 +63,7 @@ type Store interface {
 	ClaimCallbacks(ctx context.Context, limit int, lease time.Duration) ([]Callback, error)
 	MarkCallbackDelivered(ctx context.Context, claimed Callback, status int) error
 	RetryCallback(ctx context.Context, p RetryCallbackParams) (CallbackState, error)
+	RenewCallback(ctx context.Context, claimed Callback, lease time.Duration) (Callback, error)
 	RedriveCallback(ctx context.Context, requestID string) (Callback, bool, error)
 
 	// Lookups for support engineers.

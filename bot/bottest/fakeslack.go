@@ -54,6 +54,9 @@ type Failure struct {
 	// Land makes the call take effect before the failure is answered: a post
 	// that lands while its poster never learns the ts.
 	Land bool
+	// Stall holds the call unanswered, without its taking effect, until the
+	// caller goes away (it gives up, or its process is killed).
+	Stall bool
 }
 
 // Slack is the fake.
@@ -255,6 +258,11 @@ func (s *Slack) serve(w http.ResponseWriter, r *http.Request) {
 	} else if queue := s.failures[method]; len(queue) > 0 {
 		failure = &queue[0]
 		s.failures[method] = queue[1:]
+	}
+	if failure != nil && failure.Stall {
+		s.mu.Unlock()
+		<-r.Context().Done()
+		return
 	}
 	if failure != nil && !failure.Land {
 		s.mu.Unlock()

@@ -21,6 +21,10 @@ type backend struct {
 	// listener delivers PostgreSQL's notifications; nil for the embedded
 	// store, which wakes its own subscribers after each commit.
 	listener component
+	// leader says whether this replica runs the fleet's sweeps; holdsLock
+	// is what holds PostgreSQL's sweep lock, nil for the embedded store.
+	leader    leadership
+	holdsLock component
 	// where names the store for people: PostgreSQL, or the embedded file.
 	where string
 }
@@ -46,6 +50,7 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 	b := &backend{store: s, where: where}
 	notifier, run, _ := s.Driver().Notifier(logger.With("component", "listener"))
 	b.notifier = notifier
+	b.leader, b.holdsLock = newLeadership(s.Driver(), logger.With("component", "leader"))
 	if c, ok := notifier.(component); ok && run != nil {
 		b.listener = c // PostgreSQL's LISTEN connection, which serve starts and stops
 	}

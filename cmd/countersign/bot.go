@@ -80,7 +80,7 @@ func (a *app) addBot(client *slack.Client, groups approvals.GroupResolver, ex *e
 		a.mux.Handle("POST "+bot.InteractionsPath, b.Interactions())
 		a.mux.Handle("POST "+bot.CommandsPath, b.Commands())
 	}
-	if err := a.sched.add("card convergence", a.cfg.File.Executor.CardSchedule, func(ctx context.Context) error {
+	if err := a.sched.addLeaderSweep("card convergence", a.cfg.File.Executor.CardSchedule, func(ctx context.Context) error {
 		_, err := b.ConvergeOnce(ctx)
 		return err
 	}); err != nil {

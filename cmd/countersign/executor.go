@@ -54,7 +54,7 @@ func (a *app) addExecutor() (*executor.Executor, error) {
 		unsubscribe()
 		return nil, err
 	}
-	if err := a.sched.add("reconcile", a.cfg.File.Executor.ReconcileSchedule, func(ctx context.Context) error {
+	if err := a.sched.addLeaderSweep("reconcile", a.cfg.File.Executor.ReconcileSchedule, func(ctx context.Context) error {
 		_, err := ex.ReconcileOnce(ctx)
 		return err
 	}); err != nil {

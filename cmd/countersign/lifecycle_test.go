@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -68,7 +70,7 @@ func TestLifecycleStopsInReverseOrderAndWaits(t *testing.T) {
 	listener := notifier.(component)
 	ledger := store.NewLedger(db, store.Options{})
 	batcher := store.NewIntakeBatcher(ledger, 1, 8)
-	sched := newScheduler(logger)
+	sched := newScheduler(logger, soleLeader{}, prometheus.NewRegistry())
 	sweeping := make(chan struct{})
 	var once sync.Once
 	if err := sched.add("blocking", "@every 1s", func(ctx context.Context) error {
@@ -162,7 +164,7 @@ func TestNewAppOrdersTheComponents(t *testing.T) {
 	for _, p := range a.parts {
 		names = append(names, p.name)
 	}
-	want := []string{"store", "listener", "intake batcher", "executor", "bot", "callback deliverer", "scheduler", "http server"}
+	want := []string{"store", "listener", "sweep leadership", "intake batcher", "executor", "bot", "callback deliverer", "scheduler", "http server"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("components %q, want %q", names, want)
 	}

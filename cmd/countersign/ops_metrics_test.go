@@ -118,6 +118,16 @@ func TestDashboardAndAlertsReadLiveMetrics(t *testing.T) {
 	}
 	eventually(t, "the write dispatched", func() bool { return dispatched.Load() > 0 })
 	eventually(t, "the agent called back", func() bool { return calledBack.Load() > 0 })
+	// The agent's answer comes before the deliverer records and counts it.
+	eventually(t, "the callback counted", func() bool {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(body), "countersign_callback_attempts_total{")
+	})
 
 	// A counter moves just after the work it counts (a callback's attempt
 	// once its answer is read): scrape until the slowest has.

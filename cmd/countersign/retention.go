@@ -185,7 +185,7 @@ func (a *app) addRetention() error {
 			slog.Duration("window", window))
 	}
 	sweep := newRetentionSweep(a.db, window, time.Duration(r.Audit), logger, a.registry)
-	if err := a.sched.add("retention", r.Schedule, func(ctx context.Context) error {
+	if err := a.sched.addLeaderSweep("retention", r.Schedule, func(ctx context.Context) error {
 		_, err := sweep.runOnce(ctx)
 		return err
 	}); err != nil {
@@ -195,5 +195,6 @@ func (a *app) addRetention() error {
 		return nil
 	}
 	verifier := newAuditVerifier(a.db, a.logger.With("component", "audit"), a.registry)
-	return a.sched.add("audit verify", r.VerifySchedule, verifier.runOnce)
+	// One replica verifies for the fleet: it reads every event.
+	return a.sched.addLeaderSweep("audit verify", r.VerifySchedule, verifier.runOnce)
 }

@@ -176,9 +176,10 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 		cfg: cfg, logger: logger, db: b.store, notifier: b.notifier, where: b.where,
 		registry:  prometheus.NewRegistry(),
 		mux:       http.NewServeMux(),
-		sched:     newScheduler(logger.With("component", "scheduler")),
 		lifecycle: lifecycle{logger: logger},
 	}
+	a.sched = newScheduler(logger.With("component", "scheduler"), b.leader, a.registry)
+	registerLeaderGauge(a.registry, b.leader)
 	defer func() {
 		if err != nil && a.admin != nil {
 			a.admin.ln.Close()
@@ -189,6 +190,11 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	a.add("store", funcs{stop: func(context.Context) error { b.store.Close(); return nil }}, 0)
 	if b.listener != nil {
 		a.add("listener", b.listener, 0)
+	}
+	if b.holdsLock != nil {
+		// Started before the sweeps and stopped after them; stopping
+		// closes its session, which hands the sweeps on at once.
+		a.add("sweep leadership", b.holdsLock, 0)
 	}
 	// The batcher outlives the signal: requests the HTTP server is still
 	// finishing commit through it.
@@ -217,14 +223,14 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 	if err := a.mountRoutes(); err != nil {
 		return nil, err
 	}
-	if err := a.sched.add("expiry", cfg.File.Executor.ExpirySchedule, func(ctx context.Context) error {
+	if err := a.sched.addLeaderSweep("expiry", cfg.File.Executor.ExpirySchedule, func(ctx context.Context) error {
 		_, err := a.review.ExpireOnce(ctx)
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	if cfg.NudgesConfigured() {
-		if err := a.sched.add("reminders", cfg.File.Executor.ReminderSchedule, func(ctx context.Context) error {
+		if err := a.sched.addLeaderSweep("reminders", cfg.File.Executor.ReminderSchedule, func(ctx context.Context) error {
 			_, err := a.review.NudgeOnce(ctx)
 			return err
 		}); err != nil {

@@ -152,6 +152,9 @@ func TestServeEndToEnd(t *testing.T) {
 	if code != 200 || !strings.Contains(metrics, `countersign_intake_total{outcome="created"} 1`) {
 		t.Errorf("/metrics = %d, lacks the intake counter", code)
 	}
+	if !strings.Contains(metrics, "countersign_sweep_leader 1") {
+		t.Error("/metrics lacks countersign_sweep_leader 1: the one process on the embedded store leads")
+	}
 	if !strings.Contains(logs.String(), "wa_d0290121a1bc5140c2f0e0dcb82f8a07d785742f014cc81ac67938ef379d634c") {
 		t.Errorf("the log does not name the request's key")
 	}

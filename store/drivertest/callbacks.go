@@ -262,3 +262,38 @@ func testCallbackClaimsAreExclusiveUnderConcurrency(t *testing.T, b *Backend) {
 		}
 	}
 }
+
+// testCallbackRenew: a renewal keeps the claim, and the renewed claim, not
+// the one it replaced, identifies the attempt; a redrive ends the claim.
+func testCallbackRenew(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	withCallbacks(t, b, "agent")
+	req := insertRequest(t, b, "wa_cb_renew")
+	if _, ok, err := b.CancelRequest(ctx, req.ID, "agent:agent", nil); err != nil || !ok {
+		t.Fatal(err)
+	}
+	claimed, err := b.ClaimCallbacks(ctx, 10, time.Millisecond)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("ClaimCallbacks = %d, %v", len(claimed), err)
+	}
+	time.Sleep(5 * time.Millisecond) // the lease has run out
+	renewed, err := b.RenewCallback(ctx, claimed[0], time.Minute)
+	if err != nil || !renewed.NextAttemptAt.After(claimed[0].NextAttemptAt) {
+		t.Fatalf("RenewCallback = %v, %v; want a later lease than %v", renewed.NextAttemptAt, err, claimed[0].NextAttemptAt)
+	}
+	if again, err := b.ClaimCallbacks(ctx, 10, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("a renewed claim was claimed again: %d, %v", len(again), err)
+	}
+	if _, err := b.RenewCallback(ctx, claimed[0], time.Minute); err != store.ErrNotFound {
+		t.Errorf("renewing with the replaced lease = %v, want ErrNotFound", err)
+	}
+	if err := b.MarkCallbackDelivered(ctx, renewed, 204); err != nil {
+		t.Fatal(err)
+	}
+	if cb, err := b.LatestCallback(ctx, req.ID); err != nil || cb.State != store.CallbackDelivered {
+		t.Fatalf("after delivering on the renewed claim: %+v, %v", cb, err)
+	}
+	if _, err := b.RenewCallback(ctx, renewed, time.Minute); err != store.ErrNotFound {
+		t.Errorf("renewing a delivered callback = %v, want ErrNotFound", err)
+	}
+}

@@ -160,3 +160,44 @@ func testCardsRecordFirstAndConverge(t *testing.T, b *Backend) {
 		t.Errorf("CardState(missing) = %v, want ErrNotFound", err)
 	}
 }
+
+// testOutboxRenew: a renewal keeps a claim in flight from being claimed
+// again, never brings a later retry forward, and leaves settled rows alone.
+func testOutboxRenew(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	req := insertRequest(t, b, "wa_outbox_renew")
+	if err := b.EnqueueOutbox(ctx, store.OutboxThreadReply, req.ID, 1, map[string]any{"reason": "why"}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := b.ClaimOutbox(ctx, 10, time.Millisecond)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("ClaimOutbox = %d, %v", len(rows), err)
+	}
+	time.Sleep(5 * time.Millisecond) // both leases have run out
+	if err := b.RetryOutbox(ctx, store.RetryOutboxParams{ID: rows[1].ID, Delay: time.Hour, Reason: "paused"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RenewOutbox(ctx, []int64{rows[0].ID, rows[1].ID}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := b.ClaimOutbox(ctx, 10, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("after renewing, ClaimOutbox = %d rows, %v; want the renewed claim kept", len(again), err)
+	}
+	// A renewal with a short lease leaves the retry an hour away.
+	if err := b.RenewOutbox(ctx, []int64{rows[1].ID}, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if again, err := b.ClaimOutbox(ctx, 10, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("a renewal brought a retry forward: ClaimOutbox = %d rows, %v", len(again), err)
+	}
+	if err := b.MarkOutboxDelivered(ctx, rows[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RenewOutbox(ctx, []int64{rows[0].ID}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.Count(t, `SELECT count(*) FROM outbox WHERE state = 'delivered'`); n != 1 {
+		t.Errorf("delivered rows = %d after a renewal, want 1", n)
+	}
+}

@@ -39,6 +39,15 @@ func (e executor) RetryCallback(ctx context.Context, p store.RetryCallbackParams
 	return state, wrap("rescheduling callback", err)
 }
 
+func (e executor) RenewCallback(ctx context.Context, claimed store.Callback, lease time.Duration) (renewed time.Time, err error) {
+	err = e.tx.QueryRowContext(ctx, q.Get("renew_callback"), claimed.ID, micros(claimed.NextAttemptAt),
+		micros(e.tx.now), lease.Microseconds()).Scan(at{t: &renewed})
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, store.ErrNotFound
+	}
+	return renewed, wrap("renewing a callback claim", err)
+}
+
 func (e executor) LatestCallback(ctx context.Context, requestID string) (store.Callback, error) {
 	return scanCallback(e.read().QueryRowContext(ctx, q.Get("latest_callback"), canonicalID(requestID)))
 }

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -14,6 +15,14 @@ func (e executor) ClaimOutbox(ctx context.Context, limit int, lease time.Duratio
 		return scanInto("reading outbox", row, &o, &o.ID, &o.Kind, &o.RequestID, &o.Round, jsonText{&o.Data}, &o.Attempts,
 			&o.LastError, at{t: &o.CreatedAt})
 	}, rows, err)
+}
+
+func (e executor) RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	return e.tx.exec(ctx, "renewing outbox claims", q.Get("renew_outbox"), micros(e.tx.now), lease.Microseconds(), string(list))
 }
 
 func (e executor) MarkOutboxDelivered(ctx context.Context, id int64, note string) error {

@@ -107,6 +107,11 @@ UPDATE outbox SET next_attempt_at = ?1 + ?2, attempts = attempts + 1
 WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)
 RETURNING id, kind, request_id, round, data, attempts, coalesce(last_error, ''), created_at;
 
+-- name: renew_outbox
+-- ?3 is a JSON array of ids.
+UPDATE outbox SET next_attempt_at = max(next_attempt_at, ?1 + ?2)
+WHERE id IN (SELECT value FROM json_each(?3)) AND state = 'pending';
+
 -- name: mark_outbox_delivered
 UPDATE outbox SET state = 'delivered', delivered_at = ?2,
 	last_error = nullif(?3, '') WHERE id = ?1 AND state = 'pending';
@@ -390,6 +395,12 @@ UPDATE callbacks SET next_attempt_at = ?1 + ?2, attempts = attempts + 1
 WHERE id IN (SELECT id FROM callbacks WHERE state = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)
 RETURNING {{callback_columns}};
 
+-- name: renew_callback
+-- ?2, the claim's lease, identifies the attempt.
+UPDATE callbacks SET next_attempt_at = ?3 + ?4
+WHERE id = ?1 AND state = 'pending' AND next_attempt_at = ?2
+RETURNING next_attempt_at;
+
 -- name: mark_callback_delivered
 -- ?4, the claim's lease, identifies the attempt (see Ledger.MarkCallbackDelivered).
 UPDATE callbacks SET state = 'delivered', delivered_at = ?3, last_status = ?2, last_error = NULL
@@ -498,3 +509,16 @@ WHERE checkpoint_id = ?1 AND request_id > ?2 ORDER BY request_id LIMIT ?3;
 
 -- name: last_checkpoint_head
 SELECT request_id, seq, hash FROM audit_checkpoint_heads WHERE request_id = ?1 ORDER BY seq DESC LIMIT 1;
+
+-- name: take_post_slot
+-- Returns the microseconds from now (?1) until the slot taken.
+INSERT INTO slack_pacing (channel, next_post_at) VALUES (?2, ?1 + ?3)
+ON CONFLICT (channel) DO UPDATE SET next_post_at = max(next_post_at, ?1, coalesce(paused_until, ?1)) + ?3
+RETURNING next_post_at - ?3 - ?1;
+
+-- name: pause_channel
+INSERT INTO slack_pacing (channel, next_post_at, paused_until) VALUES (?2, ?1, ?1 + ?3)
+ON CONFLICT (channel) DO UPDATE SET paused_until = max(coalesce(paused_until, 0), excluded.paused_until);
+
+-- name: channel_pause
+SELECT coalesce((SELECT max(coalesce(paused_until, 0) - ?1, 0) FROM slack_pacing WHERE channel = ?2), 0);

@@ -40,6 +40,15 @@ func (e executor) RetryCallback(ctx context.Context, p store.RetryCallbackParams
 	return state, wrap("rescheduling callback", err)
 }
 
+func (e executor) RenewCallback(ctx context.Context, claimed store.Callback, lease time.Duration) (time.Time, error) {
+	var at time.Time
+	err := e.db.QueryRow(ctx, q.Get("renew_callback"), claimed.ID, claimed.NextAttemptAt, lease.Microseconds()).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, store.ErrNotFound
+	}
+	return at, wrap("renewing a callback claim", err)
+}
+
 func (e executor) LatestCallback(ctx context.Context, requestID string) (store.Callback, error) {
 	rows, err := e.db.Query(ctx, q.Get("latest_callback"), requestID)
 	return one[store.Callback]("reading callback", rows, err)

@@ -33,6 +33,11 @@ func (e executor) RetryOutbox(ctx context.Context, p store.RetryOutboxParams) er
 	return wrap("rescheduling outbox", err)
 }
 
+func (e executor) RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error {
+	_, err := e.db.Exec(ctx, q.Get("renew_outbox"), ids, lease.Microseconds())
+	return wrap("renewing outbox claims", err)
+}
+
 func (e executor) PostPending(ctx context.Context, requestID string, round int) (bool, error) {
 	return e.exists(ctx, "reading outbox", q.Get("post_pending"), requestID, round, string(store.OutboxPostCard))
 }

@@ -271,6 +271,10 @@ FROM due WHERE o.id = due.id
 RETURNING o.id, o.kind, o.request_id::text AS request_id, o.round, o.data, o.attempts,
 	coalesce(o.last_error, '') AS last_error, o.created_at;
 
+-- name: renew_outbox
+UPDATE outbox SET next_attempt_at = greatest(next_attempt_at, now() + $2::bigint * interval '1 microsecond')
+WHERE id = ANY($1) AND state = 'pending';
+
 -- name: mark_outbox_delivered
 UPDATE outbox SET state = 'delivered', delivered_at = now(),
 	last_error = nullif($2, '') WHERE id = $1 AND state = 'pending';
@@ -569,6 +573,12 @@ UPDATE callbacks SET next_attempt_at = now() + $2::bigint * interval '1 microsec
 WHERE callbacks.id = ANY(ARRAY(SELECT id FROM due))
 RETURNING {{callback_columns}};
 
+-- name: renew_callback
+-- $2, the claim's lease, identifies the attempt.
+UPDATE callbacks SET next_attempt_at = now() + $3::bigint * interval '1 microsecond'
+WHERE id = $1 AND state = 'pending' AND next_attempt_at = $2
+RETURNING next_attempt_at;
+
 -- name: mark_callback_delivered
 -- $3, the claim's lease, identifies the attempt (see Ledger.MarkCallbackDelivered).
 UPDATE callbacks SET state = 'delivered', delivered_at = now(), last_status = $2, last_error = NULL
@@ -665,3 +675,18 @@ WHERE checkpoint_id = $1 AND request_id > $2::uuid ORDER BY request_id LIMIT $3;
 -- name: last_checkpoint_head
 SELECT request_id::text, seq, hash FROM audit_checkpoint_heads
 WHERE request_id = $1 ORDER BY seq DESC LIMIT 1;
+
+-- name: take_post_slot
+-- Returns the microseconds from now until the slot taken.
+INSERT INTO slack_pacing AS p (channel, next_post_at) VALUES ($1, now() + $2::bigint * interval '1 microsecond')
+ON CONFLICT (channel) DO UPDATE SET next_post_at =
+	greatest(p.next_post_at, now(), coalesce(p.paused_until, now())) + $2::bigint * interval '1 microsecond'
+RETURNING (extract(epoch FROM (p.next_post_at - now())) * 1000000)::bigint - $2::bigint;
+
+-- name: pause_channel
+INSERT INTO slack_pacing AS p (channel, paused_until) VALUES ($1, now() + $2::bigint * interval '1 microsecond')
+ON CONFLICT (channel) DO UPDATE SET paused_until = greatest(p.paused_until, excluded.paused_until);
+
+-- name: channel_pause
+SELECT coalesce((SELECT greatest((extract(epoch FROM (paused_until - now())) * 1000000)::bigint, 0)
+	FROM slack_pacing WHERE channel = $1), 0);

@@ -55,6 +55,7 @@ var appTables = []struct{ table, privileges string }{
 	{"audit_checkpoints", "SELECT"},
 	{"audit_checkpoint_heads", "SELECT"},
 	{"audit_floor", "SELECT"},
+	{"slack_pacing", "SELECT, INSERT, UPDATE"},
 	{"goose_db_version", "SELECT"},
 }
 

@@ -36,6 +36,8 @@ var appRolePrivileges = map[string][]string{
 	"table audit_checkpoints":      {"SELECT"},
 	"table audit_checkpoint_heads": {"SELECT"},
 	"table audit_floor":            {"SELECT"},
+	// The shared Slack budget: one row per channel, moved on and paused.
+	"table slack_pacing": {"SELECT", "INSERT", "UPDATE"},
 
 	"sequence decisions_id_seq":         {"USAGE"},
 	"sequence executions_id_seq":        {"USAGE"},
