@@ -149,6 +149,24 @@ func (l *Ledger) InsertRequests(ctx context.Context, ps []NewRequest, now *time.
 	for i, p := range ps {
 		owed[i] = requested(p)
 	}
+	// A prune that commits while an insert waits on the row it deletes
+	// makes the insert fail with a conflict (the key was pruned under it)
+	// and rolls the whole write back; the write is asked again, and sees
+	// the tombstone. A key can be pruned under one write only once.
+	for attempt := 1; ; attempt++ {
+		results, err := l.insertRequests(ctx, ps, owed, now)
+		if !errors.Is(err, ErrConflict) || attempt == insertAttempts {
+			return results, err
+		}
+	}
+}
+
+// insertAttempts bounds how often InsertRequests asks again after a
+// conflict: once per prune that can commit under it, and one more.
+const insertAttempts = 3
+
+// insertRequests is one attempt of InsertRequests.
+func (l *Ledger) insertRequests(ctx context.Context, ps []NewRequest, owed []Owed, now *time.Time) ([]InsertResult, error) {
 	if b := l.driver.Batch(); b != nil {
 		return b.InsertRequestsBatch(ctx, ps, owed, now)
 	}
