@@ -88,6 +88,7 @@ fuzz:
 	go test ./internal/strictjson/ -run '^$$' -fuzz FuzzCheck -fuzztime 60s
 	go test ./approvals/ -run '^$$' -fuzz FuzzDecodeIntent -fuzztime 60s
 	go test ./internal/intentkey/ -run '^$$' -fuzz FuzzCanonicalBasis -fuzztime 30s
+	go test ./internal/intentkey/ -run '^$$' -fuzz FuzzCanonicalize -fuzztime 60s
 	go test ./internal/intentkey/ -run '^$$' -fuzz FuzzExactNumbers -fuzztime 60s -fuzzminimizetime 5s
 	go test ./approvals/ -run '^$$' -fuzz FuzzEffectSchemaCheck -fuzztime 30s
 	go test ./bot/ -run '^$$' -fuzz FuzzParseClick -fuzztime 30s

@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
-	"github.com/gowebpki/jcs"
-
 	"github.com/countersign/countersign/internal/intentkey"
 )
 
@@ -36,9 +34,7 @@ func ValidClientKey(key string) bool { return intentkey.ValidClientKey(key) }
 
 // Canonicalize returns the RFC 8785 form of a JSON value: the snapshot bytes
 // stored, shown to reviewers and sent to the provider.
-func Canonicalize(raw []byte) ([]byte, error) {
-	return jcs.Transform(raw)
-}
+func Canonicalize(raw []byte) ([]byte, error) { return intentkey.Canonicalize(raw) }
 
 // PayloadHash is the hash of a snapshot as recorded on approvals and checked
 // by the executor before it sends.

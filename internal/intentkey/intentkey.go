@@ -2,7 +2,7 @@
 // key"): "wa_" + hex(sha256(JCS({"run", "step", "tool", "effect"}))). The hook
 // and the Go client both derive keys here, so the offline key an agent
 // computes is the one the gate stores. It imports the standard library and
-// the RFC 8785 library only.
+// the RFC 8785 library's number formatting only.
 package intentkey
 
 import (
@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/gowebpki/jcs"
 )
 
 // Prefix versions the key scheme; a new scheme gets a new prefix.
@@ -83,8 +81,8 @@ func (b Basis) canonicalRest() ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// canonicalGeneral canonicalizes {"run": …, "step": …, "tool": …} with the
-// JCS library.
+// canonicalGeneral canonicalizes {"run": …, "step": …, "tool": …} by the
+// general path.
 func (b Basis) canonicalGeneral() ([]byte, error) {
 	return canonicalJSON(struct {
 		Run  string          `json:"run"`
@@ -93,14 +91,14 @@ func (b Basis) canonicalGeneral() ([]byte, error) {
 	}{b.RunID, b.Step, b.Tool})
 }
 
-// canonicalJSON encodes a key basis and canonicalizes it with the JCS
-// library: the general path, for what the fast paths do not write.
+// canonicalJSON encodes a key basis and canonicalizes it: the general
+// path, for what the fast paths do not write.
 func canonicalJSON(basis any) ([]byte, error) {
 	raw, err := json.Marshal(basis)
 	if err != nil {
 		return nil, fmt.Errorf("encoding key basis: %w", err)
 	}
-	canonical, err := jcs.Transform(raw)
+	canonical, err := Canonicalize(raw)
 	if err != nil {
 		return nil, fmt.Errorf("canonicalizing key basis: %w", err)
 	}
