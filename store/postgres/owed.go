@@ -21,10 +21,16 @@ type owedRows struct {
 }
 
 func flatten(owed []store.Owed) (owedRows, error) {
+	// Sized first: a batch's arrays are built once, not regrown per row.
+	var events, outbox, callbacks int
+	for _, w := range owed {
+		events, outbox, callbacks = events+len(w.Events), outbox+len(w.Outbox), callbacks+len(w.Callbacks)
+	}
 	o := owedRows{
-		evOrd: []int64{}, evActor: []string{}, evKind: []string{}, evData: []string{},
-		obOrd: []int64{}, obKind: []string{}, obData: []string{},
-		cbOrd: []int64{}, cbEvent: []string{},
+		evOrd: make([]int64, 0, events), evActor: make([]string, 0, events),
+		evKind: make([]string, 0, events), evData: make([]string, 0, events),
+		obOrd: make([]int64, 0, outbox), obKind: make([]string, 0, outbox), obData: make([]string, 0, outbox),
+		cbOrd: make([]int64, 0, callbacks), cbEvent: make([]string, 0, callbacks),
 		wakeChange: make([]bool, len(owed)), wakeReady: make([]bool, len(owed)),
 	}
 	for i, w := range owed {
