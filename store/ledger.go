@@ -21,8 +21,10 @@ type Ledger struct {
 	driver Driver
 	// callbacks names the agents whose requests queue callbacks.
 	callbacks atomic.Pointer[callbackAgents]
-	// insertFirst sends intake straight to the insert (Intake).
+	// insertFirst sends intake straight to the insert (Intake), but for
+	// the keys hot holds.
 	insertFirst bool
+	hot         hotKeys
 	staleCards  StaleCardsParams
 }
 
@@ -222,11 +224,12 @@ func existing(ctx context.Context, ex Executor, key string) (InsertResult, error
 // On an in-process store it reads the key first: a replay never waits for
 // the single writer, and build is not called for it. On a remote store it
 // inserts first and learns of a replay from the key's conflict, one round
-// trip for a new intent. insert, when set, stores the request (an
+// trip for a new intent; but a key this process stored or answered lately
+// (hotKeys) is read first, so that a retry storm costs reads, not writes. insert, when set, stores the request (an
 // IntakeBatcher's Insert); nil stores it alone.
 func (l *Ledger) Intake(ctx context.Context, key string, build func() (NewRequest, error),
 	insert func(context.Context, NewRequest) (InsertResult, error)) (InsertResult, error) {
-	if !l.insertFirst {
+	if !l.insertFirst || l.hot.has(key) {
 		req, postQueued, err := l.ReplayRequest(ctx, key)
 		switch {
 		case err == nil:
@@ -239,14 +242,19 @@ func (l *Ledger) Intake(ctx context.Context, key string, build func() (NewReques
 	if err != nil {
 		return InsertResult{}, err
 	}
+	var res InsertResult
 	if insert != nil {
-		return insert(ctx, p)
+		res, err = insert(ctx, p)
+	} else {
+		var rs []InsertResult
+		if rs, err = l.InsertRequests(ctx, []NewRequest{p}, p.Now); err == nil {
+			res = rs[0]
+		}
 	}
-	rs, err := l.InsertRequests(ctx, []NewRequest{p}, p.Now)
-	if err != nil {
-		return InsertResult{}, err
+	if err == nil && res.Pruned == nil && l.insertFirst {
+		l.hot.add(key)
 	}
-	return rs[0], nil
+	return res, err
 }
 
 // ReplayRequest returns the request stored under key, and whether a card post
