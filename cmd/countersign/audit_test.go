@@ -28,19 +28,7 @@ func TestAuditVerify(t *testing.T) {
 	if code, _, stderr := runAudit(t, env); code != 2 || !strings.Contains(stderr, "usage: countersign audit verify") {
 		t.Errorf("audit without verify: exit %d: %s", code, stderr)
 	}
-	if code, _, stderr := runMigrate(t, env); code != 0 {
-		t.Fatalf("migrate: exit %d: %s", code, stderr)
-	}
-	cfg, err := LoadConfig(envFrom(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, path, err := openStore(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _, err := s.InsertRequest(ctx, store.NewRequest{Key: "wa_audit_cli", BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`),
-		Tool: "t", Snapshot: []byte(`{}`), PayloadHash: "sha256:p", RequestedBy: "agent", TTL: time.Hour})
+	s, path, req, err := migratedStoreWithRequest(t, env, "wa_audit_cli")
 	if err == nil {
 		_, _, err = s.CancelRequest(ctx, req.ID, "agent:agent", nil)
 	}
@@ -77,19 +65,7 @@ func TestAuditVerifyChecksCheckpoints(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := map[string]string{"COUNTERSIGN_DATA_DIR": t.TempDir()}
-	if code, _, stderr := runMigrate(t, env); code != 0 {
-		t.Fatalf("migrate: exit %d: %s", code, stderr)
-	}
-	cfg, err := LoadConfig(envFrom(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, path, err := openStore(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _, err := s.InsertRequest(ctx, store.NewRequest{Key: "wa_audit_checkpoint", BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`),
-		Tool: "t", Snapshot: []byte(`{}`), PayloadHash: "sha256:p", RequestedBy: "agent", TTL: time.Hour})
+	s, path, req, err := migratedStoreWithRequest(t, env, "wa_audit_checkpoint")
 	if err == nil {
 		_, err = s.DropAudit(ctx, time.Now().AddDate(0, 2, 0)) // this month, ended in two months' time
 	}
@@ -121,4 +97,24 @@ func TestAuditVerifyChecksCheckpoints(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "checkpoint 1 (events_"+time.Now().UTC().Format("200601")) || !strings.Contains(stderr, "edited") {
 		t.Errorf("audit verify after a checkpoint was edited: exit %d\nstderr: %s", code, stderr)
 	}
+}
+
+// migratedStoreWithRequest migrates the embedded store env names, opens it
+// and stores one request under key; the caller closes the store.
+func migratedStoreWithRequest(t *testing.T, env map[string]string, key string) (store.Store, string, store.Request, error) {
+	t.Helper()
+	if code, _, stderr := runMigrate(t, env); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr)
+	}
+	cfg, err := LoadConfig(envFrom(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, path, err := openStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _, err := s.InsertRequest(context.Background(), store.NewRequest{Key: key, BasisHash: "sha256:b", RunID: "r", Step: []byte(`1`),
+		Tool: "t", Snapshot: []byte(`{}`), PayloadHash: "sha256:p", RequestedBy: "agent", TTL: time.Hour})
+	return s, path, req, err
 }

@@ -24,20 +24,7 @@ import (
 func TestUpgradeToRetentionKeepsTheAuditTrail(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := storetest.NewEmptyURL(t)
-	old, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, old, drivertest.MigrationsUpTo(t, migrations.Postgres, 10),
-		goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := provider.Up(ctx); err != nil {
-		t.Fatal(err)
-	}
+	url, old := databaseMigratedUpTo(t, 10)
 	const id = "11111111-1111-1111-1111-111111111111"
 	settled := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, stmt := range []string{
@@ -95,20 +82,7 @@ func TestUpgradeToRetentionKeepsTheAuditTrail(t *testing.T) {
 func TestUpgradeToPartitionsCarriesTheChainsAcross(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := storetest.NewEmptyURL(t)
-	old, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, old, drivertest.MigrationsUpTo(t, migrations.Postgres, 12),
-		goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := provider.Up(ctx); err != nil {
-		t.Fatal(err)
-	}
+	url, old := databaseMigratedUpTo(t, 12)
 	const id = "22222222-2222-2222-2222-222222222222"
 	// Two events of January 2020, chained as the trigger then would have,
 	// and two of now through the trigger itself.
@@ -211,4 +185,25 @@ func TestUpgradeToPartitionsCarriesTheChainsAcross(t *testing.T) {
 	if r, err := s.VerifyAudit(ctx); err != nil || r.Bad != nil || r.BadCheckpoint != nil || r.Events != 3 || r.Checkpoints != 1 || r.Resumed != 1 {
 		t.Errorf("VerifyAudit after January 2020 was dropped = %+v, %v", r, err)
 	}
+}
+
+// databaseMigratedUpTo returns a new database migrated up to migration
+// version (an older schema, to upgrade from) and a connection to it.
+func databaseMigratedUpTo(t *testing.T, version int) (string, *sql.DB) {
+	t.Helper()
+	url := storetest.NewEmptyURL(t)
+	old, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { old.Close() })
+	provider, err := goose.NewProvider(goose.DialectPostgres, old, drivertest.MigrationsUpTo(t, migrations.Postgres, version),
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.Up(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return url, old
 }
