@@ -145,30 +145,30 @@ func (w *validWalker) value(depth int) bool {
 			w.i++
 			return true
 		}
-		var small [16]string
+		var small [16][]byte
 		names := small[:0]
 		var many map[string]struct{}
 		for {
 			w.space()
-			name, ok := w.str()
+			name, ok := w.str(true)
 			if !ok {
 				return false
 			}
 			if many != nil {
-				if _, dup := many[name]; dup {
+				if _, dup := many[string(name)]; dup {
 					return false
 				}
-				many[name] = struct{}{}
+				many[string(name)] = struct{}{}
 			} else {
 				for _, n := range names {
-					if n == name {
+					if bytes.Equal(n, name) {
 						return false
 					}
 				}
 				if names = append(names, name); len(names) == len(small) {
 					many = make(map[string]struct{}, 2*len(small))
 					for _, n := range names {
-						many[n] = struct{}{}
+						many[string(n)] = struct{}{}
 					}
 				}
 			}
@@ -205,7 +205,7 @@ func (w *validWalker) value(depth int) bool {
 			return true
 		}
 	case '"':
-		_, ok := w.str()
+		_, ok := w.str(false)
 		return ok
 	case 't', 'n':
 		w.i += 4
@@ -221,8 +221,10 @@ func (w *validWalker) value(depth int) bool {
 	}
 }
 
-// str reads a string at w.i and returns its decoded value.
-func (w *validWalker) str() (string, bool) {
+// str reads a string at w.i and, with decode, returns its decoded value:
+// the text itself when it has no escape, so that only an escaped member
+// name allocates.
+func (w *validWalker) str(decode bool) ([]byte, bool) {
 	start, escaped := w.i, false
 	for w.i++; w.b[w.i] != '"'; w.i++ {
 		if w.b[w.i] == '\\' {
@@ -232,14 +234,17 @@ func (w *validWalker) str() (string, bool) {
 	}
 	w.i++
 	raw := w.b[start:w.i]
+	if !decode {
+		return nil, true
+	}
 	if !escaped {
-		return string(raw[1 : len(raw)-1]), true
+		return raw[1 : len(raw)-1], true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
+		return nil, false
 	}
-	return s, true
+	return []byte(s), true
 }
 
 func walkValue(dec *json.Decoder, path string, depth int) error {
