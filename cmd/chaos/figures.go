@@ -99,7 +99,7 @@ func (r *run) replayPruned(ctx context.Context) {
 			continue
 		}
 		if base := r.fleet.pick(); base != "" {
-			status, _ := post(base, in.Body)
+			status, _ := post(base, in.Token, in.Body)
 			r.replays[fmt.Sprintf("%d after the end", status)]++
 			if status != http.StatusGone {
 				r.ranAgain++
