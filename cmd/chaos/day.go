@@ -33,6 +33,9 @@ type DayOptions struct {
 	// RequestTTL is how long a request waits for its reviewer, simulated.
 	RequestTTL time.Duration
 	Drain      time.Duration // the most the fleet gets to settle after the day
+	// SettleShare is the most of its peak the pending queue may still
+	// hold in the day's last hour.
+	SettleShare float64
 	// DispatchP99 bounds approval-to-dispatch latency's 99th percentile
 	// over the day (wall time: machines are not slowed down).
 	DispatchP99 time.Duration
@@ -42,10 +45,10 @@ type DayOptions struct {
 // The two sizes of a day. The full one is make simulate-day; the tiny one
 // runs inside go test.
 var (
-	fullDay = DayOptions{Day: 270 * time.Second, Replicas: 3, Teams: 40, Channels: 16, Intents: 500,
-		ReplayShare: 0.1, BurstShare: 0.3, BurstMin: 20, BurstMax: 60, RequestTTL: 2 * time.Hour, Drain: 90 * time.Second, DispatchP99: 2 * time.Second}
+	fullDay = DayOptions{Day: 270 * time.Second, Replicas: 3, Teams: 40, Channels: 16, Intents: 400,
+		ReplayShare: 0.1, BurstShare: 0.2, BurstMin: 20, BurstMax: 40, RequestTTL: 2 * time.Hour, Drain: 90 * time.Second, SettleShare: 0.25, DispatchP99: 2 * time.Second}
 	tinyDay = DayOptions{Day: 15 * time.Second, Replicas: 2, Teams: 6, Channels: 8, Intents: 30,
-		ReplayShare: 0.1, BurstShare: 0.3, BurstMin: 4, BurstMax: 8, RequestTTL: 8 * time.Hour, Drain: 20 * time.Second, DispatchP99: 2 * time.Second}
+		ReplayShare: 0.1, BurstShare: 0.3, BurstMin: 4, BurstMax: 8, RequestTTL: 8 * time.Hour, Drain: 20 * time.Second, SettleShare: 0.5, DispatchP99: 2 * time.Second}
 )
 
 // The reviewers, in simulated time. A review's delay, from the card
@@ -88,7 +91,8 @@ type day struct {
 	byID     map[string]*intent
 	arrivals []arrival
 	samples  []sample
-	reviews  map[string]int // what the reviewers did: approve, reject, never, too late
+	reviews  map[string]int       // what the reviewers did: approve, reject, never, too late
+	cards    map[string]time.Time // request id → when its card reached Slack
 	killedAt time.Time
 	back     time.Time
 	humans   sync.WaitGroup
@@ -124,7 +128,7 @@ func SimulateDay(ctx context.Context, opts DayOptions) (rep DayReport, err error
 	defer s.close()
 	defer recoverFailure(&err)
 	d := &day{run: newRun(Options{Log: opts.Log}), opts: opts, byID: map[string]*intent{},
-		reviews: map[string]int{}}
+		reviews: map[string]int{}, cards: map[string]time.Time{}}
 	if err := d.startFleet(ctx, s, opts.Replicas, d.configYAML); err != nil {
 		return rep, err
 	}
@@ -247,7 +251,9 @@ func (d *day) postOne(ctx context.Context, team int) {
 		d.replayOne(ctx)
 		return
 	}
-	tool := (team*3 + rand.IntN(3)) % d.tools() // a team works with a few tools
+	// A team works with three tools, whose cards go to three channels: a
+	// burst spreads over them.
+	tool := (team*7 + dayToolsPerCh*rand.IntN(3)) % d.tools()
 	in := d.acknowledge(ctx, teamToken(team), validIntent(teamName(team), int(d.sequence.Add(1)), dayTool(tool)), dayTool(tool))
 	if in == nil {
 		return
@@ -282,6 +288,9 @@ func (d *day) review(m bottest.Message) {
 	}
 	d.mu.Lock()
 	d.reviews[verdict]++
+	if _, seen := d.cards[id]; !seen {
+		d.cards[id] = time.Now()
+	}
 	d.mu.Unlock()
 	if verdict != "approve" && verdict != "reject" {
 		return

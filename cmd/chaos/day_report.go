@@ -12,16 +12,19 @@ import (
 // HourRow is one simulated hour of the day: what arrived, how deep the
 // queues got, how long humans and machines took, and what Slack saw.
 type HourRow struct {
-	Hour                     string // 00:00 … 23:00, or "drain" after the day
-	IntentsPerMin            float64
-	Replays                  int
-	Pending, Ready, Outbox   int           // the deepest each queue was in the hour
-	Outbox0                  int           // the outbox at the hour's end
-	DecisionP50, DecisionP99 time.Duration // simulated: the humans' scale
-	DispatchP50, DispatchP99 time.Duration // wall time: the machines' scale
-	Decisions, Dispatches    int
-	SlackPerMin, PostsPerMin float64
-	Note                     string
+	Hour                        string // 00:00 … 23:00, or "drain" after the day
+	IntentsPerMin               float64
+	Replays                     int
+	Pending, ToDispatch, Outbox int           // the deepest each queue was in the hour (to dispatch: ready and in flight)
+	Outbox0                     int           // the outbox at the hour's end
+	CardWaitP99                 time.Duration // simulated: intake to the card in Slack, for the hour's cards
+	Cards                       int
+	cardWaits                   []time.Duration // the waits behind CardWaitP99
+	DecisionP50, DecisionP99    time.Duration   // simulated: the humans' scale
+	DispatchP50, DispatchP99    time.Duration   // wall time: the machines' scale
+	Decisions, Dispatches       int
+	SlackPerMin, PostsPerMin    float64
+	Note                        string
 }
 
 // DayReport is a simulated day's table and its checked figures.
@@ -36,11 +39,13 @@ func (r DayReport) OK() bool { return len(r.Rows) > 0 && r.Figures.OK() }
 // Table prints the hourly table, then the figures.
 func (r DayReport) Table() string {
 	var b strings.Builder
+	b.WriteString("hours, card wait and decision latency are simulated time; intents/min, Slack calls/min and dispatch latency are wall-clock, as the fleet saw them;\n" +
+		"queue depths are the deepest of the hour's samples (outbox end: the last one)\n\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "hour\tintents/min\treplays\tpending\tready\toutbox max\toutbox end\tdecision p50\tp99\tdispatch p50\tp99\tSlack calls/min\tposts/min\t\t")
+	fmt.Fprintln(w, "hour\tintents/min\treplays\tpending\tto dispatch\toutbox max\toutbox end\tcard wait p99\tdecision p50\tp99\tdispatch p50\tp99\tSlack calls/min\tposts/min\t\t")
 	for _, h := range r.Rows {
-		fmt.Fprintf(w, "%s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%s\t\n", h.Hour, h.IntentsPerMin, h.Replays,
-			h.Pending, h.Ready, h.Outbox, h.Outbox0, minutes(h.DecisionP50, h.Decisions), minutes(h.DecisionP99, h.Decisions),
+		fmt.Fprintf(w, "%s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%s\t\n", h.Hour, h.IntentsPerMin, h.Replays,
+			h.Pending, h.ToDispatch, h.Outbox, h.Outbox0, minutes(h.CardWaitP99, h.Cards), minutes(h.DecisionP50, h.Decisions), minutes(h.DecisionP99, h.Decisions),
 			millis(h.DispatchP50, h.Dispatches), millis(h.DispatchP99, h.Dispatches), h.SlackPerMin, h.PostsPerMin, h.Note)
 	}
 	w.Flush()
@@ -95,7 +100,18 @@ func (d *day) report(ctx context.Context, drained time.Duration) (DayReport, err
 			allDispatch = append(allDispatch, lat)
 		}
 	}
+	created, err := d.createdAt(ctx)
+	if err != nil {
+		return rep, err
+	}
+	cardWait := make([][]time.Duration, hours)
 	d.mu.Lock()
+	for id, at := range d.cards {
+		if c, ok := created[id]; ok {
+			h := d.hourOf(at)
+			cardWait[h] = append(cardWait[h], d.simulated(at)-d.simulated(c))
+		}
+	}
 	arrivals, samples := d.arrivals, d.samples
 	killedAt, back := d.killedAt, d.back
 	reviews := d.reviews
@@ -110,7 +126,7 @@ func (d *day) report(ctx context.Context, drained time.Duration) (DayReport, err
 	}
 	for _, s := range samples {
 		row := &rows[d.hourOf(s.At)]
-		row.Pending, row.Ready, row.Outbox = max(row.Pending, s.Pending), max(row.Ready, s.Ready+s.InFlight), max(row.Outbox, s.Outbox)
+		row.Pending, row.ToDispatch, row.Outbox = max(row.Pending, s.Pending), max(row.ToDispatch, s.Ready+s.InFlight), max(row.Outbox, s.Outbox)
 		row.Outbox0 = s.Outbox
 	}
 	calls := d.slack.Calls("")
@@ -135,7 +151,8 @@ func (d *day) report(ctx context.Context, drained time.Duration) (DayReport, err
 			row.SlackPerMin /= length
 			row.PostsPerMin /= length
 		}
-		row.Decisions, row.Dispatches = len(decisionLat[h]), len(dispatchLat[h])
+		row.Decisions, row.Dispatches, row.Cards = len(decisionLat[h]), len(dispatchLat[h]), len(cardWait[h])
+		row.CardWaitP99, row.cardWaits = percentile(cardWait[h], 99), cardWait[h]
 		row.DecisionP50, row.DecisionP99 = percentile(decisionLat[h], 50), percentile(decisionLat[h], 99)
 		row.DispatchP50, row.DispatchP99 = percentile(dispatchLat[h], 50), percentile(dispatchLat[h], 99)
 	}
@@ -174,6 +191,25 @@ func (d *day) decided(ctx context.Context) ([]settled, error) {
 		s.Dispatched = writes[s.Key]
 		slices.SortFunc(s.Dispatched, func(a, b time.Time) int { return a.Compare(b) })
 		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// createdAt reads when each request was stored.
+func (d *day) createdAt(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := d.db.Query(ctx, `SELECT id::text, created_at FROM requests`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var id string
+		var at time.Time
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, err
+		}
+		out[id] = at
 	}
 	return out, rows.Err()
 }

@@ -18,6 +18,7 @@
 //
 //	go run ./cmd/chaos -simulate-day             # 24 simulated hours in 4.5 minutes (make simulate-day)
 //	go run ./cmd/chaos -simulate-day -day 10m    # the same day, slower
+//	go run ./cmd/chaos -simulate-day -short      # the tiny day of TestTinyDay, 15 seconds
 package main
 
 import (
@@ -47,7 +48,7 @@ func main() {
 	kills := flag.Int("kills", -1, "kills -9 spread over the load (default: 24, or 4 with -short)")
 	simulate := flag.Bool("simulate-day", false, "play a compressed day of traffic (bursty agents, reviewers at human speed, a replica killed at noon) and print the queues hour by hour")
 	dayLength := flag.Duration("day", 0, "wall time of the simulated day (default 4m30s)")
-	intents := flag.Int("intents", 0, "new intents over the simulated day (default 500)")
+	intents := flag.Int("intents", 0, "new intents over the simulated day (default 400)")
 	adminURL := flag.String("database-url", storetest.AdminURL(), "PostgreSQL server where a fresh database is created (and dropped after)")
 	flag.Parse()
 	os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", *adminURL)
@@ -56,13 +57,18 @@ func main() {
 	defer stop()
 	if *simulate {
 		opts := fullDay
+		if *short {
+			opts = tinyDay
+		}
 		if *dayLength > 0 {
 			opts.Day = *dayLength
 		}
 		if *intents > 0 {
 			opts.Intents = *intents
 		}
-		os.Exit(simulateDay(ctx, opts))
+		code := simulateDay(ctx, opts)
+		stop()
+		os.Exit(code)
 	}
 
 	opts := fullRun
