@@ -72,10 +72,6 @@ func (d *day) check(ctx context.Context, rep *DayReport, decided []settled, disp
 	f.Checked = append(f.Checked, Row{Name: "approval to dispatch p99, worst hour", Value: fmt.Sprintf("%s (%s)", worst.Round(time.Millisecond), worstHour),
 		Want: "< " + maxRecovery.String(), OK: worst < maxRecovery})
 
-	// The outbox may never hold more cards than the channels can post
-	// before a request expires: beyond that, requests expire unseen. After
-	// the afternoon peak the pending requests must come down to a share
-	// (SettleShare) of their peak by the day's last hour.
 	var peakPending, peakOutbox int
 	for _, h := range rep.Rows[:24] {
 		peakPending, peakOutbox = max(peakPending, h.Pending), max(peakOutbox, h.Outbox)
@@ -84,12 +80,21 @@ func (d *day) check(ctx context.Context, rep *DayReport, decided []settled, disp
 	for _, h := range rep.Rows {
 		waits = append(waits, h.cardWaits...)
 	}
+	// A card waits behind its channel's other posts, and a replica killed
+	// while holding it keeps it until its outbox lease (wall time) runs
+	// out: it must still reach Slack before the request expires, that
+	// lease aside. The outbox likewise may hold no more than the channels
+	// can post in that time.
+	lease := d.simulated(d.start.Add(bot.DefaultLease))
 	cardP99 := percentile(waits, 99)
 	f.Checked = append(f.Checked, Row{Name: "card wait p99 over the day (intake to Slack)", Value: fmt.Sprintf("%.1fm", cardP99.Minutes()),
-		Want: "< request TTL " + d.opts.RequestTTL.String(), OK: cardP99 < d.opts.RequestTTL && len(waits) > 0})
-	postable := int(float64(d.opts.Channels) * float64(d.real(d.opts.RequestTTL)) / float64(bot.DefaultPostInterval))
+		Want: fmt.Sprintf("< request TTL + outbox lease (%.0fm)", (d.opts.RequestTTL + lease).Minutes()),
+		OK:   cardP99 < d.opts.RequestTTL+lease && len(waits) > 0})
+	postable := int(float64(d.opts.Channels) * float64(d.real(d.opts.RequestTTL)+bot.DefaultLease) / float64(bot.DefaultPostInterval))
 	f.Checked = append(f.Checked, Row{Name: "outbox depth, the day's peak", Value: fmt.Sprint(peakOutbox),
-		Want: fmt.Sprintf("<= %d (posts in a request TTL)", postable), OK: peakOutbox <= postable})
+		Want: fmt.Sprintf("<= %d (posts in that time)", postable), OK: peakOutbox <= postable})
+	// After the afternoon peak the pending requests must come down to a
+	// share (SettleShare) of their peak by the day's last hour.
 	last := rep.Rows[23]
 	f.Checked = append(f.Checked, Row{Name: "pending requests in the last hour (the day's peak)", Value: fmt.Sprintf("%d (%d)", last.Pending, peakPending),
 		Want: fmt.Sprintf("<= %.0f%% of the peak", d.opts.SettleShare*100), OK: float64(last.Pending) <= d.opts.SettleShare*float64(peakPending)})
