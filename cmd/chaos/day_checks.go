@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/bot"
@@ -124,9 +125,12 @@ func (d *day) check(ctx context.Context, rep *DayReport, decided []settled, disp
 	}
 	f.Checked = append(f.Checked, Row{Name: "replica killed -9 at noon and back", Value: killed, Want: "both", OK: !killedAt.IsZero() && !back.IsZero()})
 
-	f.note("intents acknowledged", "%d new, %d posts in all (replays %s)", len(keys), len(d.arrivals), fmt.Sprint(d.replays))
+	f.note("intents acknowledged", "%d new, %d posts in all (replays by answer: %s)", len(keys), len(d.arrivals), answers(d.replays))
 	f.note("reviews", "approve %d, reject %d, never looked at %d, too late (expired first) %d",
 		reviews["approve"], reviews["reject"], reviews["never"], reviews["too late"])
+	if n := reviews["unacknowledged"]; n > 0 {
+		f.note("cards of posts the day's end cut off", "%d (stored, the answer never read; not reviewed)", n)
+	}
 	var expired int
 	if err := d.db.QueryRow(ctx, `SELECT count(*) FROM requests WHERE status = 'expired'`).Scan(&expired); err != nil {
 		return err
@@ -167,4 +171,14 @@ func (d *day) busiestWindow() (int, string) {
 		}
 	}
 	return most, where
+}
+
+// answers prints replies counted by HTTP status, "200 ×43".
+func answers(byStatus map[string]int) string {
+	var out []string
+	for status, n := range byStatus {
+		out = append(out, fmt.Sprintf("%s ×%d", status, n))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
