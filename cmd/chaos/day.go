@@ -24,10 +24,9 @@ type DayOptions struct {
 	Replicas int
 	Teams    int // agents, one token each, posting for their team's tools
 	Channels int // Slack channels; two tools' cards go to each
-	Intents  int // new intents over the day; replays and bursts are on top of the curve, not extra
+	Intents  int // intents posted over the day (the curve's mean), bursts and replays among them
 	// ReplayShare of the posts send an earlier intent again; BurstShare of
-	// the new intents arrive in bursts of BurstMin to BurstMax from one
-	// agent at once.
+	// them arrive in bursts of BurstMin to BurstMax from one agent at once.
 	ReplayShare, BurstShare float64
 	BurstMin, BurstMax      int
 	// RequestTTL is how long a request waits for its reviewer, simulated.

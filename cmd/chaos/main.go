@@ -48,7 +48,7 @@ func main() {
 	kills := flag.Int("kills", -1, "kills -9 spread over the load (default: 24, or 4 with -short)")
 	simulate := flag.Bool("simulate-day", false, "play a compressed day of traffic (bursty agents, reviewers at human speed, a replica killed at noon) and print the queues hour by hour")
 	dayLength := flag.Duration("day", 0, "wall time of the simulated day (default 4m30s)")
-	intents := flag.Int("intents", 0, "new intents over the simulated day (default 400)")
+	intents := flag.Int("intents", 0, "intents posted over the simulated day, replays included (default 400)")
 	adminURL := flag.String("database-url", storetest.AdminURL(), "PostgreSQL server where a fresh database is created (and dropped after)")
 	flag.Parse()
 	os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", *adminURL)
