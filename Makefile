@@ -2,7 +2,7 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: chaos run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list peers fuzz
+.PHONY: chaos simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list peers fuzz
 
 # Runs countersign on the local PostgreSQL (or DATABASE_URL's, created if
 # missing) with the example configuration, and the fake provider it
@@ -103,3 +103,13 @@ fuzz:
 # short version is TestShortChaos in make test. See docs/RELIABILITY.md.
 chaos:
 	go run ./cmd/chaos -restart-postgres -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))"
+
+# A compressed day of a shared service's traffic (cmd/chaos -simulate-day):
+# 24 simulated hours in 4.5 minutes on three replicas and a fresh database,
+# bursty agents on a daily curve, reviewers at human speed, a replica killed
+# -9 at noon; prints queue depths, latencies and Slack calls hour by hour and
+# exits non-zero when a bound is broken. DAY=10m slows it down. Its tiny
+# version is TestTinyDay in make test. See docs/SCALING.md.
+DAY ?= 270s
+simulate-day:
+	go run ./cmd/chaos -simulate-day -day $(DAY) -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))"

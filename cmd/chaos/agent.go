@@ -17,6 +17,8 @@ const agentToken = "chaos-agent-token"
 type intent struct {
 	Body        string
 	Tool        string
+	Token       string // the agent's bearer token
+	Channel     string // where its card goes, when not the chaos channel
 	ID          string `json:"id"`
 	Key         string `json:"key"`
 	PayloadHash string `json:"payload_hash"`
@@ -25,14 +27,14 @@ type intent struct {
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
 
-// post sends body to /v1/requests on base; status 0 means no answer (the
-// replica died, or is down).
-func post(base, body string) (int, []byte) {
+// post sends body to /v1/requests on base as the agent of token; status 0
+// means no answer (the replica died, or is down).
+func post(base, token, body string) (int, []byte) {
 	req, err := http.NewRequest(http.MethodPost, base+"/v1/requests", strings.NewReader(body))
 	if err != nil {
 		return 0, nil
 	}
-	req.Header.Set("Authorization", "Bearer "+agentToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := httpClient.Do(req)
 	if err != nil {

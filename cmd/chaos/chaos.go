@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,8 +9,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/sandbox"
-	"github.com/countersign/countersign/store/storetest"
 )
 
 // Options size a chaos run.
@@ -84,64 +82,26 @@ func (r *run) failure() error {
 	return r.err
 }
 
-// Run plays a chaos run and returns its figures.
-func Run(ctx context.Context, opts Options) (figs Figures, err error) {
-	s := &scope{}
-	defer s.close()
-	defer recoverFailure(&err)
+func newRun(opts Options) *run {
 	r := &run{opts: opts, poisoned: map[string]map[string]int{}, replays: map[string]int{},
 		flights: map[string]*inFlight{}}
 	for _, p := range phases {
 		r.flights[p] = &inFlight{}
 	}
-	dir, err := os.MkdirTemp("", "chaos-")
-	if err != nil {
+	return r
+}
+
+// Run plays a chaos run and returns its figures.
+func Run(ctx context.Context, opts Options) (figs Figures, err error) {
+	s := &scope{}
+	defer s.close()
+	defer recoverFailure(&err)
+	r := newRun(opts)
+	if err := r.startFleet(ctx, s, replicas, configYAML); err != nil {
 		return figs, err
 	}
-	s.Cleanup(func() { os.RemoveAll(dir) })
-	opts.Log("building countersign")
-	binary, err := buildCountersign(dir)
-	if err != nil {
-		return figs, err
-	}
-	opts.Log("creating the database")
-	dbURL := storetest.NewURL(s)
-	if r.db, err = pgxpool.New(ctx, dbURL); err != nil {
-		return figs, err
-	}
-	s.Cleanup(r.db.Close)
-	r.slack = bottest.New(s)
-	r.keyed, r.unkeyed = sandbox.New(), sandbox.New()
-	r.keyed.Secret, r.unkeyed.Secret = []byte(dispatchSecret), []byte(dispatchSecret)
 	r.keyed.Set(sandbox.Behavior{Delay: slowProvider})
 	r.unkeyed.IgnoreKeys(true)
-	keyedURL := serveProvider(s, r.keyed, r.flights[phaseDispatch])
-	unkeyedURL := serveProvider(s, r.unkeyed, r.flights[phaseDispatch])
-	var agentURL string
-	r.agent, agentURL = newAgentEndpoint(s, 0.25)
-	r.flights[phaseCallback] = &r.agent.flight
-
-	config := filepath.Join(dir, "countersign.yml")
-	if err := os.WriteFile(config, []byte(configYAML(keyedURL, unkeyedURL, agentURL)), 0o600); err != nil {
-		return figs, err
-	}
-	env := []string{"COUNTERSIGN_DATABASE_URL=" + dbURL, "COUNTERSIGN_CONFIG=" + config,
-		"COUNTERSIGN_DISPATCH_SECRET=" + dispatchSecret, "SLACK_BOT_TOKEN=xoxb-chaos",
-		"SLACK_SIGNING_SECRET=" + slackSecret, "COUNTERSIGN_SLACK_API_URL=" + r.slack.URL() + "/",
-		"COUNTERSIGN_INBOX=off", "COUNTERSIGN_LISTEN=127.0.0.1:0"}
-	r.fleet = &fleet{}
-	starting := make(chan error, replicas)
-	for i := range replicas {
-		rep := &replica{name: fmt.Sprintf("replica-%d", i+1), binary: binary, env: env}
-		s.Cleanup(rep.stop)
-		r.fleet.replicas = append(r.fleet.replicas, rep)
-		go func() { starting <- rep.start(ctx) }()
-	}
-	for range replicas {
-		if err := <-starting; err != nil {
-			return figs, err
-		}
-	}
 	opts.Log("%d replicas serving; load for %s with %d kills -9", replicas, opts.Load, opts.Kills)
 
 	r.started = time.Now()
@@ -225,7 +185,7 @@ func (r *run) agentLoop(ctx context.Context, agent int, votes *sync.WaitGroup) {
 			if n%2 == 1 {
 				tool = "chaos.unkeyed"
 			}
-			in := r.acknowledge(ctx, validIntent(fmt.Sprintf("chaos-agent-%d", agent), n, tool), tool)
+			in := r.acknowledge(ctx, agentToken, validIntent(fmt.Sprintf("chaos-agent-%d", agent), n, tool), tool)
 			if in == nil {
 				continue
 			}
@@ -244,9 +204,10 @@ func (r *run) agentLoop(ctx context.Context, agent int, votes *sync.WaitGroup) {
 	}
 }
 
-// acknowledge posts body until a replica acknowledges it, moving to another
-// replica when one dies or is down; nil when ctx ends first or it is refused.
-func (r *run) acknowledge(ctx context.Context, body, tool string) *intent {
+// acknowledge posts body as the agent of token until a replica
+// acknowledges it, moving to another replica when one dies or is down; nil
+// when ctx ends first or it is refused.
+func (r *run) acknowledge(ctx context.Context, token, body, tool string) *intent {
 	for ctx.Err() == nil {
 		base := r.fleet.pick()
 		if base == "" {
@@ -254,11 +215,11 @@ func (r *run) acknowledge(ctx context.Context, body, tool string) *intent {
 			continue
 		}
 		r.flights[phaseIntake].n.Add(1)
-		status, answer := post(base, body)
+		status, answer := post(base, token, body)
 		r.flights[phaseIntake].n.Add(-1)
 		switch {
 		case status == http.StatusCreated || status == http.StatusOK:
-			in := &intent{Body: body, Tool: tool}
+			in := &intent{Body: body, Tool: tool, Token: token}
 			if json.Unmarshal(answer, in) != nil || in.ID == "" {
 				r.fail(fmt.Errorf("an acknowledgement without an id: %s", compact(answer)))
 				return nil
@@ -290,7 +251,7 @@ func (r *run) postPoison(ctx context.Context, n int) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		status, answer := post(base, poisons[kind](n))
+		status, answer := post(base, agentToken, poisons[kind](n))
 		if status == 0 || status >= 500 {
 			time.Sleep(50 * time.Millisecond)
 			continue
@@ -319,7 +280,7 @@ func (r *run) replayOne(ctx context.Context) {
 	in := r.intents[rand.IntN(len(r.intents))]
 	r.mu.Unlock()
 	if base := r.fleet.pick(); base != "" {
-		status, _ := post(base, in.Body)
+		status, _ := post(base, in.Token, in.Body)
 		r.mu.Lock()
 		r.replays[fmt.Sprint(status)]++
 		r.mu.Unlock()
@@ -355,7 +316,7 @@ func (r *run) vote(in *intent) {
 // again" (Slack still gets its 200), is pressed again, as a person would.
 func (r *run) click(in *intent, user, action string) {
 	value, _ := json.Marshal(map[string]any{"r": in.ID, "n": 1, "h": in.PayloadHash})
-	body := bottest.ClickForm(bottest.ClickPayload(user, slackChannel, action, string(value)))
+	body := bottest.ClickForm(bottest.ClickPayload(user, cmp.Or(in.Channel, slackChannel), action, string(value)))
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		base := r.fleet.pick()
@@ -383,13 +344,14 @@ func (r *run) click(in *intent, user, action string) {
 }
 
 // recorded reports whether user's vote on in is recorded, or the request
-// is decided (a later click changes nothing) or pruned since.
+// is decided or expired (a later click changes nothing) or pruned since.
 func (r *run) recorded(in *intent, user string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var ok bool
 	err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM votes WHERE request_id = $1 AND voter = $2)
 		OR EXISTS (SELECT 1 FROM decisions WHERE request_id = $1)
+		OR EXISTS (SELECT 1 FROM requests WHERE id = $1 AND status = 'expired')
 		OR EXISTS (SELECT 1 FROM tombstones WHERE key = $3)`, in.ID, user, in.Key).Scan(&ok)
 	return err == nil && ok
 }

@@ -136,7 +136,7 @@ func (r *run) measureRecovery(f *fault) {
 	ctx, cancel := context.WithTimeout(context.Background(), recoveryLimit)
 	defer cancel()
 	n := int(time.Now().UnixNano() % 1e9)
-	in := r.acknowledge(ctx, validIntent("chaos-canary", n, "chaos.keyed"), "chaos.keyed")
+	in := r.acknowledge(ctx, agentToken, validIntent("chaos-canary", n, "chaos.keyed"), "chaos.keyed")
 	recovery := recoveryLimit
 	if in != nil {
 		in.Verdict = "approve"

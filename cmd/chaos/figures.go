@@ -99,7 +99,7 @@ func (r *run) replayPruned(ctx context.Context) {
 			continue
 		}
 		if base := r.fleet.pick(); base != "" {
-			status, _ := post(base, in.Body)
+			status, _ := post(base, in.Token, in.Body)
 			r.replays[fmt.Sprintf("%d after the end", status)]++
 			if status != http.StatusGone {
 				r.ranAgain++
@@ -134,24 +134,9 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	if err := r.failure(); err != nil {
 		return f, err
 	}
-	known := map[string]bool{}
-	rows, err := r.db.Query(ctx, `SELECT key FROM requests UNION ALL SELECT key FROM tombstones`)
+	lost, err := r.lostIntents(ctx)
 	if err != nil {
 		return f, err
-	}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return f, err
-		}
-		known[k] = true
-	}
-	rows.Close()
-	lost := 0
-	for _, in := range r.intents {
-		if !known[in.Key] {
-			lost++
-		}
 	}
 	f.check("acknowledged intents lost", lost, 0)
 
@@ -176,50 +161,18 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	}
 	f.check("key-unaware writes sent twice", twice, 0)
 
-	cards, replies := map[string]int{}, map[string]int{}
-	all := r.slack.Messages(slackChannel)
-	for _, m := range all {
-		cards[metadataID(m, bot.CardEventType, "key", "round")]++
-		for _, reply := range r.slack.Replies(slackChannel, m.TS) {
-			replies[metadataID(reply, bot.ReplyEventType, "outbox_id")]++
-		}
-	}
+	cards, replies := r.postedByID(slackChannel)
 	f.check("duplicate cards", duplicates(cards), 0)
 	f.check("duplicate replies", duplicates(replies), 0)
 
-	decided := map[string]int{}
-	rows, err = r.db.Query(ctx, `SELECT request_id::text, count(*) FROM events WHERE kind = 'decided' GROUP BY 1`)
+	decisions, err := r.decisionsPerRequest(ctx)
 	if err != nil {
 		return f, err
 	}
-	for rows.Next() {
-		var id string
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			return f, err
-		}
-		decided[id] = n
-	}
-	rows.Close()
-	lo, hi := -1, 0
-	for _, in := range r.intents {
-		if in.Verdict != "approve" && in.Verdict != "reject" {
-			continue
-		}
-		n := decided[in.ID]
-		if lo < 0 || n < lo {
-			lo = n
-		}
-		hi = max(hi, n)
-	}
-	value := fmt.Sprint(lo)
-	if lo != hi {
-		value = fmt.Sprintf("%d to %d", lo, hi)
-	}
-	f.Checked = append(f.Checked, Row{Name: "decisions per decided request", Value: value, Want: "1", OK: lo == 1 && hi == 1})
+	f.Checked = append(f.Checked, decisions)
 
 	undelivered := 0
-	rows, err = r.db.Query(ctx, `SELECT delivery_id::text, state FROM callbacks`)
+	rows, err := r.db.Query(ctx, `SELECT delivery_id::text, state FROM callbacks`)
 	if err != nil {
 		return f, err
 	}
@@ -321,6 +274,85 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 		f.note("time to settle after the load", "not within %s; at its end: %s", r.opts.Drain, r.openWork)
 	}
 	return f, nil
+}
+
+// lostIntents counts the acknowledged intents whose key the database
+// does not hold, as a request or as a pruned request's tombstone.
+func (r *run) lostIntents(ctx context.Context) (int, error) {
+	known := map[string]bool{}
+	rows, err := r.db.Query(ctx, `SELECT key FROM requests UNION ALL SELECT key FROM tombstones`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return 0, err
+		}
+		known[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	lost := 0
+	for _, in := range r.intents {
+		if !known[in.Key] {
+			lost++
+		}
+	}
+	return lost, nil
+}
+
+// decisionsPerRequest checks that every request a human approved or
+// rejected was decided exactly once, by its audit events.
+func (r *run) decisionsPerRequest(ctx context.Context) (Row, error) {
+	decided := map[string]int{}
+	rows, err := r.db.Query(ctx, `SELECT request_id::text, count(*) FROM events WHERE kind = 'decided' GROUP BY 1`)
+	if err != nil {
+		return Row{}, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return Row{}, err
+		}
+		decided[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return Row{}, err
+	}
+	lo, hi := -1, 0
+	for _, in := range r.intents {
+		if in.Verdict != "approve" && in.Verdict != "reject" {
+			continue
+		}
+		n := decided[in.ID]
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	value := fmt.Sprint(lo)
+	if lo != hi {
+		value = fmt.Sprintf("%d to %d", lo, hi)
+	}
+	return Row{Name: "decisions per decided request", Value: value, Want: "1", OK: lo == 1 && hi == 1}, nil
+}
+
+// postedByID counts each card and thread reply in channel by its
+// countersign metadata: more than one is a duplicate.
+func (r *run) postedByID(channel string) (cards map[string]int, replies map[string]int) {
+	cards, replies = map[string]int{}, map[string]int{}
+	for _, m := range r.slack.Messages(channel) {
+		cards[metadataID(m, bot.CardEventType, "key", "round")]++
+		for _, reply := range r.slack.Replies(channel, m.TS) {
+			replies[metadataID(reply, bot.ReplyEventType, "outbox_id")]++
+		}
+	}
+	return cards, replies
 }
 
 func objectsByKey(objects []sandbox.Object) map[string][]time.Time {

@@ -13,6 +13,12 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/sandbox"
+	"github.com/countersign/countersign/store/storetest"
 )
 
 // buildCountersign builds this tree's countersign into dir.
@@ -23,6 +29,61 @@ func buildCountersign(dir string) (string, error) {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return path, nil
+}
+
+// startFleet builds countersign from this tree and starts n replicas of
+// it on a fresh database, with the fake Slack, the two sandbox providers
+// and the agent's callback endpoint they talk to; config writes the
+// configuration file from those three URLs. Everything it starts ends
+// when s closes.
+func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyedURL, unkeyedURL, agentURL string) string) error {
+	dir, err := os.MkdirTemp("", "chaos-")
+	if err != nil {
+		return err
+	}
+	s.Cleanup(func() { os.RemoveAll(dir) })
+	r.opts.Log("building countersign")
+	binary, err := buildCountersign(dir)
+	if err != nil {
+		return err
+	}
+	r.opts.Log("creating the database")
+	dbURL := storetest.NewURL(s)
+	if r.db, err = pgxpool.New(ctx, dbURL); err != nil {
+		return err
+	}
+	s.Cleanup(r.db.Close)
+	r.slack = bottest.New(s)
+	r.keyed, r.unkeyed = sandbox.New(), sandbox.New()
+	r.keyed.Secret, r.unkeyed.Secret = []byte(dispatchSecret), []byte(dispatchSecret)
+	keyedURL := serveProvider(s, r.keyed, r.flights[phaseDispatch])
+	unkeyedURL := serveProvider(s, r.unkeyed, r.flights[phaseDispatch])
+	var agentURL string
+	r.agent, agentURL = newAgentEndpoint(s, 0.25)
+	r.flights[phaseCallback] = &r.agent.flight
+
+	path := filepath.Join(dir, "countersign.yml")
+	if err := os.WriteFile(path, []byte(config(keyedURL, unkeyedURL, agentURL)), 0o600); err != nil {
+		return err
+	}
+	env := []string{"COUNTERSIGN_DATABASE_URL=" + dbURL, "COUNTERSIGN_CONFIG=" + path,
+		"COUNTERSIGN_DISPATCH_SECRET=" + dispatchSecret, "SLACK_BOT_TOKEN=xoxb-chaos",
+		"SLACK_SIGNING_SECRET=" + slackSecret, "COUNTERSIGN_SLACK_API_URL=" + r.slack.URL() + "/",
+		"COUNTERSIGN_INBOX=off", "COUNTERSIGN_LISTEN=127.0.0.1:0"}
+	r.fleet = &fleet{}
+	starting := make(chan error, n)
+	for i := range n {
+		rep := &replica{name: fmt.Sprintf("replica-%d", i+1), binary: binary, env: env}
+		s.Cleanup(rep.stop)
+		r.fleet.replicas = append(r.fleet.replicas, rep)
+		go func() { starting <- rep.start(ctx) }()
+	}
+	for range n {
+		if err := <-starting; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // replica is one `countersign serve` slot of the fleet: killed and started

@@ -12,6 +12,13 @@
 //	go run ./cmd/chaos -restart-postgres  # the full run, under 5 minutes (make chaos)
 //	go run ./cmd/chaos                    # the same without the PostgreSQL restart
 //	go run ./cmd/chaos -short             # about a minute, no PostgreSQL restart
+//
+// With -simulate-day it plays a day of a shared service's traffic instead,
+// compressed into a few minutes (see day.go and docs/SCALING.md):
+//
+//	go run ./cmd/chaos -simulate-day             # 24 simulated hours in 4.5 minutes (make simulate-day)
+//	go run ./cmd/chaos -simulate-day -day 10m    # the same day, slower
+//	go run ./cmd/chaos -simulate-day -short      # the tiny day of TestTinyDay, 15 seconds
 package main
 
 import (
@@ -39,9 +46,30 @@ func main() {
 	restart := flag.Bool("restart-postgres", false, "restart PostgreSQL once under load (full run; needs root or the cluster's owner; make chaos sets it)")
 	load := flag.Duration("load", 0, "how long the load lasts (default: 150s, or 15s with -short)")
 	kills := flag.Int("kills", -1, "kills -9 spread over the load (default: 24, or 4 with -short)")
+	simulate := flag.Bool("simulate-day", false, "play a compressed day of traffic (bursty agents, reviewers at human speed, a replica killed at noon) and print the queues hour by hour")
+	dayLength := flag.Duration("day", 0, "wall time of the simulated day (default 4m30s)")
+	intents := flag.Int("intents", 0, "intents posted over the simulated day, replays included (default 400)")
 	adminURL := flag.String("database-url", storetest.AdminURL(), "PostgreSQL server where a fresh database is created (and dropped after)")
 	flag.Parse()
 	os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", *adminURL)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *simulate {
+		opts := fullDay
+		if *short {
+			opts = tinyDay
+		}
+		if *dayLength > 0 {
+			opts.Day = *dayLength
+		}
+		if *intents > 0 {
+			opts.Intents = *intents
+		}
+		code := simulateDay(ctx, opts)
+		stop()
+		os.Exit(code)
+	}
 
 	opts := fullRun
 	if *short {
@@ -55,9 +83,7 @@ func main() {
 	if *kills >= 0 {
 		opts.Kills, opts.MinKills = *kills, min(opts.MinKills, *kills)
 	}
-	opts.Log = func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	opts.Log = printLine
 	began := time.Now()
 	figs, err := Run(ctx, opts)
 	if err != nil {
@@ -70,4 +96,25 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("ok: nothing lost, nothing twice")
+}
+
+func printLine(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+
+// simulateDay plays the day and returns the exit status: 1 when a bound
+// is broken, 2 when the simulation itself could not go on.
+func simulateDay(ctx context.Context, opts DayOptions) int {
+	opts.Log = printLine
+	began := time.Now()
+	rep, err := SimulateDay(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "simulate-day:", err)
+		return 2
+	}
+	fmt.Printf("\n%s\nrun took %s\n", rep.Table(), time.Since(began).Round(time.Second))
+	if !rep.OK() {
+		fmt.Println("FAIL: a bound is broken")
+		return 1
+	}
+	fmt.Println("ok: the queues stayed bounded and drained")
+	return 0
 }
