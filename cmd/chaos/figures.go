@@ -242,6 +242,9 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	}
 	sort.Strings(poisonList)
 	f.note("poisoned intents", "%s", strings.Join(poisonList, "; "))
+	// A fault may cut a replay (no answer) or find the database away
+	// (503); a 500 is an answer the API never owes.
+	f.check("replays answered 500", r.replays["500"]+r.replays["500 after the end"], 0)
 	f.note("replays by answer", "%v", r.replays)
 	f.note("clicks answered 200 but not recorded", "%d (pressed again; the clicker is told to try again)", r.reclicks.Load())
 	unusual := map[string]int{}
