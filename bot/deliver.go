@@ -95,22 +95,21 @@ func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
 // for its whole queue.
 const channelPace = 3 * time.Second
 
-// channelTurn splits one channel's claimed rows into those this round
-// delivers and those it gives back. Only posts and replies are paced;
-// card updates all go.
+// channelTurn splits one channel's claimed rows, in order, into those this
+// round delivers and those it gives back: everything from the first post
+// or reply past the pace's budget on (card updates are not paced, but an
+// update must not overtake its card's post).
 func (b *Bot) channelTurn(rows []store.OutboxRow) (turn, later []store.OutboxRow) {
 	paced := max(1, int(channelPace/b.interval))
-	for _, row := range rows {
+	for i, row := range rows {
 		if row.Kind != store.OutboxUpdateCard {
 			if paced == 0 {
-				later = append(later, row)
-				continue
+				return rows[:i], rows[i:]
 			}
 			paced--
 		}
-		turn = append(turn, row)
 	}
-	return turn, later
+	return rows, nil
 }
 
 // giveBack returns a claimed row to the queue at once, behind what is due

@@ -353,6 +353,12 @@ type NewOutbox struct {
 	Round     int
 	Data      map[string]any
 	At        time.Time
+	// Coalesce: the row is not queued while one of the same kind, request
+	// and round waits that no delivery has claimed yet; that one does its
+	// work when it is sent (a card update renders the card as it then is).
+	// The driver locks the waiting row until the transaction ends, so a
+	// delivery cannot claim it in between and miss this change.
+	Coalesce bool
 }
 
 // NewExecution is the execution an approval creates.

@@ -116,8 +116,14 @@ func write(ctx context.Context, ex Executor, events []Event, outbox []NewOutbox)
 }
 
 func updateCard(requestID string, round int, at time.Time) NewOutbox {
-	return NewOutbox{Kind: OutboxUpdateCard, RequestID: requestID, Round: round, At: at}
+	o := cardUpdate()
+	o.RequestID, o.Round, o.At = requestID, round, at
+	return o
 }
+
+// cardUpdate is a card update owed by a change: one waiting unsent already
+// will show the change, so it coalesces into that one.
+func cardUpdate() NewOutbox { return NewOutbox{Kind: OutboxUpdateCard, Coalesce: true} }
 
 // InsertRequest stores a new request with its "requested" audit event and the
 // outbox row that posts its card, or returns the request the key already
@@ -334,7 +340,7 @@ func (l *Ledger) ExpireDue(ctx context.Context, now *time.Time, limit int) (reqs
 		for _, r := range reqs {
 			o.add(Owed{
 				Events:     []Event{{Actor: "system", Kind: "expired", Data: map[string]any{"round": r.Round}}},
-				Outbox:     []NewOutbox{{Kind: OutboxUpdateCard}},
+				Outbox:     []NewOutbox{cardUpdate()},
 				WakeChange: true,
 			}, r.ID, r.Round, r.UpdatedAt)
 			if err := l.queueCallback(ctx, ex, r.ID, r.RequestedBy, CallbackSettled, r.UpdatedAt); err != nil {
@@ -589,7 +595,7 @@ func (l *Ledger) ExpireClaims(ctx context.Context, now *time.Time, limit int) (m
 			o.add(Owed{
 				Events: []Event{{Actor: executorActor("reconciler"), Kind: "unknown",
 					Data: map[string]any{"attempt": e.Attempts, "execution_id": e.ExecutionID, "code": "claim_timeout", "held_by": e.HeldBy}}},
-				Outbox:     []NewOutbox{{Kind: OutboxUpdateCard}},
+				Outbox:     []NewOutbox{cardUpdate()},
 				WakeChange: true,
 			}, e.RequestID, e.Round, e.At)
 		}

@@ -38,7 +38,7 @@ func requested(p NewRequest) Owed {
 func claimed(worker string) Owed {
 	return Owed{
 		Events:     []Event{{Actor: executorActor(worker), Kind: EventClaimed}},
-		Outbox:     []NewOutbox{{Kind: OutboxUpdateCard}},
+		Outbox:     []NewOutbox{cardUpdate()},
 		WakeChange: true,
 	}
 }
@@ -55,7 +55,7 @@ func ClaimFacts(c Claim) map[string]any {
 func transitioned(p TransitionParams, t Transition) Owed {
 	o := Owed{
 		Events:     []Event{{Actor: p.Actor, Kind: t.Event, Data: t.EventData}},
-		Outbox:     []NewOutbox{{Kind: OutboxUpdateCard}},
+		Outbox:     []NewOutbox{cardUpdate()},
 		WakeChange: true,
 		WakeReady:  wakesReady(t.To),
 	}

@@ -61,8 +61,10 @@ func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err er
 		if p.Verdict == VerdictApprove && approvals < req.Policy.Needed() {
 			// The round stays pending, so the card's state does not change:
 			// the row says why it must be drawn again anyway.
+			// A waiting update that is not told so may skip drawing an
+			// unchanged state: this one is queued on its own.
 			update := updateCard(req.ID, req.Round, res.Vote.VotedAt)
-			update.Data = map[string]any{"reason": OutboxReasonVote}
+			update.Data, update.Coalesce = map[string]any{"reason": OutboxReasonVote}, false
 			return write(ctx, ex, nil, []NewOutbox{update})
 		}
 		d := p

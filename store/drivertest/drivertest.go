@@ -68,6 +68,7 @@ var contract = []struct {
 	{"SameKeyTwiceInOneBatchInsertsOnce", testSameKeyTwiceInOneBatchInsertsOnce},
 	{"ConcurrentIdenticalInsertsInsertOnce", testConcurrentIdenticalInsertsInsertOnce},
 	{"RedriveCardOnlyWhenNoPostIsQueued", testRedriveCardOnlyWhenNoPostIsQueued},
+	{"CardUpdatesCoalesceWhileOneWaits", testCardUpdatesCoalesceWhileOneWaits},
 	{"RequestByRef", testRequestByRef},
 	{"CancelRequest", testCancelRequest},
 	{"ExpireDue", testExpireDue},

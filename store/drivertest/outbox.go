@@ -201,3 +201,33 @@ func testOutboxRenew(t *testing.T, b *Backend) {
 		t.Errorf("delivered rows = %d after a renewal, want 1", n)
 	}
 }
+
+// A card update is not queued while one for the same request and round
+// waits for its first claim: the waiting one draws the card as it is when
+// sent. Once a delivery holds it, a change queues a new one.
+func testCardUpdatesCoalesceWhileOneWaits(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	req := insertRequest(t, b, "wa_coalesce")
+	updates := func() int {
+		return b.Count(t, `SELECT count(*) FROM outbox WHERE kind = 'update_card' AND request_id = '`+req.ID+`'`)
+	}
+	if res := vote(t, b, req, store.VerdictApprove, "U1", ""); !res.Decided {
+		t.Fatalf("approve: %+v", res)
+	}
+	c := claimOne(t, b, "w") // the approval's update waits: the claim's joins it
+	if n := updates(); n != 1 {
+		t.Fatalf("%d card updates after the approval and the claim, want 1", n)
+	}
+	rows, err := b.ClaimOutbox(ctx, 10, time.Minute)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("ClaimOutbox = %+v, %v", rows, err)
+	}
+	applied, err := b.TransitionExecutions(ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w"},
+		[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecSucceeded, Status: 200, Event: "succeeded"}})
+	if err != nil || len(applied) != 1 {
+		t.Fatalf("succeed: %v, %v", applied, err)
+	}
+	if n := updates(); n != 2 {
+		t.Errorf("%d card updates after the outcome, want 2: the claimed one cannot show it", n)
+	}
+}

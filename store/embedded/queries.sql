@@ -348,8 +348,13 @@ SELECT id, request_id, at, actor, kind, data
 FROM events WHERE request_id = ? ORDER BY id;
 
 -- name: insert_outbox
+-- A row that coalesces (?7) is not queued while one of its kind, request and
+-- round waits for its first claim (store.NewOutbox.Coalesce; the single
+-- writer keeps a delivery from claiming it meanwhile).
 INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-VALUES (?, ?, ?, ?, ?, ?);
+SELECT ?1, ?2, ?3, ?4, ?5, ?6
+WHERE NOT (?7 AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = ?2 AND w.round = ?3 AND w.kind = ?1
+	AND w.state = 'pending' AND w.attempts = 0));
 
 -- name: due_nudges
 -- Pending requests of tool ?1 whose round began at or before ?2, with their

@@ -60,7 +60,7 @@ func (e executor) ClaimExecutionsBatch(ctx context.Context, p store.ClaimParams,
 		return nil, wrap("claiming executions", err)
 	}
 	rows, err := e.db.Query(ctx, q.Get("claim_executions_batch"), p.Now, p.Limit, tools, p.Worker, micros,
-		o.evActor, o.evKind, o.evData, o.obKind, o.obData, owed.WakeChange, channelChange)
+		o.evActor, o.evKind, o.evData, o.obKind, o.obData, owed.WakeChange, channelChange, o.obCoalesce)
 	return collect[store.Claim]("claiming executions", rows, err)
 }
 
@@ -106,7 +106,7 @@ func (e executor) TransitionExecutionsBatch(ctx context.Context, p store.Transit
 		ids, attempts, states, statuses, bodies, refs, codes, errs, delays, o.wakeChange, o.wakeReady,
 		p.Now, string(p.From), p.Worker,
 		o.evOrd, o.evActor, o.evKind, o.evData, o.obOrd, o.obKind, o.obData, o.cbOrd, o.cbEvent,
-		callbackAgents(p), store.CallbackRetryWindow.Microseconds(), channelChange, channelReady)
+		callbackAgents(p), store.CallbackRetryWindow.Microseconds(), channelChange, channelReady, o.obCoalesce)
 	return collect[store.Applied]("recording outcomes", rows, err)
 }
 

@@ -15,6 +15,7 @@ type owedRows struct {
 	evActor, evKind, evData []string
 	obOrd                   []int64
 	obKind, obData          []string
+	obCoalesce              []bool
 	cbOrd                   []int64
 	cbEvent                 []string
 	wakeChange, wakeReady   []bool
@@ -30,6 +31,7 @@ func flatten(owed []store.Owed) (owedRows, error) {
 		evOrd: make([]int64, 0, events), evActor: make([]string, 0, events),
 		evKind: make([]string, 0, events), evData: make([]string, 0, events),
 		obOrd: make([]int64, 0, outbox), obKind: make([]string, 0, outbox), obData: make([]string, 0, outbox),
+		obCoalesce: make([]bool, 0, outbox),
 		cbOrd: make([]int64, 0, callbacks), cbEvent: make([]string, 0, callbacks),
 		wakeChange: make([]bool, len(owed)), wakeReady: make([]bool, len(owed)),
 	}
@@ -48,6 +50,7 @@ func flatten(owed []store.Owed) (owedRows, error) {
 				return owedRows{}, err
 			}
 			o.obOrd, o.obKind, o.obData = append(o.obOrd, ord), append(o.obKind, string(r.Kind)), append(o.obData, data)
+			o.obCoalesce = append(o.obCoalesce, r.Coalesce)
 		}
 		for _, c := range w.Callbacks {
 			o.cbOrd, o.cbEvent = append(o.cbOrd, ord), append(o.cbEvent, string(c))

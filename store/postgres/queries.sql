@@ -66,7 +66,7 @@ SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1 AND request_id = $2);
 -- name: claim_executions_batch
 -- What each claim owes, as the Ledger built it (store.Owed): events ($6
 -- actor, $7 kind, $8 data, merged with the claim's facts, store.ClaimFacts)
--- and outbox rows ($9 kind, $10 data) for every row claimed; $11 wakes the
+-- and outbox rows ($9 kind, $10 data, $13 coalesces) for every row claimed; $11 wakes the
 -- waiters on each claimed request (channel $12).
 {{claim_cte}}, ev AS (
 	INSERT INTO events (request_id, actor, kind, data)
@@ -76,7 +76,9 @@ SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1 AND request_id = $2);
 ), ob AS (
 	INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
 	SELECT x.kind, r.request_id, r.decision_round, x.data::jsonb, r.updated_at, r.updated_at
-	FROM r CROSS JOIN unnest($9::text[], $10::text[]) AS x(kind, data)
+	FROM r CROSS JOIN unnest($9::text[], $10::text[], $13::boolean[]) AS x(kind, data, coalesces)
+	WHERE NOT (x.coalesces AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = r.request_id
+		AND w.round = r.decision_round AND w.kind = x.kind AND {{outbox_waiting}}))
 )
 SELECT {{execution_columns}}, decision_round AS round, coalesce($1::timestamptz, now()) AS db_now
 FROM r LEFT JOIN LATERAL (SELECT pg_notify($12, r.request_id::text) WHERE $11::boolean) n ON true;
@@ -102,7 +104,7 @@ RETURNING e.id, e.request_id::text, d.round, e.updated_at;
 -- request's waiters (channel $26) and the dispatcher (channel $27). What
 -- each move owes comes as the Ledger built it (store.Owed), joined to the
 -- move by the transition's position (ord): events ($15-$18), outbox rows
--- ($19-$21) and callbacks ($22-$23, for the agents in $24 only, retried for
+-- ($19-$21, $28) and callbacks ($22-$23, for the agents in $24 only, retried for
 -- $25 microseconds).
 WITH i AS (
 	SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[], $5::bytea[], $6::text[],
@@ -134,8 +136,10 @@ WITH i AS (
 ), ob AS (
 	INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
 	SELECT x.kind, r.request_id, r.round, x.data::jsonb, r.updated_at, r.updated_at
-	FROM unnest($19::bigint[], $20::text[], $21::text[]) AS x(ord, kind, data)
+	FROM unnest($19::bigint[], $20::text[], $21::text[], $28::boolean[]) AS x(ord, kind, data, coalesces)
 	JOIN r ON r.ord = x.ord
+	WHERE NOT (x.coalesces AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = r.request_id
+		AND w.round = r.round AND w.kind = x.kind AND {{outbox_waiting}}))
 ), cb AS (
 	INSERT INTO callbacks (request_id, agent, event, next_attempt_at, give_up_at, created_at)
 	SELECT r.request_id, q.requested_by, x.event,
@@ -254,9 +258,17 @@ SELECT id, request_id::text AS request_id, at, actor, kind, data
 FROM events WHERE request_id = $1 ORDER BY id;
 
 -- name: insert_outbox
+-- A row that coalesces ($6) is not queued while one like it waits unclaimed.
 INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-SELECT kind, request_id::uuid, round, data::jsonb, coalesce(at, now()), coalesce(at, now())
-FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[]) AS t(kind, request_id, round, data, at);
+SELECT t.kind, t.request_id::uuid, t.round, t.data::jsonb, coalesce(t.at, now()), coalesce(t.at, now())
+FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[], $6::boolean[]) AS t(kind, request_id, round, data, at, coalesces)
+WHERE NOT (t.coalesces AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = t.request_id::uuid AND w.round = t.round
+	AND w.kind = t.kind AND {{outbox_waiting}}));
+
+-- name: outbox_waiting
+-- A row that waits for its first claim, locked until the transaction ends
+-- so that no delivery claims it in between (store.NewOutbox.Coalesce).
+w.state = 'pending' AND w.attempts = 0 FOR SHARE
 
 -- name: claim_outbox
 WITH due AS (
