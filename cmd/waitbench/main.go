@@ -121,6 +121,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // figures are what one run measured.
 type figures struct {
 	before, with             snapshot
+	withLater                snapshot // with the waiters, after their quiet window
 	idleCPU, idleCPUWith     time.Duration
 	idleXacts, idleXactsWith int64
 	idle                     time.Duration
@@ -144,6 +145,7 @@ func (f figures) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "| | before the waiters | with the waiters | per waiter |\n|---|---|---|---|\n")
 	fmt.Fprintf(w, "| serve RSS | %s | %s | %s |\n", mib(float64(f.before.rss)), mib(float64(f.with.rss)), per(float64(f.before.rss), float64(f.with.rss)))
 	fmt.Fprintf(w, "| Go heap in use | %s | %s | %s |\n", mib(f.before.heap), mib(f.with.heap), per(f.before.heap, f.with.heap))
+	fmt.Fprintf(w, "| serve RSS %s later | | %s | %s |\n", statsLag-settle+f.idle, mib(float64(f.withLater.rss)), per(float64(f.before.rss), float64(f.withLater.rss)))
 	fmt.Fprintf(w, "| goroutine stacks | %s | %s | %s |\n", mib(f.before.stacks), mib(f.with.stacks), per(f.before.stacks, f.with.stacks))
 	fmt.Fprintf(w, "| goroutines | %.0f | %.0f | %.2f |\n", f.before.goroutine, f.with.goroutine, (f.with.goroutine-f.before.goroutine)/n)
 	fmt.Fprintf(w, "| serve CPU while nothing changes (of one core) | %s | %s | |\n", core(f.idleCPU), core(f.idleCPUWith))
@@ -392,6 +394,9 @@ func measure(ctx context.Context, s benchserve.Server, admin *pgx.Conn, ids []st
 	if f.idleCPUWith, f.idleXactsWith, err = quiet(ctx, s, admin, o.idle); err != nil {
 		return f, err
 	}
+	if f.withLater, err = take(s); err != nil {
+		return f, err
+	}
 	for _, w := range waiters {
 		select {
 		case a := <-w.answered:
@@ -406,7 +411,8 @@ func measure(ctx context.Context, s benchserve.Server, admin *pgx.Conn, ids []st
 
 	hc := &http.Client{Timeout: 10 * time.Second}
 	defer hc.CloseIdleConnections()
-	for _, w := range waiters[:o.changes] {
+	// The waiters opened last have the most of their wait left.
+	for _, w := range waiters[len(waiters)-o.changes:] {
 		sent := time.Now()
 		status, body, err := call(hc, http.MethodPost, "http://"+s.Addr+"/v1/requests/"+w.id+"/cancel", "")
 		if err == nil && status != http.StatusOK {
@@ -418,6 +424,9 @@ func measure(ctx context.Context, s benchserve.Server, admin *pgx.Conn, ids []st
 		done := time.Now()
 		select {
 		case a := <-w.answered:
+			if a.at.Before(sent) {
+				return f, fmt.Errorf("a waiter reached its deadline (?wait=%s) before its change was sent: the run took too long", o.wait)
+			}
 			if a.err != nil || a.status != http.StatusOK || a.view.Status != "cancelled" {
 				return f, fmt.Errorf("the waiter on a cancelled request got %d %+v, %v", a.status, a.view, a.err)
 			}
