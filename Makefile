@@ -2,7 +2,7 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: chaos simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list peers fuzz
+.PHONY: chaos simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list bench-waiters peers fuzz
 
 # Runs countersign on the local PostgreSQL (or DATABASE_URL's, created if
 # missing) with the example configuration, and the fake provider it
@@ -54,7 +54,7 @@ release:
 	scripts/release dist
 
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
-bench: bench-intake bench-executor bench-slack bench-list
+bench: bench-intake bench-executor bench-slack bench-list bench-waiters
 
 # The River peers (bench/peers, a module of their own) built into bin/.
 peers:
@@ -74,6 +74,14 @@ bench-intake: peers
 bench-executor: peers
 	go run ./cmd/execbench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))" \
 		-executions 20000 -trickle 200 -rounds 4 -peer $(CURDIR)/bin/riverexec
+
+# Waiting agents: countersign serve on a scratch database with 10,000
+# long-polls (?wait=60s) held from another process; serve's memory per
+# waiter, its CPU and its database's commits while nothing changes, and how
+# soon a cancel wakes its waiter.
+bench-waiters:
+	go run ./cmd/waitbench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))" \
+		-waiters 10000 -changes 200 -idle 20s
 
 # The Slack surface: a storm of signed clicks, and lookups over 1,000,000 requests.
 bench-slack:

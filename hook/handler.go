@@ -115,15 +115,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent approvals.Ag
 	}
 	ref := r.PathValue("ref")
 	if wait == 0 {
-		req, err := h.svc.Get(r.Context(), agent, ref)
-		if err != nil {
-			return h.writeServiceError(w, r, err)
-		}
-		view, err := viewOf(r.Context(), h.svc, req)
-		if err != nil {
-			return h.writeServiceError(w, r, err)
-		}
-		return writeJSON(w, http.StatusOK, view)
+		return h.getNow(w, r, agent, ref)
 	}
 	view, err := h.waitForChange(r.Context(), agent, ref, wait, since)
 	if err != nil {
@@ -132,32 +124,54 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent approvals.Ag
 	return writeJSON(w, http.StatusOK, view)
 }
 
-// recheckEvery bounds how long a long-poll relies on wake-ups alone: a
-// notification lost while the listener reconnects costs at most this.
-const recheckEvery = 5 * time.Second
+// getNow answers a GET without wait. It is a function of its own so that
+// its locals (a request, a view) take no room in the frame of a long-poll
+// that waits.
+func (h *Handler) getNow(w http.ResponseWriter, r *http.Request, agent approvals.Agent, ref string) int {
+	req, err := h.svc.Get(r.Context(), agent, ref)
+	if err != nil {
+		return h.writeServiceError(w, r, err)
+	}
+	view, err := viewOf(r.Context(), h.svc, req)
+	if err != nil {
+		return h.writeServiceError(w, r, err)
+	}
+	return writeJSON(w, http.StatusOK, view)
+}
 
 // waitForChange answers at once when the request is settled or its version
 // is past since (since < 0: the version read first); otherwise it waits for
 // the version to move past it, or for wait to end. It subscribes before the
-// first read so no change between the read and the wait is missed.
-func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref string, wait time.Duration, since int64) (View, error) {
-	req, err := h.svc.Get(ctx, agent, ref)
+// first read so no change between the read and the wait is missed, and
+// re-reads only when woken: every transition that moves a version wakes its
+// request's waiters when it commits, and the PostgreSQL listener wakes all
+// of them once it listens again after losing its connection. While it
+// waits it holds a subscription, one timer and the last representation
+// read; nothing reads the database.
+func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref string, wait time.Duration, since int64) (*View, error) {
+	id, err := aside(func() (string, error) {
+		req, err := h.svc.Get(ctx, agent, ref)
+		return req.ID, err
+	})
 	if err != nil {
-		return View{}, err
+		return nil, err
 	}
-	changed, unsubscribe := h.listener.SubscribeChange(req.ID)
+	changed, unsubscribe := h.listener.SubscribeChange(id)
 	defer unsubscribe()
-	view, err := h.read(ctx, agent, req.ID)
+	view, err := h.readAside(ctx, agent, id)
 	if err != nil {
-		return View{}, err
+		return nil, err
 	}
 	if since < 0 {
 		since = view.Version
 	}
+	if view.Settled || view.Version > since {
+		return view, nil
+	}
+	h.metrics.Waiting.Inc()
+	defer h.metrics.Waiting.Dec()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	recheck := time.NewTicker(recheckEvery)
-	defer recheck.Stop()
 	for !view.Settled && view.Version <= since {
 		select {
 		case <-ctx.Done():
@@ -165,13 +179,51 @@ func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref 
 		case <-timer.C:
 			return view, nil
 		case <-changed:
-		case <-recheck.C:
 		}
-		if view, err = h.read(ctx, agent, req.ID); err != nil {
-			return View{}, err
+		if view, err = h.readAside(ctx, agent, id); err != nil {
+			return nil, err
 		}
 	}
 	return view, nil
+}
+
+// readAside is read on a goroutine of its own (aside). The view is on the
+// heap: the waiter's parked stack holds a pointer, not the whole struct.
+func (h *Handler) readAside(ctx context.Context, agent approvals.Agent, id string) (*View, error) {
+	return aside(func() (*View, error) {
+		v, err := h.read(ctx, agent, id)
+		return &v, err
+	})
+}
+
+// aside runs fn on a goroutine of its own and returns what it returns. A
+// database read grows a goroutine's stack to tens of kilobytes, and the
+// runtime shrinks a parked goroutine's stack only at a garbage collection,
+// which a server with nothing to do rarely runs: a long-poll that read on
+// its own goroutine would keep that stack for as long as it waits. The
+// goroutine that read is gone by then, its stack back in the runtime's pool.
+// A panic in fn is raised again on the caller's goroutine, where the HTTP
+// server recovers it, rather than ending the process.
+func aside[T any](fn func() (T, error)) (T, error) {
+	type result struct {
+		v     T
+		err   error
+		panic any
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			r.panic = recover()
+			done <- r
+		}()
+		r.v, r.err = fn()
+	}()
+	r := <-done
+	if r.panic != nil {
+		panic(r.panic)
+	}
+	return r.v, r.err
 }
 
 // read returns the representation of the request with id, as agent sees it.

@@ -130,3 +130,49 @@ func TestHookLongPollSince(t *testing.T) {
 		}
 	})
 }
+
+// A long-poll re-reads only when woken, never on a timer. A change whose
+// notification was lost, sent while the listener's connection was down, is
+// still seen: once the listener listens again it wakes every waiter to
+// re-read.
+func TestHookLongPollRereadsAfterTheListenerReconnects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	v := b.post(t, vectorBody).view(t)
+	done := make(chan response, 1)
+	go func() {
+		done <- b.do(t, http.MethodGet, "/v1/requests/"+v.ID+"?wait=30s&since=1", testToken, nil, nil)
+	}()
+	var listener int
+	for deadline := time.Now().Add(10 * time.Second); !b.hasWaiter(v.ID) || listener == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no waiter (%v) or no listening backend (%d)", b.hasWaiter(v.ID), listener)
+		}
+		// The listener's connection is the one backend of this database
+		// whose last statement was a LISTEN.
+		listener, _ = b.queryInt(`SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE 'LISTEN %'`)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := b.exec(`SELECT pg_terminate_backend($1)`, listener); err != nil {
+		t.Fatal(err)
+	}
+	// The change commits without a notification, as one sent while the
+	// listener is away would reach nobody; the listener waits a second
+	// before it connects again.
+	if err := b.exec(`UPDATE requests SET version = version + 1 WHERE id = $1`, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	select {
+	case r := <-done:
+		if got := r.view(t); r.status != 200 || got.Version != 2 {
+			t.Errorf("long-poll after the listener came back = %d %s; want version 2", r.status, r.body)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("the long-poll answered %s after the change; the listener reconnects within seconds", took)
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatal("the long-poll did not re-read after the listener reconnected")
+	}
+}

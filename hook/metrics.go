@@ -10,6 +10,9 @@ type Metrics struct {
 	// first 8 hex digits of the token_sha256 that matched), so a rotation
 	// can see an old token fall out of use before its hash is removed.
 	TokenUses *prometheus.CounterVec
+	// Waiting counts the long-polls waiting for a change now: what a
+	// replica holds for its waiters.
+	Waiting prometheus.Gauge
 }
 
 // NewMetrics registers the hook's metrics with reg.
@@ -26,7 +29,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "countersign_agent_token_requests_total",
 			Help: "Authenticated agent API requests, by agent and by the first 8 hex digits of the token_sha256 that matched.",
 		}, []string{"agent", "token_sha256"}),
+		Waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "countersign_long_polls_waiting", Help: "Long-polls (GET /v1/requests/{ref}?wait=) waiting for a change.",
+		}),
 	}
-	reg.MustRegister(m.Intake, m.HTTPDuration, m.TokenUses)
+	reg.MustRegister(m.Intake, m.HTTPDuration, m.TokenUses, m.Waiting)
 	return m
 }

@@ -19,7 +19,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -30,7 +29,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"runtime/pprof"
@@ -42,6 +40,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/cmd/internal/benchserve"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
@@ -108,8 +107,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			prefix, o.n, res.elapsed.Round(time.Millisecond), res.rate(), o.batch, o.conc, o.lanes)
 		fmt.Fprintf(stdout, "%s  (%d of them needed more than one attempt)\n", prefix, res.detours)
 		fmt.Fprintf(stdout, "%scountersign approval-to-dispatch latency over %d single approvals: p50 %s p99 %s\n",
-			prefix, len(res.fromApproval), pct(res.fromApproval, .50), pct(res.fromApproval, .99))
-		fmt.Fprintf(stdout, "%s  (from the call to Decide, including its reads: p50 %s p99 %s)\n", prefix, pct(res.fromCall, .50), pct(res.fromCall, .99))
+			prefix, len(res.fromApproval), benchserve.Pct(res.fromApproval, .50), benchserve.Pct(res.fromApproval, .99))
+		fmt.Fprintf(stdout, "%s  (from the call to Decide, including its reads: p50 %s p99 %s)\n", prefix, benchserve.Pct(res.fromCall, .50), benchserve.Pct(res.fromCall, .99))
 	}
 	if *peer != "" {
 		printComparison(stdout, rows)
@@ -136,7 +135,7 @@ func (r result) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
 // measure burns down o.n approved executions on a scratch database, then
 // times o.trickle single approvals.
 func measure(ctx context.Context, o options) (result, error) {
-	scratch, drop, err := scratchDatabase(ctx, o.dbURL)
+	scratch, drop, err := benchserve.ScratchDatabase(ctx, o.dbURL, "execbench")
 	if err != nil {
 		return result{}, err
 	}
@@ -304,15 +303,6 @@ func waitFor(ctx context.Context, done func() bool, interval, timeout time.Durat
 	return nil
 }
 
-func pct(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[int(p*float64(len(s)-1))].Round(10 * time.Microsecond)
-}
-
 // seed inserts n requests approved a moment ago, with their decisions and
 // ready executions, in three set-based statements.
 func seed(ctx context.Context, db *postgres.Driver, n int) error {
@@ -339,31 +329,6 @@ INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_h
 SELECT r.id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, 5, now() FROM requests r JOIN decisions d ON d.request_id = r.id`)
 		return err
 	})
-}
-
-// scratchDatabase creates an empty database on the server of rawURL and
-// returns its URL and a function that drops it.
-func scratchDatabase(ctx context.Context, rawURL string) (string, func(), error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("parsing -database-url: %w", err)
-	}
-	admin, err := pgx.Connect(ctx, rawURL)
-	if err != nil {
-		return "", nil, err
-	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := "execbench_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close(ctx)
-		return "", nil, err
-	}
-	u.Path = "/" + name
-	return u.String(), func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		admin.Close(context.Background())
-	}, nil
 }
 
 func sha256Hex(b []byte) string {
@@ -394,7 +359,7 @@ type comparison struct {
 // runPeer runs the peer binary on a scratch database of its own with the
 // same number of jobs and singles as countersign's executions and approvals.
 func runPeer(ctx context.Context, bin string, o options, ledger bool) (peerResult, error) {
-	scratch, drop, err := scratchDatabase(ctx, o.dbURL)
+	scratch, drop, err := benchserve.ScratchDatabase(ctx, o.dbURL, "execbench")
 	if err != nil {
 		return peerResult{}, err
 	}
@@ -430,7 +395,7 @@ func printComparison(w io.Writer, rows []comparison) {
 	for i, r := range rows {
 		ratio := r.cs.rate() / r.peer.JobsPerSec
 		ledgerRatio := r.cs.rate() / r.ledger.JobsPerSec
-		p99 := ms(pct(r.cs.fromApproval, .99))
+		p99 := ms(benchserve.Pct(r.cs.fromApproval, .99))
 		p99Ratio := p99 / r.peer.LatencyP99
 		ratios, ledgerRatios, p99Ratios = append(ratios, ratio), append(ledgerRatios, ledgerRatio), append(p99Ratios, p99Ratio)
 		if ratio >= 1.0 {
@@ -444,7 +409,7 @@ func printComparison(w io.Writer, rows []comparison) {
 		}
 		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f | **%.2f** | **%.2f** | %.2f / %.2f ms | %.2f / %.2f ms | **%.2f** |\n",
 			i+1, r.peer.JobsPerSec, r.ledger.JobsPerSec, r.cs.rate(), ratio, ledgerRatio, r.peer.LatencyP50, r.peer.LatencyP99,
-			ms(pct(r.cs.fromApproval, .50)), p99, p99Ratio)
+			ms(benchserve.Pct(r.cs.fromApproval, .50)), p99, p99Ratio)
 	}
 	fmt.Fprintf(w, "\nburn-down ratio (countersign / River): min %.2f, median %.2f; ≥ 1.0 in %d of %d rounds\n",
 		slices.Min(ratios), median(ratios), throughputMet, len(rows))

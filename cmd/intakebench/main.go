@@ -16,19 +16,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,9 +32,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-)
 
-const token = "bench-agent-token"
+	"github.com/countersign/countersign/cmd/internal/benchserve"
+)
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
@@ -49,12 +43,7 @@ func main() {
 }
 
 // server is a hook under load: countersign or the peer.
-type server struct {
-	name     string
-	addr     string
-	pid      int
-	database string // its scratch database, whose backends' CPU is counted
-}
+type server = benchserve.Server
 
 // figures are one server's results at one client count, over all rounds.
 type figures struct {
@@ -91,18 +80,9 @@ func backendsCPU(ctx context.Context, pool *pgxpool.Pool, database string) time.
 	}
 	var total time.Duration
 	for _, pid := range pids {
-		total += cpuTime(int(pid))
+		total += benchserve.CPUTime(int(pid))
 	}
 	return total
-}
-
-// databaseName is the database a connection URL names.
-func databaseName(dbURL string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimPrefix(u.Path, "/")
 }
 
 // run is main with its clean-up (processes, scratch databases) kept on
@@ -141,24 +121,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := build(ctx, dir)
+	bin, err := benchserve.Build(ctx, dir)
 	if err != nil {
 		return err
 	}
-	dbURL, drop, err := scratchDatabase(ctx, *adminURL, "intakebench")
+	dbURL, drop, err := benchserve.ScratchDatabase(ctx, *adminURL, "intakebench")
 	if err != nil {
 		return err
 	}
 	defer drop()
-	cs, stop, err := startCountersign(ctx, bin, dir, dbURL, serverEnv)
+	cs, stop, err := benchserve.StartServe(ctx, bin, dir, dbURL, serverEnv)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	cs.database = databaseName(dbURL)
+	cs.Database = benchserve.DatabaseName(dbURL)
 	servers := []server{cs}
 	if *peerBin != "" {
-		peerURL, dropPeer, err := scratchDatabase(ctx, *adminURL, "intakebench_peer")
+		peerURL, dropPeer, err := benchserve.ScratchDatabase(ctx, *adminURL, "intakebench_peer")
 		if err != nil {
 			return err
 		}
@@ -168,21 +148,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		defer stopPeer()
-		peer.database = databaseName(peerURL)
+		peer.Database = benchserve.DatabaseName(peerURL)
 		servers = append(servers, peer)
 	}
 	if *baselineBin != "" {
-		baseURL, dropBase, err := scratchDatabase(ctx, *adminURL, "intakebench_baseline")
+		baseURL, dropBase, err := benchserve.ScratchDatabase(ctx, *adminURL, "intakebench_baseline")
 		if err != nil {
 			return err
 		}
 		defer dropBase()
-		base, stopBase, err := startCountersign(ctx, *baselineBin, dir, baseURL, serverEnv)
+		base, stopBase, err := benchserve.StartServe(ctx, *baselineBin, dir, baseURL, serverEnv)
 		if err != nil {
 			return err
 		}
 		defer stopBase()
-		base.name, base.database = "baseline", databaseName(baseURL)
+		base.Name, base.Database = "baseline", benchserve.DatabaseName(baseURL)
 		servers = append(servers, base)
 	}
 
@@ -205,7 +185,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "| clients | raw INSERT tx/s | new-intent req/s | new p50 / p99 | new / raw | replay req/s | replay p50 / p99 | replay / new | server + database CPU / new, / replay | server peak RSS |\n")
 		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|---|\n")
 	} else {
-		fmt.Fprintf(stdout, "| clients | hook | new-intent req/s | new p50 / p99 | new / %[1]s | new / raw | replay req/s | replay p50 / p99 | replay / %[1]s | replay / new | server + database CPU / new, / replay | peak RSS |\n", servers[1].name)
+		fmt.Fprintf(stdout, "| clients | hook | new-intent req/s | new p50 / p99 | new / %[1]s | new / raw | replay req/s | replay p50 / p99 | replay / %[1]s | replay / new | server + database CPU / new, / replay | peak RSS |\n", servers[1].Name)
 		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, clients := range counts {
@@ -218,193 +198,64 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			raw += rate / float64(*rounds)
 			for i, s := range servers {
-				before, dbBefore := cpuTime(s.pid), backendsCPU(ctx, pool, s.database)
+				before, dbBefore := benchserve.CPUTime(s.PID), backendsCPU(ctx, pool, s.Database)
 				rate, lat, bodies, err := intake(s, clients, *duration)
 				if err != nil {
 					return err
 				}
 				figs[i].created += rate / float64(*rounds)
 				figs[i].newLat = append(figs[i].newLat, lat...)
-				figs[i].newCPU += cpuTime(s.pid) - before
-				figs[i].newDBCPU += backendsCPU(ctx, pool, s.database) - dbBefore
+				figs[i].newCPU += benchserve.CPUTime(s.PID) - before
+				figs[i].newDBCPU += backendsCPU(ctx, pool, s.Database) - dbBefore
 				figs[i].newN += len(lat)
-				before, dbBefore = cpuTime(s.pid), backendsCPU(ctx, pool, s.database)
+				before, dbBefore = benchserve.CPUTime(s.PID), backendsCPU(ctx, pool, s.Database)
 				rate, lat, err = replay(s, clients, *duration, bodies)
 				if err != nil {
 					return err
 				}
 				figs[i].replays += rate / float64(*rounds)
 				figs[i].replayLat = append(figs[i].replayLat, lat...)
-				figs[i].replayCPU += cpuTime(s.pid) - before
-				figs[i].replayDBCPU += backendsCPU(ctx, pool, s.database) - dbBefore
+				figs[i].replayCPU += benchserve.CPUTime(s.PID) - before
+				figs[i].replayDBCPU += backendsCPU(ctx, pool, s.Database) - dbBefore
 				figs[i].replayN += len(lat)
 			}
 		}
 		if len(servers) == 1 {
 			f := figs[0]
 			fmt.Fprintf(stdout, "| %d | %.0f | %.0f | %s / %s | %.2f | %.0f | %s / %s | %.2f | %s, %s | %s |\n",
-				clients, raw, f.created, pct(f.newLat, .50), pct(f.newLat, .99), f.created/raw,
-				f.replays, pct(f.replayLat, .50), pct(f.replayLat, .99), f.replays/f.created,
-				cpuPerRequest(f.newCPU, f.newDBCPU, f.newN), cpuPerRequest(f.replayCPU, f.replayDBCPU, f.replayN), peakRSS(servers[0].pid))
+				clients, raw, f.created, benchserve.Pct(f.newLat, .50), benchserve.Pct(f.newLat, .99), f.created/raw,
+				f.replays, benchserve.Pct(f.replayLat, .50), benchserve.Pct(f.replayLat, .99), f.replays/f.created,
+				cpuPerRequest(f.newCPU, f.newDBCPU, f.newN), cpuPerRequest(f.replayCPU, f.replayDBCPU, f.replayN), benchserve.PeakRSS(servers[0].PID))
 			continue
 		}
 		peer := figs[1]
 		for i, s := range servers {
 			f := figs[i]
 			fmt.Fprintf(stdout, "| %d | %s | %.0f | %s / %s | **%.2f** | %.2f | %.0f | %s / %s | **%.2f** | %.2f | %s, %s | %s |\n",
-				clients, s.name, f.created, pct(f.newLat, .50), pct(f.newLat, .99), f.created/peer.created, f.created/raw,
-				f.replays, pct(f.replayLat, .50), pct(f.replayLat, .99), f.replays/peer.replays, f.replays/f.created,
-				cpuPerRequest(f.newCPU, f.newDBCPU, f.newN), cpuPerRequest(f.replayCPU, f.replayDBCPU, f.replayN), peakRSS(s.pid))
+				clients, s.Name, f.created, benchserve.Pct(f.newLat, .50), benchserve.Pct(f.newLat, .99), f.created/peer.created, f.created/raw,
+				f.replays, benchserve.Pct(f.replayLat, .50), benchserve.Pct(f.replayLat, .99), f.replays/peer.replays, f.replays/f.created,
+				cpuPerRequest(f.newCPU, f.newDBCPU, f.newN), cpuPerRequest(f.replayCPU, f.replayDBCPU, f.replayN), benchserve.PeakRSS(s.PID))
 		}
 		fmt.Fprintf(stdout, "| %d | raw INSERT | %.0f tx/s | | | 1.00 | | | | | | |\n", clients, raw)
 		if *baselineBin != "" {
 			base := figs[len(figs)-1]
 			fmt.Fprintf(stdout, "| %d | countersign / baseline | new %.3f | p99 %s vs %s | | | replay %.3f | p99 %s vs %s | | | | |\n",
-				clients, figs[0].created/base.created, pct(figs[0].newLat, .99), pct(base.newLat, .99),
-				figs[0].replays/base.replays, pct(figs[0].replayLat, .99), pct(base.replayLat, .99))
+				clients, figs[0].created/base.created, benchserve.Pct(figs[0].newLat, .99), benchserve.Pct(base.newLat, .99),
+				figs[0].replays/base.replays, benchserve.Pct(figs[0].replayLat, .99), benchserve.Pct(base.replayLat, .99))
 		}
 	}
 	return nil
 }
 
-// scratchDatabase creates an empty database, named prefix and a random
-// suffix, on the server of adminURL and returns its URL and a function that
-// drops it.
-func scratchDatabase(ctx context.Context, adminURL, prefix string) (string, func(), error) {
-	u, err := url.Parse(adminURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("parsing -database-url: %w", err)
-	}
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("connecting to the PostgreSQL server: %w", err)
-	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := prefix + "_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		conn.Close(ctx)
-		return "", nil, fmt.Errorf("creating a scratch database: %w", err)
-	}
-	u.Path = "/" + name
-	return u.String(), func() {
-		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		conn.Close(context.Background())
-	}, nil
-}
-
-// build builds countersign into dir; the package path works from anywhere
-// inside the module, the smoke test's directory included.
-func build(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "countersign")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/countersign/countersign/cmd/countersign")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building countersign: %w\n%s", err, out)
-	}
-	return bin, nil
-}
-
-func startCountersign(ctx context.Context, bin, dir, dbURL string, extraEnv []string) (server, func(), error) {
-	sum := sha256.Sum256([]byte(token))
-	cfg := fmt.Sprintf(`agents: [{name: bench, token_sha256: %s}]
-tools:
-  billing.credit:
-    approvers: [U0BENCH]
-    dispatch: {url: "http://127.0.0.1:9/unused"}
-`, hex.EncodeToString(sum[:]))
-	cfgPath := filepath.Join(dir, "countersign.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return server{}, nil, err
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return server{}, nil, err
-	}
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(),
-		"COUNTERSIGN_DATABASE_URL="+dbURL,
-		"COUNTERSIGN_CONFIG="+cfgPath,
-		"COUNTERSIGN_DISPATCH_SECRET=bench",
-		"COUNTERSIGN_LISTEN="+addr,
-	)
-	cmd.Env = append(cmd.Env, extraEnv...)
-	return start(ctx, "countersign", cmd, addr)
-}
-
+// startPeer starts a peer hook on its scratch database and waits until it
+// is ready.
 func startPeer(ctx context.Context, name, bin, dbURL string) (server, func(), error) {
-	addr, err := freeAddr()
+	addr, err := benchserve.FreeAddr()
 	if err != nil {
 		return server{}, nil, err
 	}
-	cmd := exec.Command(bin, "-database-url", dbURL, "-listen", addr, "-token", token)
-	return start(ctx, name, cmd, addr)
-}
-
-// start starts cmd and waits until it answers GET /readyz with 200.
-func start(ctx context.Context, name string, cmd *exec.Cmd, addr string) (server, func(), error) {
-	out := &headWriter{max: 64 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return server{}, nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop := func() { _ = cmd.Process.Kill(); <-exited }
-	hc := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := hc.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return server{name: name, addr: addr, pid: cmd.Process.Pid}, stop, nil
-			}
-		}
-		select {
-		case <-exited:
-			return server{}, nil, fmt.Errorf("%s exited before it was ready:\n%s", name, out)
-		case <-ctx.Done():
-			stop()
-			return server{}, nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return server{}, nil, fmt.Errorf("%s was not ready within 30s:\n%s", name, out)
-		}
-	}
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// headWriter keeps the first max bytes written to it: a server's start-up
-// messages, for the error when it does not become ready.
-type headWriter struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (w *headWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if room := w.max - w.buf.Len(); room > 0 {
-		w.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (w *headWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
+	cmd := exec.Command(bin, "-database-url", dbURL, "-listen", addr, "-token", benchserve.Token)
+	return benchserve.Start(ctx, name, cmd, addr)
 }
 
 func client(clients int) *http.Client {
@@ -423,10 +274,10 @@ func intake(s server, clients int, d time.Duration) (float64, []time.Duration, [
 	rate, lat, err := drive(clients, d, func() error {
 		n := runSeq.Add(1)
 		body := fmt.Sprintf(`{"run_id":"bench-new-%d","step":1,"tool":"billing.credit","effect":{"invoice":"inv_%d","amount_cents":4200,"currency":"USD"},"summary":"bench"}`, n, n)
-		if status, resp, err := post(hc, s.addr, body); err != nil {
-			return fmt.Errorf("%s intake: %w", s.name, err)
+		if status, resp, err := post(hc, s.Addr, body); err != nil {
+			return fmt.Errorf("%s intake: %w", s.Name, err)
 		} else if status != http.StatusCreated {
-			return fmt.Errorf("%s intake answered %d: %s", s.name, status, resp)
+			return fmt.Errorf("%s intake answered %d: %s", s.Name, status, resp)
 		}
 		mu.Lock()
 		bodies = append(bodies, body)
@@ -439,19 +290,19 @@ func intake(s server, clients int, d time.Duration) (float64, []time.Duration, [
 // replay re-posts stored intents (each replay is a 200 that must not write).
 func replay(s server, clients int, d time.Duration, bodies []string) (float64, []time.Duration, error) {
 	if len(bodies) == 0 {
-		return 0, nil, fmt.Errorf("%s: no intent was created to replay", s.name)
+		return 0, nil, fmt.Errorf("%s: no intent was created to replay", s.Name)
 	}
 	hc := client(clients)
 	defer hc.CloseIdleConnections()
 	var next atomic.Int64
 	return drive(clients, d, func() error {
 		body := bodies[int(next.Add(1))%len(bodies)]
-		status, resp, err := post(hc, s.addr, body)
+		status, resp, err := post(hc, s.Addr, body)
 		switch {
 		case err != nil:
-			return fmt.Errorf("%s replay: %w", s.name, err)
+			return fmt.Errorf("%s replay: %w", s.Name, err)
 		case status != http.StatusOK:
-			return fmt.Errorf("%s replay answered %d: %s", s.name, status, resp)
+			return fmt.Errorf("%s replay answered %d: %s", s.Name, status, resp)
 		}
 		return nil
 	})
@@ -462,7 +313,7 @@ func post(hc *http.Client, addr, body string) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+benchserve.Token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -526,46 +377,4 @@ func drive(clients int, d time.Duration, op func() error) (float64, []time.Durat
 		return 0, nil, opErr
 	}
 	return float64(done.Load()) / elapsed.Seconds(), slices.Concat(lats...), nil
-}
-
-// pct returns the p-th quantile of l, rounded for the table.
-func pct(l []time.Duration, p float64) time.Duration {
-	if len(l) == 0 {
-		return 0
-	}
-	s := slices.Clone(l)
-	slices.Sort(s)
-	return s[int(p*float64(len(s)-1))].Round(10 * time.Microsecond)
-}
-
-// cpuTime reads the user and system CPU time a process has used so far
-// (/proc/PID/stat, fields 14 and 15, in clock ticks of 1/100 s on Linux).
-func cpuTime(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, field 2, may hold spaces; count from after it.
-	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// peakRSS reads a process's high-water resident set size.
-func peakRSS(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "n/a"
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			kb, _ := strconv.Atoi(strings.Fields(line)[1])
-			return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
-		}
-	}
-	return "n/a"
 }

@@ -19,8 +19,10 @@ const (
 )
 
 // Listener holds one LISTEN connection and fans notifications out to
-// in-process subscribers. It only wakes waiters early; correctness never
-// depends on a notification arriving, so waiters also re-read on timeout.
+// in-process subscribers. Waiters re-read only when woken, so a
+// notification sent while the connection was down must not be missed:
+// every time LISTEN is in place again, the Listener wakes every subscriber
+// (Broadcast) to re-read what may have changed meanwhile.
 type Listener struct {
 	*store.Hub
 	db     *Driver
@@ -62,8 +64,6 @@ func (l *Listener) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := l.listen(ctx); err != nil && ctx.Err() == nil {
 			l.logger.Warn("listen connection lost", slog.String("error", err.Error()))
-			// Wake everyone so nobody waits on a notification that was lost.
-			l.Broadcast()
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -86,6 +86,10 @@ func (l *Listener) listen(ctx context.Context) error {
 		}
 	}
 	l.listeningOnce.Do(func() { close(l.listening) })
+	// Notifications sent before this LISTEN (while the last connection
+	// was down, or before the first) reached no one: wake every waiter to
+	// re-read, now that no later change can be missed.
+	l.Broadcast()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
