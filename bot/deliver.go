@@ -45,8 +45,7 @@ type postponed struct {
 func (p *postponed) Error() string { return p.reason }
 
 // DeliverOnce claims due outbox rows and delivers them: one goroutine per
-// channel, rows of a channel in order and spaced by the post interval, as
-// many posts per channel as its pace allows in channelPace. It
+// channel, rows of a channel in order and spaced by the post interval. It
 // returns how many rows it claimed. Errors of single rows are recorded on the
 // rows; the returned error is only for the claim itself.
 func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
@@ -67,11 +66,6 @@ func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
 	}
 	var wg sync.WaitGroup
 	for _, ch := range order {
-		turn, later := b.channelTurn(byChannel[ch])
-		for _, row := range later {
-			b.giveBack(ctx, row)
-			held.finished(row.ID)
-		}
 		wg.Add(1)
 		go func(ch string, rows []store.OutboxRow) {
 			defer wg.Done()
@@ -82,44 +76,10 @@ func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
 				b.deliverRow(ctx, ch, row)
 				held.finished(row.ID)
 			}
-		}(ch, turn)
+		}(ch, byChannel[ch])
 	}
 	wg.Wait()
 	return len(rows), nil
-}
-
-// channelPace is how long one channel's paced posts may hold a round of
-// DeliverOnce: a channel with a deeper queue posts what its pace allows in
-// that time and gives the rest back, behind the rows of other channels, so
-// that one busy channel does not keep every other channel's cards waiting
-// for its whole queue.
-const channelPace = 3 * time.Second
-
-// channelTurn splits one channel's claimed rows, in order, into those this
-// round delivers and those it gives back: everything from the first post
-// or reply past the pace's budget on (card updates are not paced, but an
-// update must not overtake its card's post).
-func (b *Bot) channelTurn(rows []store.OutboxRow) (turn, later []store.OutboxRow) {
-	paced := max(1, int(channelPace/b.interval))
-	for i, row := range rows {
-		if row.Kind != store.OutboxUpdateCard {
-			if paced == 0 {
-				return rows[:i], rows[i:]
-			}
-			paced--
-		}
-	}
-	return rows, nil
-}
-
-// giveBack returns a claimed row to the queue at once, behind what is due
-// already, without counting an attempt.
-func (b *Bot) giveBack(ctx context.Context, row store.OutboxRow) {
-	log := b.logger.With(slog.Int64("outbox_id", row.ID), slog.String("kind", string(row.Kind)), slog.String("request_id", row.RequestID))
-	b.metrics.Deliveries.WithLabelValues(string(row.Kind), "postponed").Inc()
-	b.record(ctx, log, func(ctx context.Context) error {
-		return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Reason: "waiting for its channel's turn"})
-	})
 }
 
 // targetChannel groups a row by the channel it will write to: the card's for
