@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,11 +54,19 @@ func BenchmarkRetention(b *testing.B) {
 		alone = time.Second
 	}
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, storetest.NewURL(b)+"&pool_max_conns=16")
+	url := storetest.NewURL(b)
+	db, err := postgres.Open(ctx, url+"&pool_max_conns=16")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(db.Close)
+	// The sweep's own pool, named so the sessions it runs can be told
+	// from intake's.
+	sweepDB, err := postgres.Open(ctx, url+"&application_name=retention")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(sweepDB.Close)
 	storetest.SeedLedger(b, db, storetest.Seed{Requests: rows, Trail: true})
 	outcomes := settledOutcomes(b, db)
 	events := count(b, db, `SELECT count(*) FROM events`)
@@ -66,9 +75,9 @@ func BenchmarkRetention(b *testing.B) {
 	svcCtx, stopService := context.WithCancel(ctx)
 	defer stopService()
 	svc := benchService(svcCtx, store.NewLedger(db, store.Options{}))
-	// The sweep's ledger is the same database behind a driver that times
-	// each batch transaction and its statements.
-	timed := &timedDriver{Driver: db}
+	// The sweep's ledger is behind a driver that times each batch
+	// transaction and its statements.
+	timed := &timedDriver{Driver: sweepDB}
 	sweep := newRetentionSweep(store.NewLedger(timed, store.Options{}), retentionWindow, 0,
 		slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 
@@ -76,11 +85,11 @@ func BenchmarkRetention(b *testing.B) {
 		in := startIntake(ctx, b, svc)
 		warm := time.Now().Add(time.Second)
 		waitUntil(warm.Add(alone))
-		watch := watchLocks(ctx, b, db)
+		watch := watchSessions(ctx, b, db)
 		sweepStart := time.Now()
 		pruned, err := sweep.runOnce(ctx)
 		sweepEnd := time.Now()
-		waits := watch()
+		seen := watch()
 		stored := in.stop()
 		if err != nil {
 			b.Fatalf("the sweep: %v after %d", err, pruned)
@@ -104,10 +113,11 @@ func BenchmarkRetention(b *testing.B) {
 		b.ReportMetric(ms(pct(beside, 50)), "beside_p50_ms")
 		b.ReportMetric(ms(pct(beside, 99)), "beside_p99_ms")
 		b.ReportMetric(ms(slices.Max(beside)), "beside_max_ms")
-		b.ReportMetric(ms(waits.total), "lock_wait_ms")
-		b.ReportMetric(ms(waits.longest), "lock_wait_max_ms")
-		b.Logf("pruned %d in %s (%d batches); intake %d alone, %d beside the sweep; lock waits %d samples",
-			pruned, elapsed.Round(time.Millisecond), len(timed.txs), len(before), len(beside), waits.samples)
+		b.ReportMetric(ms(seen.lockWait), "lock_wait_ms")
+		b.ReportMetric(ms(seen.longestLockWait), "lock_wait_max_ms")
+		b.Logf("pruned %d in %s (%d batches); intake %d alone, %d beside the sweep", pruned, elapsed.Round(time.Millisecond),
+			len(timed.txs), len(before), len(beside))
+		b.Logf("sessions seen during the sweep, by wait: %v", seen.seen)
 
 		if pruned != rows {
 			b.Errorf("pruned %d requests, seeded %d settled", pruned, rows)
@@ -273,23 +283,25 @@ func (in *intake) latencies(from, to time.Time) []time.Duration {
 // waitUntil returns at t: the benchmark's phases are lengths of time.
 func waitUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
-// lockWaits is what watchLocks saw: the time sessions spent waiting on a
-// lock, summed over sessions, and the longest one wait.
-type lockWaits struct {
-	total, longest time.Duration
-	samples        int
+// sessions is what watchSessions saw: the time sessions spent waiting on
+// a heavyweight lock (a row, a transaction, a table), summed over
+// sessions, and the longest one wait; and how often a session of intake or
+// of the sweep was seen in each wait ("CPU" when running), the profile of
+// where their time went.
+type sessions struct {
+	lockWait, longestLockWait time.Duration
+	seen                      map[string]int
 }
 
-// watchLocks samples, every 5 ms until the returned function is called,
-// the sessions of the database waiting on a heavyweight lock (a row, a
-// transaction, a table), and returns what it saw.
-func watchLocks(ctx context.Context, b *testing.B, db *postgres.Driver) func() lockWaits {
+// watchSessions samples the database's active sessions every 5 ms until
+// the returned function is called, and returns what it saw.
+func watchSessions(ctx context.Context, b *testing.B, db *postgres.Driver) func() sessions {
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan lockWaits)
+	done := make(chan sessions)
 	go func() {
-		var w lockWaits
-		// Since when each waiting session (pid and its statement's start)
-		// has been seen waiting.
+		w := sessions{seen: map[string]int{}}
+		// Since when each session waiting on a lock (pid and its
+		// statement's start) has been seen waiting.
 		first := map[[2]int64]time.Time{}
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
@@ -302,32 +314,38 @@ func watchLocks(ctx context.Context, b *testing.B, db *postgres.Driver) func() l
 			case <-tick.C:
 			}
 			now := time.Now()
-			rows, err := db.Pool.Query(ctx, `SELECT pid, (extract(epoch FROM query_start) * 1e6)::bigint FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+			rows, err := db.Pool.Query(ctx, `SELECT pid, (extract(epoch FROM query_start) * 1e6)::bigint,
+				CASE application_name WHEN 'retention' THEN 'sweep' ELSE 'intake' END,
+				coalesce(wait_event_type || ':' || wait_event, 'CPU')
+				FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()`)
 			if err != nil {
 				if ctx.Err() == nil {
-					b.Errorf("watching locks: %v", err)
+					b.Errorf("watching sessions: %v", err)
 				}
 				done <- w
 				return
 			}
 			for rows.Next() {
 				var k [2]int64
-				if err := rows.Scan(&k[0], &k[1]); err != nil {
-					b.Errorf("watching locks: %v", err)
+				var who, wait string
+				if err := rows.Scan(&k[0], &k[1], &who, &wait); err != nil {
+					b.Errorf("watching sessions: %v", err)
 				}
-				w.samples++
-				w.total += now.Sub(last)
+				w.seen[who+" "+wait]++
+				if !strings.HasPrefix(wait, "Lock:") {
+					continue
+				}
+				w.lockWait += now.Sub(last)
 				if _, ok := first[k]; !ok {
 					first[k] = last
 				}
-				w.longest = max(w.longest, now.Sub(first[k]))
+				w.longestLockWait = max(w.longestLockWait, now.Sub(first[k]))
 			}
 			rows.Close()
 			last = now
 		}
 	}()
-	return func() lockWaits {
+	return func() sessions {
 		cancel()
 		return <-done
 	}
