@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -10,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/internal/namedsql"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
@@ -81,6 +84,10 @@ func BenchmarkRetention(b *testing.B) {
 	sweep := newRetentionSweep(store.NewLedger(timed, store.Options{}), retentionWindow, 0,
 		slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 
+	if !testing.Short() {
+		logBatchPlans(b, db)
+	}
+
 	for range b.N {
 		in := startIntake(ctx, b, svc)
 		warm := time.Now().Add(time.Second)
@@ -123,6 +130,46 @@ func BenchmarkRetention(b *testing.B) {
 			b.Errorf("pruned %d requests, seeded %d settled", pruned, rows)
 		}
 		checkPruned(b, db, rows, outcomes, events, stored)
+	}
+}
+
+// logBatchPlans logs where one batch's statements spend their time: the
+// read of the settled requests and the delete, each under EXPLAIN ANALYZE
+// as the driver sends it, in a transaction rolled back.
+func logBatchPlans(b *testing.B, db *postgres.Driver) {
+	b.Helper()
+	ctx := context.Background()
+	queries := namedsql.MustLoad(os.DirFS("../../store/postgres"), "queries.sql")
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	before := time.Now().Add(-retentionWindow)
+	var ids []string
+	for _, statement := range []struct {
+		name string
+		args []any
+	}{
+		{"settled_requests", []any{before, store.DefaultPruneBatch, []string{"rejected", "expired", "cancelled"}, "approved", []string{"succeeded", "failed"}}},
+		{"delete_requests", nil},
+	} {
+		if statement.name == "delete_requests" {
+			if err := tx.QueryRow(ctx, `SELECT array_agg(id::text) FROM (SELECT id FROM requests WHERE status <> 'pending' ORDER BY updated_at LIMIT $1) r`,
+				store.DefaultPruneBatch).Scan(&ids); err != nil {
+				b.Fatal(err)
+			}
+			statement.args = []any{ids}
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+queries.Get(statement.name), statement.args...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s:\n%s", statement.name, strings.Join(lines, "\n"))
 	}
 }
 
