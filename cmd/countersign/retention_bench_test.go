@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -125,6 +126,11 @@ func BenchmarkRetention(b *testing.B) {
 		b.Logf("pruned %d in %s (%d batches); intake %d alone, %d beside the sweep", pruned, elapsed.Round(time.Millisecond),
 			len(timed.txs), len(before), len(beside))
 		b.Logf("sessions seen during the sweep, by wait: %v", seen.seen)
+		logScans(b, db)
+		busiest := slices.SortedFunc(maps.Keys(seen.statements), func(x, y string) int { return seen.statements[y] - seen.statements[x] })
+		for _, st := range busiest[:min(6, len(busiest))] {
+			b.Logf("seen %5d times: %s", seen.statements[st], st)
+		}
 
 		if pruned != rows {
 			b.Errorf("pruned %d requests, seeded %d settled", pruned, rows)
@@ -171,6 +177,22 @@ func logBatchPlans(b *testing.B, db *postgres.Driver) {
 		}
 		b.Logf("%s:\n%s", statement.name, strings.Join(lines, "\n"))
 	}
+}
+
+// logScans logs the tables read whole since the seeding, and how often:
+// a plan that scans a growing table shows here.
+func logScans(b *testing.B, db *postgres.Driver) {
+	b.Helper()
+	rows, err := db.Pool.Query(context.Background(), `SELECT relname || ': ' || seq_scan || ' scans, ' || seq_tup_read || ' rows'
+		FROM pg_stat_user_tables WHERE seq_tup_read > 0 ORDER BY seq_tup_read DESC LIMIT 5`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scans, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("tables read whole: %s", strings.Join(scans, "; "))
 }
 
 // settledOutcomes counts the seeded requests by the outcome a tombstone
@@ -338,6 +360,8 @@ func waitUntil(t time.Time) { time.Sleep(time.Until(t)) }
 type sessions struct {
 	lockWait, longestLockWait time.Duration
 	seen                      map[string]int
+	// statements counts the statements seen running, by their start.
+	statements map[string]int
 }
 
 // watchSessions samples the database's active sessions every 5 ms until
@@ -346,7 +370,7 @@ func watchSessions(ctx context.Context, b *testing.B, db *postgres.Driver) func(
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan sessions)
 	go func() {
-		w := sessions{seen: map[string]int{}}
+		w := sessions{seen: map[string]int{}, statements: map[string]int{}}
 		// Since when each session waiting on a lock (pid and its
 		// statement's start) has been seen waiting.
 		first := map[[2]int64]time.Time{}
@@ -363,7 +387,7 @@ func watchSessions(ctx context.Context, b *testing.B, db *postgres.Driver) func(
 			now := time.Now()
 			rows, err := db.Pool.Query(ctx, `SELECT pid, (extract(epoch FROM query_start) * 1e6)::bigint,
 				CASE application_name WHEN 'retention' THEN 'sweep' ELSE 'intake' END,
-				coalesce(wait_event_type || ':' || wait_event, 'CPU')
+				coalesce(wait_event_type || ':' || wait_event, 'CPU'), left(regexp_replace(query, '\s+', ' ', 'g'), 100)
 				FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()`)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -374,11 +398,12 @@ func watchSessions(ctx context.Context, b *testing.B, db *postgres.Driver) func(
 			}
 			for rows.Next() {
 				var k [2]int64
-				var who, wait string
-				if err := rows.Scan(&k[0], &k[1], &who, &wait); err != nil {
+				var who, wait, query string
+				if err := rows.Scan(&k[0], &k[1], &who, &wait, &query); err != nil {
 					b.Errorf("watching sessions: %v", err)
 				}
 				w.seen[who+" "+wait]++
+				w.statements[who+" "+query]++
 				if !strings.HasPrefix(wait, "Lock:") {
 					continue
 				}
