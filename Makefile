@@ -2,7 +2,7 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: chaos simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list bench-waiters peers fuzz
+.PHONY: chaos simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list bench-waiters bench-retention peers fuzz
 
 # Runs countersign on the local PostgreSQL (or DATABASE_URL's, created if
 # missing) with the example configuration, and the fake provider it
@@ -54,7 +54,7 @@ release:
 	scripts/release dist
 
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
-bench: bench-intake bench-executor bench-slack bench-list bench-waiters
+bench: bench-intake bench-executor bench-slack bench-list bench-waiters bench-retention
 
 # The River peers (bench/peers, a module of their own) built into bin/.
 peers:
@@ -91,6 +91,14 @@ bench-slack:
 # a page deep by cursor, and each query's plan.
 bench-list:
 	go test ./hook/ -run '^$$' -bench List -benchtime 1x -timeout 60m
+
+# The retention sweep over 1,000,000 settled requests (each with its
+# decision, vote, execution, card, outbox rows, callback and audit events)
+# while intake runs beside it: rows pruned a second, the longest batch
+# transaction, intake p50/p99 alone and beside the sweep, lock waits.
+# COUNTERSIGN_BENCH_REQUESTS=100000 make bench-retention runs it smaller.
+bench-retention:
+	go test ./cmd/countersign/ -run '^$$' -bench Retention -benchtime 1x -timeout 60m
 
 fuzz:
 	go test ./internal/strictjson/ -run '^$$' -fuzz FuzzCheck -fuzztime 60s

@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,11 +34,11 @@ import (
 // ListRequests, without the representations), and logs each query's plan.
 //
 // With -short (the smoke run in make test) the table holds 5,000 requests and
-// each query runs 10 times.
+// each query runs 10 times; COUNTERSIGN_BENCH_REQUESTS sets another count.
 func BenchmarkList(b *testing.B) {
-	rows, pages := 1_000_000, 500
+	rows, pages := storetest.SeedSize(b, 1_000_000, 5000), 500
 	if testing.Short() {
-		rows, pages = 5000, 10
+		pages = 10
 	}
 	ctx := context.Background()
 	url := storetest.NewURL(b) + "&pool_max_conns=16"
@@ -49,7 +47,7 @@ func BenchmarkList(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(db.Close)
-	seedListing(b, db, rows)
+	storetest.SeedLedger(b, db, storetest.Seed{Requests: rows, Live: true})
 
 	ledger := store.NewLedger(db, store.Options{})
 	logger := slog.New(slog.DiscardHandler)
@@ -192,77 +190,6 @@ func logPlan(b *testing.B, db *postgres.Driver, query string, agent approvals.Ag
 		}
 	}
 	b.Logf("plan: %s", strings.Join(read, "; "))
-}
-
-// seedListing fills requests with rows set-based, as intake and review would
-// have left them, with the listing's indexes built after the insert.
-func seedListing(b *testing.B, db *postgres.Driver, rows int) {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	indexes := map[string]string{}
-	names, err := db.Pool.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
-		WHERE tablename = 'requests' AND (indexname LIKE 'requests\_by\_%' OR indexname IN ('requests_newest', 'requests_effect_strings'))`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for names.Next() {
-		var name, def string
-		if err := names.Scan(&name, &def); err != nil {
-			b.Fatal(err)
-		}
-		indexes[name] = def
-	}
-	if names.Err() != nil || len(indexes) != 6 {
-		b.Fatalf("the indexes to rebuild: %v, %v", indexes, names.Err())
-	}
-	start := time.Now()
-	statements := []string{}
-	for name := range indexes {
-		statements = append(statements, "DROP INDEX "+name)
-	}
-	statements = append(statements,
-		// h decides the status: 5 % pending, 70 % approved, 10 % rejected,
-		// 10 % expired, 5 % cancelled; agent and tool cycle independently.
-		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, summary,
-	requested_by, status, expires_at, created_at, updated_at)
-SELECT 'wa_' || encode(sha256(convert_to('list' || i, 'UTF8')), 'hex'), 'sha256:' || md5(i::text),
-	'run-' || (i %% 50) || '-' || (i / 500), to_jsonb(i %% 10),
-	CASE (i / 50) %% 50 WHEN 0 THEN 'billing.credit' WHEN 1 THEN 'deploy.release' ELSE 'tool-' || (i / 50) %% 50 END,
-	ARRAY['inv_' || i], convert_to(e::text, 'UTF8'), 'sha256:' || md5(e::text), 'seeded',
-	CASE i %% 50 WHEN 0 THEN 'billing-agent' ELSE 'agent-' || i %% 50 END,
-	CASE WHEN h < 5 THEN 'pending' WHEN h < 75 THEN 'approved' WHEN h < 85 THEN 'rejected' WHEN h < 95 THEN 'expired' ELSE 'cancelled' END,
-	now() + interval '1 day', now() - (%d - i) * interval '1 second', now()
-FROM generate_series(1, %d) AS i,
-	LATERAL (SELECT (hashint4(i) & 2147483647) %% 100) AS s(h),
-	LATERAL (SELECT jsonb_build_object('invoice', 'inv_' || i, 'amount_cents', i, 'currency', 'USD')) AS x(e)`, rows, rows),
-		`INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen)
-SELECT id, 1, CASE status WHEN 'approved' THEN 'approve' ELSE 'reject' END, 'UANA', 'slack', payload_hash
-FROM requests WHERE status IN ('approved', 'rejected')`,
-		// The version trigger would update every request once more.
-		`ALTER TABLE executions DISABLE TRIGGER executions_version_insert`,
-		// 0.3 % of the approvals are still executing (ready, or waiting
-		// for a person in needs_review), 4 % failed, the rest succeeded.
-		`INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, state, attempts, max_attempts, approved_at)
-SELECT d.request_id, d.id, r.key, r.tool, r.snapshot, r.payload_hash,
-	CASE WHEN h < 2 THEN 'ready' WHEN h < 3 THEN 'needs_review' WHEN h < 43 THEN 'failed' ELSE 'succeeded' END, 1, 3, d.decided_at
-FROM decisions d JOIN requests r ON r.id = d.request_id,
-	LATERAL (SELECT (hashtext(r.key) & 2147483647) % 1000) AS s(h)
-WHERE d.verdict = 'approve'`,
-		`ALTER TABLE executions ENABLE TRIGGER executions_version_insert`,
-	)
-	for _, name := range slices.Sorted(maps.Keys(indexes)) {
-		statements = append(statements, indexes[name])
-	}
-	statements = append(statements, `VACUUM ANALYZE requests`, `VACUUM ANALYZE decisions`, `VACUUM ANALYZE executions`)
-	for _, sql := range statements {
-		t0 := time.Now()
-		if _, err := db.Pool.Exec(ctx, sql); err != nil {
-			b.Fatalf("seeding: %v\n%s", err, sql)
-		}
-		b.Logf("%6s  %.90s", time.Since(t0).Round(100*time.Millisecond), strings.Join(strings.Fields(sql), " "))
-	}
-	b.Logf("seeded %d requests in %s", rows, time.Since(start).Round(time.Second))
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {

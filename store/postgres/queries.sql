@@ -509,7 +509,11 @@ WITH input AS (
 		coalesce($14::timestamptz, now()) + ttl_us * interval '1 microsecond',
 		coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()), policy::jsonb
 	FROM input
-	WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.key = input.key) -- a pruned key is not inserted again
+	-- A pruned key is not inserted again. A scalar subquery, not NOT EXISTS:
+	-- it stays one probe of the tombstones' key per row, where an anti join
+	-- planned while the table was small (the prepared statement keeps its
+	-- plan) reads every tombstone for each batch as the sweep adds them.
+	WHERE (SELECT true FROM tombstones t WHERE t.key = input.key) IS NULL
 	ORDER BY key -- batches take their key locks in one order, so two never deadlock
 	ON CONFLICT (key) DO NOTHING
 	RETURNING *

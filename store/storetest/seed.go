@@ -1,0 +1,240 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/store/postgres"
+)
+
+// SizeVariable names the environment variable that sets how many requests
+// a benchmark seeds (SeedSize), so a benchmark of 1,000,000 can be run small.
+const SizeVariable = "COUNTERSIGN_BENCH_REQUESTS"
+
+// SeedSize is how many requests a benchmark seeds: the count SizeVariable
+// names, else short under -short, else full.
+func SeedSize(tb testing.TB, full, short int) int {
+	tb.Helper()
+	if v := os.Getenv(SizeVariable); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			tb.Fatalf("%s=%q is not a count of requests", SizeVariable, v)
+		}
+		return n
+	}
+	if testing.Short() {
+		return short
+	}
+	return full
+}
+
+// Seed describes the requests SeedLedger writes. Agents and tools cycle
+// over 50 each (billing-agent is one agent in 50, billing.credit and
+// deploy.release two tools in 50); 70 % of the requests are approved, with
+// a decision and an execution (4 % failed, the rest succeeded), and 10 %
+// each rejected (with a decision), expired and cancelled, less the pending
+// ones. Request i is created i seconds after the first and the last two
+// hours before now, so a window shorter than that has all settled ones
+// settled before it.
+type Seed struct {
+	Requests int
+	// Live keeps some work open, as a ledger in service has it: 5 % of the
+	// requests pending (taken from the approved), 0.3 % of the executions
+	// ready or in needs_review. Without it every request is settled.
+	Live bool
+	// Trail adds what else hangs on each request: its vote, its card,
+	// the card's outbox rows (the post, the last update, the execution's
+	// thread reply), the settled callback of the agents that take
+	// callbacks (billing-agent and agent-1 to agent-9), and its audit
+	// events, chained as the database chains them.
+	Trail bool
+}
+
+// callbackAgents are the agents whose settled requests Seed.Trail gives a
+// delivered callback.
+var callbackAgents = "'billing-agent', 'agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6', 'agent-7', 'agent-8', 'agent-9'"
+
+// SeedLedger fills db's ledger with s.Requests requests set-based, one
+// INSERT … SELECT per table, as intake, review, the executor and Slack
+// would have left them. The listing's indexes are built after the insert,
+// and every table vacuumed and analyzed at the end. The statements run as
+// a replica session (session_replication_role), which skips the triggers:
+// the foreign keys hold by construction, the version bumps would only
+// rewrite every request, and the audit chain is computed here with the
+// database's own hash function.
+func SeedLedger(tb testing.TB, db *postgres.Driver, s Seed) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	indexes := map[string]string{}
+	names, err := db.Pool.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
+		WHERE tablename = 'requests' AND (indexname LIKE 'requests\_by\_%' OR indexname IN ('requests_newest', 'requests_effect_strings'))`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for names.Next() {
+		var name, def string
+		if err := names.Scan(&name, &def); err != nil {
+			tb.Fatal(err)
+		}
+		indexes[name] = def
+	}
+	if names.Err() != nil || len(indexes) != 6 {
+		tb.Fatalf("the indexes to rebuild: %v, %v", indexes, names.Err())
+	}
+	pending, inFlight := 0, 0
+	if s.Live {
+		pending, inFlight = 5, 3
+	}
+	start := time.Now()
+	var statements []string
+	for name := range indexes {
+		statements = append(statements, "DROP INDEX "+name)
+	}
+	statements = append(statements,
+		// h decides the status; agent and tool cycle independently. A
+		// request settles (its updated_at) 30 s after it was created when
+		// decided, 10 s when cancelled, at its expiry when expired.
+		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, summary,
+	requested_by, status, expires_at, created_at, updated_at, round_started_at, card_channel, card_ts)
+SELECT 'wa_' || encode(sha256(convert_to('list' || i, 'UTF8')), 'hex'), 'sha256:' || md5(i::text),
+	'run-' || (i %% 50) || '-' || (i / 500), to_jsonb(i %% 10),
+	CASE (i / 50) %% 50 WHEN 0 THEN 'billing.credit' WHEN 1 THEN 'deploy.release' ELSE 'tool-' || (i / 50) %% 50 END,
+	ARRAY['inv_' || i], convert_to(e::text, 'UTF8'), 'sha256:' || md5(e::text), 'seeded',
+	CASE i %% 50 WHEN 0 THEN 'billing-agent' ELSE 'agent-' || i %% 50 END,
+	st, CASE st WHEN 'pending' THEN now() + interval '1 day' ELSE c + interval '1 hour' END, c,
+	c + CASE st WHEN 'pending' THEN interval '0' WHEN 'cancelled' THEN interval '10 s' WHEN 'expired' THEN interval '1 hour' ELSE interval '30 s' END,
+	c, CASE WHEN %[3]t THEN 'C0BENCH' END, CASE WHEN %[3]t THEN to_char(c, 'YYYYMMDDHH24MISS') || '.' || i END
+FROM generate_series(1, %[1]d) AS i,
+	LATERAL (SELECT (hashint4(i) & 2147483647) %% 100) AS s(h),
+	LATERAL (SELECT CASE WHEN h < %[2]d THEN 'pending' WHEN h < %[2]d + 70 THEN 'approved' WHEN h < %[2]d + 80 THEN 'rejected'
+		WHEN h < %[2]d + 90 THEN 'expired' ELSE 'cancelled' END) AS t(st),
+	LATERAL (SELECT now() - interval '2 hours' - (%[1]d - i) * interval '1 second') AS w(c),
+	LATERAL (SELECT jsonb_build_object('invoice', 'inv_' || i, 'amount_cents', i, 'currency', 'USD')) AS x(e)`,
+			s.Requests, pending, s.Trail),
+		`INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at)
+SELECT id, 1, CASE status WHEN 'approved' THEN 'approve' ELSE 'reject' END, 'UANA', 'slack', payload_hash, updated_at
+FROM requests WHERE status IN ('approved', 'rejected')`,
+		// inFlight per mille of the approvals are still executing (ready,
+		// or waiting for a person in needs_review), 4 % failed, the rest
+		// succeeded, 2 s after the approval.
+		fmt.Sprintf(`INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, state, attempts, max_attempts,
+	approved_at, next_attempt_at, created_at, updated_at, response_status, response_body, last_code, provider_ref)
+SELECT d.request_id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, x.state, 1, 3, d.decided_at, d.decided_at, d.decided_at,
+	d.decided_at + CASE WHEN x.state IN ('succeeded', 'failed') THEN interval '2 s' ELSE interval '0' END,
+	CASE x.state WHEN 'succeeded' THEN 200 WHEN 'failed' THEN 422 END,
+	CASE x.state WHEN 'succeeded' THEN convert_to('{"id":"ch_' || d.id || '","status":"paid"}', 'UTF8') END,
+	CASE x.state WHEN 'failed' THEN 'declined' END, CASE x.state WHEN 'succeeded' THEN 'ch_' || d.id END
+FROM decisions d JOIN requests r ON r.id = d.request_id,
+	LATERAL (SELECT (hashtext(r.key) & 2147483647) %% 1000) AS s(h),
+	LATERAL (SELECT CASE WHEN h < %[1]d THEN CASE WHEN h %% 3 < 2 THEN 'ready' ELSE 'needs_review' END
+		WHEN h < %[1]d + 40 THEN 'failed' ELSE 'succeeded' END) AS x(state)
+WHERE d.verdict = 'approve'`, inFlight),
+	)
+	if s.Trail {
+		statements = append(statements, "ANALYZE requests, decisions, executions")
+		statements = append(statements, trailStatements...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(indexes)) {
+		statements = append(statements, indexes[name])
+	}
+	for _, table := range []string{"requests", "decisions", "executions", "votes", "cards", "outbox", "callbacks", "events"} {
+		statements = append(statements, "VACUUM ANALYZE "+table)
+	}
+	for _, sql := range statements {
+		t0 := time.Now()
+		if err := seedStatement(ctx, db, sql); err != nil {
+			tb.Fatalf("seeding: %v\n%s", err, sql)
+		}
+		tb.Logf("%6s  %.90s", time.Since(t0).Round(100*time.Millisecond), strings.Join(strings.Fields(sql), " "))
+	}
+	tb.Logf("seeded %d requests in %s", s.Requests, time.Since(start).Round(time.Second))
+}
+
+// seedStatement runs one statement as a replica session, in a transaction
+// of its own (VACUUM, which cannot run in one, runs alone).
+func seedStatement(ctx context.Context, db *postgres.Driver, sql string) error {
+	if strings.HasPrefix(sql, "VACUUM") {
+		_, err := db.Pool.Exec(ctx, sql)
+		return err
+	}
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// trailStatements write Seed.Trail's rows, after the requests, decisions
+// and executions.
+var trailStatements = []string{
+	`INSERT INTO votes (request_id, round, voter, verdict, via, payload_hash_seen, voted_at)
+SELECT request_id, round, decided_by, verdict, via, payload_hash_seen, decided_at FROM decisions`,
+	`INSERT INTO cards (request_id, round, channel, ts, rendered_state, settled, posted_at, rendered_at)
+SELECT r.id, 1, r.card_channel, r.card_ts,
+	CASE r.status WHEN 'approved' THEN 'approved/' || e.state || '/' || e.attempts ELSE r.status END,
+	r.status <> 'pending' AND coalesce(e.state IN ('succeeded', 'failed'), true), r.created_at, greatest(r.updated_at, e.updated_at)
+FROM requests r LEFT JOIN executions e ON e.request_id = r.id`,
+	`INSERT INTO outbox (kind, request_id, round, state, attempts, next_attempt_at, created_at, delivered_at)
+SELECT k.kind, r.id, 1, 'delivered', 1, k.at, k.at, k.at + interval '200 ms'
+FROM requests r LEFT JOIN executions e ON e.request_id = r.id,
+	LATERAL (VALUES ('post_card', r.created_at, true), ('update_card', greatest(r.updated_at, e.updated_at), r.status <> 'pending'),
+		('thread_reply', e.updated_at, e.state IN ('succeeded', 'failed'))) AS k(kind, at, owed)
+WHERE k.owed`,
+	`INSERT INTO callbacks (request_id, agent, event, state, attempts, next_attempt_at, give_up_at, created_at, delivered_at, last_status)
+SELECT r.id, r.requested_by, 'request.settled', 'delivered', 1, s.at, s.at + interval '24 hours', s.at, s.at + interval '150 ms', 200
+FROM requests r LEFT JOIN executions e ON e.request_id = r.id, LATERAL (SELECT greatest(r.updated_at, e.updated_at)) AS s(at)
+WHERE r.status <> 'pending' AND coalesce(e.state IN ('succeeded', 'failed'), true) AND r.requested_by IN (` + callbackAgents + `)`,
+	// Up to five events a request, in order: requested; voted and decided
+	// (approved, rejected), or expired, or cancelled; claimed and the
+	// execution's outcome. Each is chained to the one before it by
+	// countersign_event_hash, the chain trigger's own function, so the
+	// trail verifies; ids are eight apart per request. OFFSET 0 keeps
+	// each hash a value of its own: inlined, every later hash would
+	// compute the ones before it again (ten times slower).
+	`INSERT INTO events (id, request_id, at, actor, kind, data, seq, prev_hash, hash)
+SELECT n * 8 + v.seq, r.id, v.at, v.actor, v.kind, v.data, v.seq, v.prev, v.hash
+FROM (SELECT r.*, row_number() OVER () AS n FROM requests r) r
+	LEFT JOIN decisions d ON d.request_id = r.id
+	LEFT JOIN executions e ON e.request_id = r.id,
+	LATERAL (SELECT 'agent:' || r.requested_by AS agent, jsonb_build_object('round', 1) AS round) AS a,
+	LATERAL (SELECT
+		r.created_at AS at1, a.agent AS actor1, 'requested' AS kind1, jsonb_build_object('key', r.key, 'round', 1) AS data1,
+		CASE WHEN d.id IS NOT NULL THEN d.decided_at WHEN r.status = 'expired' THEN r.expires_at ELSE r.updated_at END AS at2,
+		CASE WHEN d.id IS NOT NULL THEN d.decided_by WHEN r.status = 'expired' THEN 'system' ELSE a.agent END AS actor2,
+		CASE WHEN d.id IS NOT NULL THEN 'voted' WHEN r.status IN ('expired', 'cancelled') THEN r.status END AS kind2,
+		CASE WHEN d.id IS NOT NULL THEN a.round || jsonb_build_object('verdict', d.verdict) ELSE a.round END AS data2,
+		CASE WHEN d.id IS NOT NULL THEN 'decided' END AS kind3,
+		CASE WHEN e.id IS NOT NULL THEN 'claimed' END AS kind4,
+		jsonb_build_object('attempt', 1, 'execution_id', e.id) AS data4,
+		CASE WHEN e.state IN ('succeeded', 'failed') THEN e.state END AS kind5,
+		CASE e.state WHEN 'succeeded' THEN jsonb_build_object('attempt', 1, 'status', 200)
+			ELSE jsonb_build_object('attempt', 1, 'code', 'declined') END AS data5) AS k,
+	LATERAL (SELECT countersign_event_hash('', n * 8 + 1, r.id, 1, k.at1, k.actor1, k.kind1, k.data1) AS h1 OFFSET 0) AS h1,
+	LATERAL (SELECT countersign_event_hash(h1.h1, n * 8 + 2, r.id, 2, k.at2, k.actor2, k.kind2, k.data2) AS h2 OFFSET 0) AS h2,
+	LATERAL (SELECT countersign_event_hash(h2.h2, n * 8 + 3, r.id, 3, k.at2, k.actor2, k.kind3, k.data2) AS h3 OFFSET 0) AS h3,
+	LATERAL (SELECT countersign_event_hash(h3.h3, n * 8 + 4, r.id, 4, e.approved_at + interval '1 s', 'executor:w1', k.kind4, k.data4) AS h4 OFFSET 0) AS h4,
+	LATERAL (SELECT countersign_event_hash(h4.h4, n * 8 + 5, r.id, 5, e.updated_at, 'executor:w1', k.kind5, k.data5) AS h5 OFFSET 0) AS h5,
+	LATERAL (VALUES
+		(1, k.at1, k.actor1, k.kind1, k.data1, '', h1.h1),
+		(2, k.at2, k.actor2, k.kind2, k.data2, h1.h1, h2.h2),
+		(3, k.at2, k.actor2, k.kind3, k.data2, h2.h2, h3.h3),
+		(4, e.approved_at + interval '1 s', 'executor:w1', k.kind4, k.data4, h3.h3, h4.h4),
+		(5, e.updated_at, 'executor:w1', k.kind5, k.data5, h4.h4, h5.h5)) AS v(seq, at, actor, kind, data, prev, hash)
+WHERE v.kind IS NOT NULL`,
+	`SELECT setval('events_id_seq', (SELECT max(id) FROM events))`,
+}
