@@ -231,8 +231,9 @@ func existing(ctx context.Context, ex Executor, key string) (InsertResult, error
 // the single writer, and build is not called for it. On a remote store it
 // inserts first and learns of a replay from the key's conflict, one round
 // trip for a new intent; but a key this process stored or answered lately
-// (hotKeys) is read first, so that a retry storm costs reads, not writes. insert, when set, stores the request (an
-// IntakeBatcher's Insert); nil stores it alone.
+// (hotKeys) is read first, so that a retry storm costs reads, not writes.
+// insert, when set, stores the request (an IntakeBatcher's Insert); nil
+// stores it alone.
 func (l *Ledger) Intake(ctx context.Context, key string, build func() (NewRequest, error),
 	insert func(context.Context, NewRequest) (InsertResult, error)) (InsertResult, error) {
 	if !l.insertFirst || l.hot.has(key) {

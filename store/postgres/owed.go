@@ -32,7 +32,7 @@ func flatten(owed []store.Owed) (owedRows, error) {
 		evKind: make([]string, 0, events), evData: make([]string, 0, events),
 		obOrd: make([]int64, 0, outbox), obKind: make([]string, 0, outbox), obData: make([]string, 0, outbox),
 		obCoalesce: make([]bool, 0, outbox),
-		cbOrd: make([]int64, 0, callbacks), cbEvent: make([]string, 0, callbacks),
+		cbOrd:      make([]int64, 0, callbacks), cbEvent: make([]string, 0, callbacks),
 		wakeChange: make([]bool, len(owed)), wakeReady: make([]bool, len(owed)),
 	}
 	for i, w := range owed {

@@ -66,8 +66,8 @@ SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1 AND request_id = $2);
 -- name: claim_executions_batch
 -- What each claim owes, as the Ledger built it (store.Owed): events ($6
 -- actor, $7 kind, $8 data, merged with the claim's facts, store.ClaimFacts)
--- and outbox rows ($9 kind, $10 data, $13 coalesces) for every row claimed; $11 wakes the
--- waiters on each claimed request (channel $12).
+-- and outbox rows ($9 kind, $10 data, $13 coalesces) for every row
+-- claimed; $11 wakes the waiters on each claimed request (channel $12).
 {{claim_cte}}, ev AS (
 	INSERT INTO events (request_id, actor, kind, data)
 	SELECT r.request_id, x.actor, x.kind, x.data::jsonb || to_jsonb(f)
@@ -104,8 +104,8 @@ RETURNING e.id, e.request_id::text, d.round, e.updated_at;
 -- request's waiters (channel $26) and the dispatcher (channel $27). What
 -- each move owes comes as the Ledger built it (store.Owed), joined to the
 -- move by the transition's position (ord): events ($15-$18), outbox rows
--- ($19-$21, $28) and callbacks ($22-$23, for the agents in $24 only, retried for
--- $25 microseconds).
+-- ($19-$21, $28) and callbacks ($22-$23, for the agents in $24 only,
+-- retried for $25 microseconds).
 WITH i AS (
 	SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[], $5::bytea[], $6::text[],
 		$7::text[], $8::text[], $9::bigint[], $10::boolean[], $11::boolean[]) WITH ORDINALITY
