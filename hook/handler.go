@@ -129,14 +129,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent approvals.Ag
 // that waits.
 func (h *Handler) getNow(w http.ResponseWriter, r *http.Request, agent approvals.Agent, ref string) int {
 	req, err := h.svc.Get(r.Context(), agent, ref)
-	if err != nil {
-		return h.writeServiceError(w, r, err)
-	}
-	view, err := viewOf(r.Context(), h.svc, req)
-	if err != nil {
-		return h.writeServiceError(w, r, err)
-	}
-	return writeJSON(w, http.StatusOK, view)
+	return h.answerView(w, r, req, err)
 }
 
 // waitForChange answers at once when the request is settled or its version
@@ -265,8 +258,9 @@ func parseWait(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
-	req, err := h.svc.Cancel(r.Context(), agent, r.PathValue("ref"))
+// answerView answers 200 with the representation of req, or the error of
+// the call that returned it.
+func (h *Handler) answerView(w http.ResponseWriter, r *http.Request, req store.Request, err error) int {
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}
@@ -277,14 +271,12 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent approvals
 	return writeJSON(w, http.StatusOK, view)
 }
 
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
+	req, err := h.svc.Cancel(r.Context(), agent, r.PathValue("ref"))
+	return h.answerView(w, r, req, err)
+}
+
 func (h *Handler) redrive(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
 	req, err := h.svc.Redrive(r.Context(), agent, r.PathValue("ref"), h.agents.Load().hasCallback)
-	if err != nil {
-		return h.writeServiceError(w, r, err)
-	}
-	view, err := viewOf(r.Context(), h.svc, req)
-	if err != nil {
-		return h.writeServiceError(w, r, err)
-	}
-	return writeJSON(w, http.StatusOK, view)
+	return h.answerView(w, r, req, err)
 }

@@ -192,8 +192,6 @@ func (l *Ledger) insertRequests(ctx context.Context, ps []NewRequest, owed []Owe
 			}
 			if inserted {
 				results[i] = InsertResult{Request: req, Inserted: true}
-			}
-			if inserted {
 				o.add(owed[i], req.ID, req.Round, req.CreatedAt)
 			}
 		}
