@@ -74,7 +74,8 @@ type Reader interface {
 	// LatestDecision returns the decision of the request's highest decided
 	// round.
 	LatestDecision(ctx context.Context, requestID string) (Decision, error)
-	// EventsFor returns a request's audit trail, oldest first.
+	// EventsFor returns a request's audit trail, oldest first (in the order
+	// of its hash chain).
 	EventsFor(ctx context.Context, requestID string) ([]Event, error)
 
 	// LatestExecution returns the newest execution of a request.

@@ -254,8 +254,10 @@ SELECT request_id::uuid, actor, kind, data::jsonb
 FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[]) AS t(request_id, at, actor, kind, data);
 
 -- name: events_for
+-- In chain order, from the chain's index (the events' ids are taken before
+-- the chain's lock, so two written at once may number the other way).
 SELECT id, request_id::text AS request_id, at, actor, kind, data
-FROM events WHERE request_id = $1 ORDER BY id;
+FROM events WHERE request_id = $1 ORDER BY seq;
 
 -- name: insert_outbox
 -- A row that coalesces ($6) is not queued while one like it waits unclaimed.
