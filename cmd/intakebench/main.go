@@ -197,6 +197,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				return fmt.Errorf("raw inserts: %w", err)
 			}
 			raw += rate / float64(*rounds)
+			// The raw phase's connections would sit idle through the
+			// servers' phases: with three servers' pools beside them the
+			// server's connection limit (100 by default) was reached, and a
+			// server answered 503.
+			pool.Reset()
 			for i, s := range servers {
 				before, dbBefore := benchserve.CPUTime(s.PID), backendsCPU(ctx, pool, s.Database)
 				rate, lat, bodies, err := intake(s, clients, *duration)

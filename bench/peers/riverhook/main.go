@@ -81,7 +81,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.MaxConns = 64
+	// One connection per client of the largest run (32) and River's own;
+	// with 64 the peer and two countersign servers could together pass
+	// PostgreSQL's default limit of 100 connections.
+	cfg.MaxConns = 40
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
