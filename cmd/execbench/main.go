@@ -106,6 +106,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%scountersign burn-down: %d executions in %s = %.0f executions/s (batch %d, %d sends in flight, %d lanes)\n",
 			prefix, o.n, res.elapsed.Round(time.Millisecond), res.rate(), o.batch, o.conc, o.lanes)
 		fmt.Fprintf(stdout, "%s  (%d of them needed more than one attempt)\n", prefix, res.detours)
+		fmt.Fprintf(stdout, "%s  database per execution: %.0fµs of PostgreSQL CPU; rows written: %s\n",
+			prefix, float64(res.dbCPU.Microseconds())/float64(o.n), res.writes.per(o.n))
 		fmt.Fprintf(stdout, "%scountersign approval-to-dispatch latency over %d single approvals: p50 %s p99 %s\n",
 			prefix, len(res.fromApproval), benchserve.Pct(res.fromApproval, .50), benchserve.Pct(res.fromApproval, .99))
 		fmt.Fprintf(stdout, "%s  (from the call to Decide, including its reads: p50 %s p99 %s)\n", prefix, benchserve.Pct(res.fromCall, .50), benchserve.Pct(res.fromCall, .99))
@@ -127,6 +129,8 @@ type result struct {
 	n                      int
 	elapsed                time.Duration
 	detours                int
+	dbCPU                  time.Duration // PostgreSQL backends' CPU over the burn-down
+	writes                 writes        // rows the burn-down wrote
 	fromApproval, fromCall []time.Duration
 }
 
@@ -219,6 +223,11 @@ func measure(ctx context.Context, o options) (result, error) {
 			return result{}, err
 		}
 	}
+	writesBefore, err := countWrites(ctx, db.Pool)
+	if err != nil {
+		return result{}, err
+	}
+	dbBefore := benchserve.DatabaseCPU(ctx, db.Pool, benchserve.DatabaseName(scratch))
 	start := time.Now()
 	go ex.Run(runCtx, kick, time.Second)
 	go func() { // as serve's reconcile cron does at its default schedule
@@ -241,6 +250,11 @@ func measure(ctx context.Context, o options) (result, error) {
 	pprof.StopCPUProfile()
 	if err != nil {
 		return result{}, fmt.Errorf("burn-down: %d of %d executions succeeded: %w", succeeded(), o.n, err)
+	}
+	dbCPU := benchserve.DatabaseCPU(ctx, db.Pool, benchserve.DatabaseName(scratch)) - dbBefore
+	writesAfter, err := countWrites(ctx, db.Pool)
+	if err != nil {
+		return result{}, err
 	}
 	var detours int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM executions WHERE attempts > 1`).Scan(&detours); err != nil {
@@ -284,7 +298,8 @@ func measure(ctx context.Context, o options) (result, error) {
 		}
 	}
 
-	return result{n: o.n, elapsed: elapsed, detours: detours, fromApproval: fromApproval, fromCall: fromCall}, nil
+	return result{n: o.n, elapsed: elapsed, detours: detours, dbCPU: dbCPU, writes: writesAfter.minus(writesBefore),
+		fromApproval: fromApproval, fromCall: fromCall}, nil
 }
 
 // waitFor polls done every interval until it is true or timeout passes (a

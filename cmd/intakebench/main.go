@@ -30,7 +30,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/countersign/countersign/cmd/internal/benchserve"
@@ -64,25 +63,6 @@ func cpuPerRequest(server, database time.Duration, n int) string {
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
 	return fmt.Sprintf("%.0f + %.0fµs", per(server), per(database))
-}
-
-// backendsCPU sums the CPU time of the PostgreSQL backends connected to a
-// database. Pools keep their connections for the whole run, so the
-// difference over a phase is the database work the phase caused.
-func backendsCPU(ctx context.Context, pool *pgxpool.Pool, database string) time.Duration {
-	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = $1`, database)
-	if err != nil {
-		return 0
-	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil {
-		return 0
-	}
-	var total time.Duration
-	for _, pid := range pids {
-		total += benchserve.CPUTime(int(pid))
-	}
-	return total
 }
 
 // run is main with its clean-up (processes, scratch databases) kept on
@@ -203,7 +183,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			// server answered 503.
 			pool.Reset()
 			for i, s := range servers {
-				before, dbBefore := benchserve.CPUTime(s.PID), backendsCPU(ctx, pool, s.Database)
+				before, dbBefore := benchserve.CPUTime(s.PID), benchserve.DatabaseCPU(ctx, pool, s.Database)
 				rate, lat, bodies, err := intake(s, clients, *duration)
 				if err != nil {
 					return err
@@ -211,9 +191,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				figs[i].created += rate / float64(*rounds)
 				figs[i].newLat = append(figs[i].newLat, lat...)
 				figs[i].newCPU += benchserve.CPUTime(s.PID) - before
-				figs[i].newDBCPU += backendsCPU(ctx, pool, s.Database) - dbBefore
+				figs[i].newDBCPU += benchserve.DatabaseCPU(ctx, pool, s.Database) - dbBefore
 				figs[i].newN += len(lat)
-				before, dbBefore = benchserve.CPUTime(s.PID), backendsCPU(ctx, pool, s.Database)
+				before, dbBefore = benchserve.CPUTime(s.PID), benchserve.DatabaseCPU(ctx, pool, s.Database)
 				rate, lat, err = replay(s, clients, *duration, bodies)
 				if err != nil {
 					return err
@@ -221,7 +201,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				figs[i].replays += rate / float64(*rounds)
 				figs[i].replayLat = append(figs[i].replayLat, lat...)
 				figs[i].replayCPU += benchserve.CPUTime(s.PID) - before
-				figs[i].replayDBCPU += backendsCPU(ctx, pool, s.Database) - dbBefore
+				figs[i].replayDBCPU += benchserve.DatabaseCPU(ctx, pool, s.Database) - dbBefore
 				figs[i].replayN += len(lat)
 			}
 		}
