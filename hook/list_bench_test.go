@@ -34,20 +34,21 @@ import (
 // ListRequests, without the representations), and logs each query's plan.
 //
 // With -short (the smoke run in make test) the table holds 5,000 requests and
-// each query runs 10 times; COUNTERSIGN_BENCH_REQUESTS sets another count.
+// each query runs 10 times; COUNTERSIGN_BENCH_REQUESTS sets another count,
+// and COUNTERSIGN_BENCH_DATABASE names a database to keep seeded and reuse
+// (storetest.SeededURL), shared with BenchmarkLookup in bot.
 func BenchmarkList(b *testing.B) {
 	rows, pages := storetest.SeedSize(b, 1_000_000, 5000), 500
 	if testing.Short() {
 		pages = 10
 	}
 	ctx := context.Background()
-	url := storetest.NewURL(b) + "&pool_max_conns=16"
+	url := storetest.SeededURL(b, storetest.Seed{Requests: rows, Live: true}) + "&pool_max_conns=16"
 	db, err := postgres.Open(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(db.Close)
-	storetest.SeedLedger(b, db, storetest.Seed{Requests: rows, Live: true})
 
 	ledger := store.NewLedger(db, store.Options{})
 	logger := slog.New(slog.DiscardHandler)
