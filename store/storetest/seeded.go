@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -68,7 +69,7 @@ func SeededCopyURL(tb testing.TB, s Seed) string {
 
 // keptURL returns the URL of the kept database name holding s, seeding it
 // first unless it already does. Benchmarks in other packages may ask at
-// once: an advisory lock lets one seed while the others wait.
+// once: an advisory lock on the name lets one seed while the others wait.
 func keptURL(tb testing.TB, name string, s Seed) string {
 	tb.Helper()
 	if !keptName.MatchString(name) {
@@ -82,10 +83,10 @@ func keptURL(tb testing.TB, name string, s Seed) string {
 	want := keptComment + keptVersion(s)
 	admin := connectAdmin(tb)
 	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(7260002)"); err != nil {
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(7260002, hashtext($1))", name); err != nil {
 		tb.Fatal(err)
 	}
-	defer admin.Exec(ctx, "SELECT pg_advisory_unlock(7260002)")
+	defer admin.Exec(ctx, "SELECT pg_advisory_unlock(7260002, hashtext($1))", name)
 	var comment *string
 	err := admin.QueryRow(ctx, `SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1`, name).Scan(&comment)
 	switch {
@@ -94,7 +95,7 @@ func keptURL(tb testing.TB, name string, s Seed) string {
 		return withDatabase(AdminURL(), name)
 	case err == nil && (comment == nil || !strings.HasPrefix(*comment, keptComment)):
 		tb.Fatalf("%s=%s names a database the benchmarks did not seed; name another", KeepVariable, name)
-	case err != nil && err != pgx.ErrNoRows:
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		tb.Fatal(err)
 	}
 	// Seeded under another name and renamed when complete, so a seeding cut
