@@ -2,7 +2,7 @@
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: chaos simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list bench-waiters bench-retention peers fuzz
+.PHONY: chaos simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list bench-waiters bench-retention bench-scale peers fuzz
 
 # Runs countersign on the local PostgreSQL (or DATABASE_URL's, created if
 # missing) with the example configuration, and the fake provider it
@@ -99,6 +99,16 @@ bench-list:
 # COUNTERSIGN_BENCH_REQUESTS=100000 make bench-retention runs it smaller.
 bench-retention:
 	go test ./cmd/countersign/ -run '^$$' -bench Retention -benchtime 1x -timeout 60m
+
+# Lookups, listing pages and intake with 10,000,000 requests in the table, on
+# one seeded database kept between runs (storetest.SeededURL): the first run
+# seeds it, the others reuse it. Drop it when done:
+# psql -c 'DROP DATABASE cs_bench_10m'.
+BENCH_SCALE = COUNTERSIGN_BENCH_REQUESTS=10000000 COUNTERSIGN_BENCH_DATABASE=cs_bench_10m
+bench-scale:
+	$(BENCH_SCALE) go test ./bot/ -run '^$$' -bench Lookup -benchtime 1x -timeout 60m
+	$(BENCH_SCALE) go test ./hook/ -run '^$$' -bench List -benchtime 1x -timeout 60m
+	$(BENCH_SCALE) go test ./cmd/countersign/ -run '^$$' -bench IntakeAtScale -benchtime 1x -timeout 60m
 
 fuzz:
 	go test ./internal/strictjson/ -run '^$$' -fuzz FuzzCheck -fuzztime 60s

@@ -1,12 +1,10 @@
 package bot_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,18 +163,23 @@ func warmUp(b *testing.B, bb *bundle, client *http.Client, conns int) {
 }
 
 // BenchmarkLookup: /countersign by key prefix and by business id with
-// 1,000,000 requests in the table (100,000 of them approved and executed),
-// signed, over HTTP, one lookup at a time.
+// 1,000,000 requests in the table (storetest.SeedLedger with Live, the
+// listing benchmark's seed: 70 % approved and executed), signed, over HTTP,
+// one lookup at a time. A business id is an invoice, which one request
+// names, or a customer, which one request in 100,000 names (10 at this
+// size, 100 at 10,000,000).
 //
 // With -short (the smoke run in make test) the table holds 1,000 requests and
-// each kind runs 20 lookups.
+// each kind runs 20 lookups. COUNTERSIGN_BENCH_REQUESTS sets another count,
+// and COUNTERSIGN_BENCH_DATABASE names a database to keep seeded and reuse
+// (storetest.SeededURL), shared with BenchmarkList in hook.
 func BenchmarkLookup(b *testing.B) {
-	bb := setup(b, &options{dbURL: benchPoolURL(b)})
-	rows, lookups, sample := 1_000_000, 2000, 1
+	rows, lookups, sample := storetest.SeedSize(b, 1_000_000, 1000), 2000, 1
 	if testing.Short() {
-		rows, lookups, sample = 1000, 20, 100
+		lookups, sample = 20, 100
 	}
-	seed(b, bb, rows)
+	url := storetest.SeededURL(b, storetest.Seed{Requests: rows, Live: true}) + "&pool_max_conns=16"
+	bb := setup(b, &options{dbURL: url})
 	keys := make([]string, 0, lookups)
 	r, err := bb.db.Pool.Query(bb.ctx, fmt.Sprintf(`SELECT key FROM requests TABLESAMPLE SYSTEM (%d) LIMIT %d`, sample, lookups))
 	if err != nil {
@@ -188,14 +191,17 @@ func BenchmarkLookup(b *testing.B) {
 		keys = append(keys, k)
 	}
 	r.Close()
-	for _, kind := range []string{"prefix", "business_id"} {
+	for _, kind := range []string{"prefix", "business_id", "customer"} {
 		b.Run(kind, func(b *testing.B) {
 			latencies := make([]time.Duration, 0, lookups*b.N)
 			for range b.N {
 				for i := range lookups {
 					text := keys[i%len(keys)][:11] // wa_ + the 8-character minimum
-					if kind == "business_id" {
+					switch kind {
+					case "business_id":
 						text = fmt.Sprintf("inv_%d", rand.IntN(rows)+1)
+					case "customer":
+						text = fmt.Sprintf("cus_%d", (rand.IntN(rows)+1)%100_000)
 					}
 					t0 := time.Now()
 					got := bb.command("USUP", text)
@@ -211,41 +217,6 @@ func BenchmarkLookup(b *testing.B) {
 			b.ReportMetric(ms(latencies[len(latencies)-1]), "max_ms")
 		})
 	}
-}
-
-// seed fills requests with rows set-based (generate_series), as intake would
-// have stored them, with a decision and a succeeded execution for every tenth.
-func seed(b *testing.B, bb *bundle, rows int) {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	start := time.Now()
-	for _, sql := range []string{
-		`DROP INDEX requests_effect_strings`,
-		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, summary, reason,
-	requested_by, requested_for, status, expires_at, created_at, updated_at, card_channel, card_ts)
-SELECT 'wa_' || encode(sha256(convert_to('seed' || i, 'UTF8')), 'hex'), 'sha256:' || md5(i::text), 'r-' || (i / 10), to_jsonb(i %% 10),
-	'billing.credit', countersign_effect_strings(e), convert_to(e::text, 'UTF8'), 'sha256:' || md5(e::text), 'Credit inv_' || i, 'seeded',
-	'billing-agent', 'UREQ', CASE WHEN i %% 10 = 0 THEN 'approved' ELSE 'pending' END,
-	now() + interval '3 days', now() - (i || ' seconds')::interval, now(), 'C0BILLING', '1700000000.' || lpad(i::text, 6, '0')
-FROM generate_series(1, %d) AS i,
-	LATERAL (SELECT jsonb_build_object('invoice', 'inv_' || i, 'amount_cents', i, 'currency', 'USD',
-		'customer', jsonb_build_object('id', 'cus_' || (i %% 50000), 'note', 'seeded row'))) AS x(e)`, rows),
-		`INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen)
-SELECT id, 1, 'approve', 'UANA', 'slack', payload_hash FROM requests WHERE status = 'approved'`,
-		`INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, state, attempts, max_attempts, approved_at, provider_ref)
-SELECT d.request_id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, 'succeeded', 1, 5, d.decided_at, 'cr_' || d.id
-FROM decisions d JOIN requests r ON r.id = d.request_id`,
-		`CREATE INDEX requests_effect_strings ON requests USING gin (effect_strings)`,
-		`VACUUM ANALYZE requests`, `VACUUM ANALYZE decisions`, `VACUUM ANALYZE executions`,
-	} {
-		t0 := time.Now()
-		if _, err := bb.db.Pool.Exec(ctx, sql); err != nil {
-			b.Fatalf("seeding: %v\n%s", err, sql)
-		}
-		b.Logf("%6s  %.60s", time.Since(t0).Round(time.Second), strings.Join(strings.Fields(sql), " "))
-	}
-	b.Logf("seeded %d requests in %s", rows, time.Since(start).Round(time.Second))
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {

@@ -371,8 +371,18 @@ SELECT {{request_columns}} FROM requests
 WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3;
 
 -- name: requests_by_effect_string
+-- The matches come from the GIN index, never from walking requests_newest
+-- until enough match: the statistics know only the values most requests
+-- share (a currency), so an id, in one request or a hundred, is estimated
+-- in 0.5 % of the table, and on 10,000,000 requests that walk read the
+-- whole table for an old invoice (17 to 44 s). Past 1,000 matches (a value
+-- most requests share) the newest are those among the first 1,000 read.
+WITH matched AS MATERIALIZED (
+	SELECT id, created_at FROM requests WHERE effect_strings @> ARRAY[$1::text] LIMIT 1000
+)
 SELECT {{request_columns}} FROM requests
-WHERE effect_strings @> ARRAY[$1::text] ORDER BY created_at DESC LIMIT $2;
+WHERE id IN (SELECT id FROM matched ORDER BY created_at DESC LIMIT $2)
+ORDER BY created_at DESC;
 
 -- name: pending_requests
 SELECT {{request_columns}} FROM requests

@@ -3,9 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,12 +40,17 @@ func SeedSize(tb testing.TB, full, short int) int {
 // each rejected (with a decision), expired and cancelled, less the pending
 // ones. Request i is created i seconds after the first and the last two
 // hours before now, so a window shorter than that has all settled ones
-// settled before it.
+// settled before it. Each effect names an invoice of its own (inv_<i>) and
+// one of 100,000 customers (cus_<i mod 100,000>), as intake stores them:
+// an invoice matches one request, a customer one in 100,000.
 type Seed struct {
 	Requests int
 	// Live keeps some work open, as a ledger in service has it: 5 % of the
-	// requests pending (taken from the approved), 0.3 % of the executions
-	// ready or in needs_review. Without it every request is settled.
+	// newest liveWindow requests pending (taken from the approved), 0.3 %
+	// of their executions ready or in needs_review. Without it every
+	// request is settled. Open work follows the rate and the time to
+	// decide, not the length of the history, so a larger seed keeps the
+	// same open work and settles the rest.
 	Live bool
 	// Trail adds what else hangs on each request: its vote, its card,
 	// the card's outbox rows (the post, the last update, the execution's
@@ -57,94 +60,46 @@ type Seed struct {
 	Trail bool
 }
 
+// liveWindow is how many of the newest requests Seed.Live keeps open work
+// among.
+const liveWindow = 1_000_000
+
 // callbackAgents are the agents whose settled requests Seed.Trail gives a
 // delivered callback.
 var callbackAgents = "'billing-agent', 'agent-1', 'agent-2', 'agent-3', 'agent-4', 'agent-5', 'agent-6', 'agent-7', 'agent-8', 'agent-9'"
 
-// SeedLedger fills db's ledger with s.Requests requests set-based, one
-// INSERT … SELECT per table, as intake, review, the executor and Slack
-// would have left them. The listing's indexes are built after the insert,
-// and every table vacuumed and analyzed at the end. The statements run as
-// a replica session (session_replication_role), which skips the triggers:
-// the foreign keys hold by construction, the version bumps would only
-// rewrite every request, and the audit chain is computed here with the
-// database's own hash function.
+// SeedLedger fills db's ledger, which must be empty, with s.Requests
+// requests set-based, one INSERT … SELECT per table, as intake, review,
+// the executor and Slack would have left them. Every index of requests,
+// decisions and executions but the latter two's primary keys (which grow
+// in order) is built after the rows it indexes are in: sorted once rather
+// than updated row by row at random, whose pages, evicted and written
+// back, dominated a seeding of 10,000,000. The foreign keys on requests
+// are dropped with its primary key and added again while the tables that
+// hold them are still empty. Every table is vacuumed and analyzed at the
+// end: the GIN index's pending list is empty, as autovacuum leaves it in
+// service. The statements run as a replica session
+// (session_replication_role), which skips the triggers: the foreign keys
+// hold by construction, the version bumps would only rewrite every
+// request, and the audit chain is computed here with the database's own
+// hash function.
 func SeedLedger(tb testing.TB, db *postgres.Driver, s Seed) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
-	indexes := map[string]string{}
-	names, err := db.Pool.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
-		WHERE tablename = 'requests' AND (indexname LIKE 'requests\_by\_%' OR indexname IN ('requests_newest', 'requests_effect_strings'))`)
+	keysDrop, keysAdd, err := requestKeys(ctx, db)
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("the keys on requests: %v", err)
 	}
-	for names.Next() {
-		var name, def string
-		if err := names.Scan(&name, &def); err != nil {
-			tb.Fatal(err)
-		}
-		indexes[name] = def
-	}
-	if names.Err() != nil || len(indexes) != 6 {
-		tb.Fatalf("the indexes to rebuild: %v, %v", indexes, names.Err())
-	}
-	pending, inFlight := 0, 0
-	if s.Live {
-		pending, inFlight = 5, 3
+	drops, builds, err := deferredIndexes(ctx, db)
+	if err != nil {
+		tb.Fatalf("the indexes to build after the insert: %v", err)
 	}
 	start := time.Now()
-	var statements []string
-	for name := range indexes {
-		statements = append(statements, "DROP INDEX "+name)
-	}
-	statements = append(statements,
-		// h decides the status; agent and tool cycle independently. A
-		// request settles (its updated_at) 30 s after it was created when
-		// decided, 10 s when cancelled, at its expiry when expired.
-		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, summary,
-	requested_by, status, expires_at, created_at, updated_at, round_started_at, card_channel, card_ts)
-SELECT 'wa_' || encode(sha256(convert_to('list' || i, 'UTF8')), 'hex'), 'sha256:' || md5(i::text),
-	'run-' || (i %% 50) || '-' || (i / 500), to_jsonb(i %% 10),
-	CASE (i / 50) %% 50 WHEN 0 THEN 'billing.credit' WHEN 1 THEN 'deploy.release' ELSE 'tool-' || (i / 50) %% 50 END,
-	ARRAY['inv_' || i], convert_to(e::text, 'UTF8'), 'sha256:' || md5(e::text), 'seeded',
-	CASE i %% 50 WHEN 0 THEN 'billing-agent' ELSE 'agent-' || i %% 50 END,
-	st, CASE st WHEN 'pending' THEN now() + interval '1 day' ELSE c + interval '1 hour' END, c,
-	c + CASE st WHEN 'pending' THEN interval '0' WHEN 'cancelled' THEN interval '10 s' WHEN 'expired' THEN interval '1 hour' ELSE interval '30 s' END,
-	c, CASE WHEN %[3]t THEN 'C0BENCH' END, CASE WHEN %[3]t THEN to_char(c, 'YYYYMMDDHH24MISS') || '.' || i END
-FROM generate_series(1, %[1]d) AS i,
-	LATERAL (SELECT (hashint4(i) & 2147483647) %% 100) AS s(h),
-	LATERAL (SELECT CASE WHEN h < %[2]d THEN 'pending' WHEN h < %[2]d + 70 THEN 'approved' WHEN h < %[2]d + 80 THEN 'rejected'
-		WHEN h < %[2]d + 90 THEN 'expired' ELSE 'cancelled' END) AS t(st),
-	LATERAL (SELECT now() - interval '2 hours' - (%[1]d - i) * interval '1 second') AS w(c),
-	LATERAL (SELECT jsonb_build_object('invoice', 'inv_' || i, 'amount_cents', i, 'currency', 'USD')) AS x(e)`,
-			s.Requests, pending, s.Trail),
-		`INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at)
-SELECT id, 1, CASE status WHEN 'approved' THEN 'approve' ELSE 'reject' END, 'UANA', 'slack', payload_hash, updated_at
-FROM requests WHERE status IN ('approved', 'rejected')`,
-		// inFlight per mille of the approvals are still executing (ready,
-		// or waiting for a person in needs_review), 4 % failed, the rest
-		// succeeded, 2 s after the approval.
-		fmt.Sprintf(`INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, state, attempts, max_attempts,
-	approved_at, next_attempt_at, created_at, updated_at, response_status, response_body, last_code, provider_ref)
-SELECT d.request_id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, x.state, 1, 3, d.decided_at, d.decided_at, d.decided_at,
-	d.decided_at + CASE WHEN x.state IN ('succeeded', 'failed') THEN interval '2 s' ELSE interval '0' END,
-	CASE x.state WHEN 'succeeded' THEN 200 WHEN 'failed' THEN 422 END,
-	CASE x.state WHEN 'succeeded' THEN convert_to('{"id":"ch_' || d.id || '","status":"paid"}', 'UTF8') END,
-	CASE x.state WHEN 'failed' THEN 'declined' END, CASE x.state WHEN 'succeeded' THEN 'ch_' || d.id END
-FROM decisions d JOIN requests r ON r.id = d.request_id,
-	LATERAL (SELECT (hashtext(r.key) & 2147483647) %% 1000) AS s(h),
-	LATERAL (SELECT CASE WHEN h < %[1]d THEN CASE WHEN h %% 3 < 2 THEN 'ready' ELSE 'needs_review' END
-		WHEN h < %[1]d + 40 THEN 'failed' ELSE 'succeeded' END) AS x(state)
-WHERE d.verdict = 'approve'`, inFlight),
-	)
-	if s.Trail {
-		statements = append(statements, "ANALYZE requests, decisions, executions")
-		statements = append(statements, trailStatements...)
-	}
-	for _, name := range slices.Sorted(maps.Keys(indexes)) {
-		statements = append(statements, indexes[name])
-	}
+	inserts := ledgerStatements(s)
+	statements := append(append(keysDrop, drops...), inserts[0])
+	statements = append(append(statements, keysAdd...), inserts[1:]...)
+	statements = append(statements, builds...)
 	for _, table := range []string{"requests", "decisions", "executions", "votes", "cards", "outbox", "callbacks", "events"} {
 		statements = append(statements, "VACUUM ANALYZE "+table)
 	}
@@ -156,6 +111,127 @@ WHERE d.verdict = 'approve'`, inFlight),
 		tb.Logf("%6s  %.90s", time.Since(t0).Round(100*time.Millisecond), strings.Join(strings.Fields(sql), " "))
 	}
 	tb.Logf("seeded %d requests in %s", s.Requests, time.Since(start).Round(time.Second))
+}
+
+// requestKeys returns the statements that drop the foreign keys on
+// requests and its primary key, and those that add them again.
+func requestKeys(ctx context.Context, db *postgres.Driver) (drops, adds []string, err error) {
+	rows, err := db.Pool.Query(ctx, `SELECT 'ALTER TABLE ' || c.conrelid::regclass || ' DROP CONSTRAINT ' || quote_ident(c.conname),
+	'ALTER TABLE ' || c.conrelid::regclass || ' ADD CONSTRAINT ' || quote_ident(c.conname) || ' ' || pg_get_constraintdef(c.oid)
+FROM pg_constraint c
+WHERE c.confrelid = 'requests'::regclass AND c.contype = 'f' OR c.conrelid = 'requests'::regclass AND c.contype = 'p'
+ORDER BY c.contype = 'p', c.conname`)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var drop, add string
+		if err := rows.Scan(&drop, &add); err != nil {
+			return nil, nil, err
+		}
+		drops = append(drops, drop)
+		adds = append([]string{add}, adds...) // the primary key before the foreign keys on it
+	}
+	if rows.Err() != nil {
+		return nil, nil, rows.Err()
+	}
+	if len(drops) < 2 {
+		return nil, nil, fmt.Errorf("found %v", drops)
+	}
+	return drops, adds, nil
+}
+
+// deferredIndexes returns the statements that drop the indexes of
+// requests, decisions and executions other than their primary keys (and
+// the unique constraints they back), and those that build them again. An
+// index a foreign key relies on stays.
+func deferredIndexes(ctx context.Context, db *postgres.Driver) (drops, builds []string, err error) {
+	rows, err := db.Pool.Query(ctx, `SELECT CASE WHEN c.oid IS NULL THEN 'DROP INDEX ' || quote_ident(i.relname)
+		ELSE 'ALTER TABLE ' || t.relname || ' DROP CONSTRAINT ' || quote_ident(c.conname) END,
+	CASE WHEN c.oid IS NULL THEN pg_get_indexdef(x.indexrelid)
+		ELSE 'ALTER TABLE ' || t.relname || ' ADD CONSTRAINT ' || quote_ident(c.conname) || ' ' || pg_get_constraintdef(c.oid) END
+FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+	LEFT JOIN pg_constraint c ON c.conindid = x.indexrelid AND c.contype = 'u'
+WHERE t.relname IN ('requests', 'decisions', 'executions') AND t.relnamespace = 'public'::regnamespace AND NOT x.indisprimary
+	AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = x.indexrelid)
+ORDER BY t.relname, i.relname`)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var drop, build string
+		if err := rows.Scan(&drop, &build); err != nil {
+			return nil, nil, err
+		}
+		drops, builds = append(drops, drop), append(builds, build)
+	}
+	if rows.Err() != nil {
+		return nil, nil, rows.Err()
+	}
+	if len(drops) < 15 {
+		return nil, nil, fmt.Errorf("found %d indexes: %v", len(drops), drops)
+	}
+	return drops, builds, nil
+}
+
+// ledgerStatements are the inserts that write s, in order.
+func ledgerStatements(s Seed) []string {
+	pending, inFlight := 0, 0
+	if s.Live {
+		pending, inFlight = 5, 3
+	}
+	statements := []string{
+		// h decides the status; agent and tool cycle independently. A
+		// request settles (its updated_at) 30 s after it was created when
+		// decided, 10 s when cancelled, at its expiry when expired. The
+		// effect's strings are written out as countersign_effect_strings(e)
+		// finds them, which costs 17 µs a row more.
+		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, summary,
+	requested_by, status, expires_at, created_at, updated_at, round_started_at, card_channel, card_ts)
+SELECT 'wa_' || encode(sha256(convert_to('list' || i, 'UTF8')), 'hex'), 'sha256:' || md5(i::text),
+	'run-' || (i %% 50) || '-' || (i / 500), to_jsonb(i %% 10),
+	CASE (i / 50) %% 50 WHEN 0 THEN 'billing.credit' WHEN 1 THEN 'deploy.release' ELSE 'tool-' || (i / 50) %% 50 END,
+	ARRAY['USD', 'cus_' || i %% 100000, 'inv_' || i], convert_to(e::text, 'UTF8'), 'sha256:' || md5(e::text), 'seeded',
+	CASE i %% 50 WHEN 0 THEN 'billing-agent' ELSE 'agent-' || i %% 50 END,
+	st, CASE st WHEN 'pending' THEN now() + interval '1 day' ELSE c + interval '1 hour' END, c,
+	c + CASE st WHEN 'pending' THEN interval '0' WHEN 'cancelled' THEN interval '10 s' WHEN 'expired' THEN interval '1 hour' ELSE interval '30 s' END,
+	c, CASE WHEN %[3]t THEN 'C0BENCH' END, CASE WHEN %[3]t THEN to_char(c, 'YYYYMMDDHH24MISS') || '.' || i END
+FROM generate_series(1, %[1]d) AS i,
+	LATERAL (SELECT (hashint4(i) & 2147483647) %% 100, i > %[1]d - %[4]d) AS s(h, live),
+	LATERAL (SELECT CASE WHEN live AND h < %[2]d THEN 'pending' WHEN h < %[2]d + 70 THEN 'approved' WHEN h < %[2]d + 80 THEN 'rejected'
+		WHEN h < %[2]d + 90 THEN 'expired' ELSE 'cancelled' END) AS t(st),
+	LATERAL (SELECT now() - interval '2 hours' - (%[1]d - i) * interval '1 second') AS w(c),
+	LATERAL (SELECT jsonb_build_object('invoice', 'inv_' || i, 'customer', 'cus_' || i %% 100000, 'amount_cents', i,
+		'currency', 'USD')) AS x(e)`,
+			s.Requests, pending, s.Trail, liveWindow),
+		`INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at)
+SELECT id, 1, CASE status WHEN 'approved' THEN 'approve' ELSE 'reject' END, 'UANA', 'slack', payload_hash, updated_at
+FROM requests WHERE status IN ('approved', 'rejected')`,
+		// inFlight per mille of the approvals among the newest liveWindow
+		// requests are still executing (ready, or waiting for a person in
+		// needs_review), 4 % failed, the rest succeeded, 2 s after the
+		// approval.
+		fmt.Sprintf(`INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, state, attempts, max_attempts,
+	approved_at, next_attempt_at, created_at, updated_at, response_status, response_body, last_code, provider_ref)
+SELECT d.request_id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, x.state, 1, 3, d.decided_at, d.decided_at, d.decided_at,
+	d.decided_at + CASE WHEN x.state IN ('succeeded', 'failed') THEN interval '2 s' ELSE interval '0' END,
+	CASE x.state WHEN 'succeeded' THEN 200 WHEN 'failed' THEN 422 END,
+	CASE x.state WHEN 'succeeded' THEN convert_to('{"id":"ch_' || d.id || '","status":"paid"}', 'UTF8') END,
+	CASE x.state WHEN 'failed' THEN 'declined' END, CASE x.state WHEN 'succeeded' THEN 'ch_' || d.id END
+FROM decisions d JOIN requests r ON r.id = d.request_id,
+	(SELECT max(created_at) - %[2]d * interval '1 second' FROM requests) AS n(live_since),
+	LATERAL (SELECT (hashtext(r.key) & 2147483647) %% 1000, r.created_at > n.live_since) AS s(h, live),
+	LATERAL (SELECT CASE WHEN live AND h < %[1]d THEN CASE WHEN h %% 3 < 2 THEN 'ready' ELSE 'needs_review' END
+		WHEN h < %[1]d + 40 THEN 'failed' ELSE 'succeeded' END) AS x(state)
+WHERE d.verdict = 'approve'`, inFlight, liveWindow),
+	}
+	if s.Trail {
+		statements = append(statements, "ANALYZE requests, decisions, executions")
+		statements = append(statements, trailStatements...)
+	}
+	return statements
 }
 
 // seedStatement runs one statement as a replica session, in a transaction
@@ -170,8 +246,12 @@ func seedStatement(ctx context.Context, db *postgres.Driver, sql string) error {
 		return err
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
-		return err
+	// Index builds sort in memory rather than on disk; the setting lasts
+	// the transaction.
+	for _, set := range []string{"SET LOCAL session_replication_role = replica", "SET LOCAL maintenance_work_mem = '1GB'"} {
+		if _, err := tx.Exec(ctx, set); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.Exec(ctx, sql); err != nil {
 		return err
