@@ -1,0 +1,148 @@
+package hook
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/countersign/countersign/store"
+)
+
+// parking holds the long-polls whose connections are parked: taken from
+// the HTTP server once they must wait, so that a waiter costs its socket,
+// a timer and a few hundred bytes instead of net/http's two goroutines and
+// their buffers (docs/BENCHMARKS.md, "Waiting agents"). A change to a
+// waiter's request, its deadline or the end of parking starts a goroutine
+// for that waiter alone, which parks it again or answers it (parkedPoll).
+//
+// The HTTP server does not track a connection it gave away, so serve's
+// shutdown ends parking itself (Handler.AnswerParked).
+type parking struct {
+	// notifier calls a parked poll on a change; nil when the notifier
+	// cannot, and nothing parks.
+	notifier store.ChangeCaller
+
+	mu       sync.Mutex
+	polls    map[*parkedPoll]struct{}
+	active   int // polls taking their connection or parked, not yet answered
+	stopping bool
+	idle     chan struct{} // closed once stopping with no poll active
+}
+
+func newParking(listener store.Notifier) *parking {
+	p := &parking{polls: make(map[*parkedPoll]struct{})}
+	p.notifier, _ = listener.(store.ChangeCaller)
+	return p
+}
+
+// begin counts a poll about to take its connection, so that shutdown
+// waits for it even before it is parked.
+func (p *parking) begin() {
+	p.mu.Lock()
+	p.active++
+	p.mu.Unlock()
+}
+
+// abandon uncounts a poll that did not get its connection.
+func (p *parking) abandon() {
+	p.mu.Lock()
+	p.active--
+	p.settle()
+	p.mu.Unlock()
+}
+
+// add parks a poll begin counted; it reports whether parking is stopping,
+// when the poll must be answered at once.
+func (p *parking) add(poll *parkedPoll) (stopping bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.polls[poll] = struct{}{}
+	return p.stopping
+}
+
+// done removes an answered poll.
+func (p *parking) done(poll *parkedPoll) {
+	p.mu.Lock()
+	delete(p.polls, poll)
+	p.active--
+	p.settle()
+	p.mu.Unlock()
+}
+
+// settle closes idle once stopping leaves no poll active; p.mu is held.
+func (p *parking) settle() {
+	if p.stopping && p.active == 0 {
+		select {
+		case <-p.idle:
+		default:
+			close(p.idle)
+		}
+	}
+}
+
+// isStopping reports whether parking has stopped: waiters are answered
+// rather than parked again.
+func (p *parking) isStopping() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopping
+}
+
+// parked returns how many polls are parked now.
+func (p *parking) parked() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.polls)
+}
+
+// stop wakes every parked poll to be answered, once.
+func (p *parking) stop() {
+	p.mu.Lock()
+	if p.stopping {
+		p.mu.Unlock()
+		return
+	}
+	p.stopping = true
+	p.idle = make(chan struct{})
+	p.settle()
+	polls := make([]*parkedPoll, 0, len(p.polls))
+	for poll := range p.polls {
+		polls = append(polls, poll)
+	}
+	p.mu.Unlock()
+	for _, poll := range polls {
+		poll.wake()
+	}
+}
+
+// wait returns once every poll is answered after stop; when ctx ends
+// first, it closes the connections of the rest, unanswered.
+func (p *parking) wait(ctx context.Context) error {
+	p.mu.Lock()
+	idle := p.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	left := len(p.polls)
+	for poll := range p.polls {
+		poll.conn.Close()
+	}
+	p.mu.Unlock()
+	return fmt.Errorf("answering parked long-polls: %d left unanswered: %w", left, ctx.Err())
+}
+
+// StopParking answers every parked long-poll now, each with the request's
+// representation as it reads it then, and from now on answers a long-poll
+// that would park at once. Serve calls it as its HTTP server shuts down.
+func (h *Handler) StopParking() { h.parking.stop() }
+
+// AnswerParked stops parking and returns once every parked long-poll is
+// answered; when ctx ends first, it closes the connections of the rest.
+func (h *Handler) AnswerParked(ctx context.Context) error {
+	h.parking.stop()
+	return h.parking.wait(ctx)
+}
