@@ -38,9 +38,12 @@ type parkedPoll struct {
 	timer           *time.Timer
 	unsubscribe     func()
 
+	token uint32 // its key among the watched hang-ups
+
 	mu       sync.Mutex
 	reading  bool // a goroutine reads for it now
 	again    bool // woken while it read: read once more
+	gone     bool // the client went away: nothing to answer
 	answered bool
 }
 
@@ -113,6 +116,7 @@ func (h *Handler) waitParked(sw *statusWriter, r *http.Request, agent approvals.
 	h.metrics.Waiting.Inc()
 	h.metrics.Parked.Inc()
 	stopping := h.parking.add(p)
+	h.parking.hangups.watch(p)
 	p.timer = time.AfterFunc(time.Until(p.deadline), p.wake)
 	p.mu.Lock()
 	p.again = p.again || stopping
@@ -145,6 +149,15 @@ func (p *parkedPoll) wake() {
 	}
 }
 
+// hangUp is called once the client closed its side of the connection: the
+// poll ends unanswered, as a request whose client went away does.
+func (p *parkedPoll) hangUp() {
+	p.mu.Lock()
+	p.gone = true
+	p.mu.Unlock()
+	p.wake()
+}
+
 // release ends a read that left the poll waiting: it parks, or reads again
 // if it was woken meanwhile.
 func (p *parkedPoll) release() {
@@ -160,6 +173,13 @@ func (p *parkedPoll) release() {
 
 // run re-reads until the poll parks again or is answered.
 func (p *parkedPoll) run() {
+	p.mu.Lock()
+	gone := p.gone
+	p.mu.Unlock()
+	if gone {
+		p.finish(499)
+		return
+	}
 	view, err := p.read()
 	if err == nil && p.waits(view) {
 		p.release()
@@ -185,32 +205,38 @@ func (p *parkedPoll) context() context.Context {
 	return requestid.With(context.Background(), p.requestID)
 }
 
-// answer writes the poll's response as the normal path would, closes the
-// connection, and counts and logs the request once, with its status.
+// answer writes the poll's response as the normal path would, then
+// finishes it.
 func (p *parkedPoll) answer(view View, err error) {
-	p.mu.Lock()
-	p.answered = true
-	p.mu.Unlock()
-	p.timer.Stop()
-	p.unsubscribe()
-	h := p.h
-	ctx := p.context()
 	resp := newConnResponse(p.requestID)
 	var status int
 	if err != nil {
-		r := (&http.Request{Method: http.MethodGet, URL: &url.URL{Path: p.path}}).WithContext(ctx)
-		status = h.writeServiceError(resp, r, err)
+		r := (&http.Request{Method: http.MethodGet, URL: &url.URL{Path: p.path}}).WithContext(p.context())
+		status = p.h.writeServiceError(resp, r, err)
 	} else {
 		status = writeJSON(resp, http.StatusOK, view)
 	}
 	if err := resp.writeTo(p.conn); err != nil {
 		status = 499 // the client went away
 	}
+	p.finish(status)
+}
+
+// finish closes the poll's connection and ends its wait, and counts and
+// logs the request once, with the status it answered.
+func (p *parkedPoll) finish(status int) {
+	p.mu.Lock()
+	p.answered = true
+	p.mu.Unlock()
+	p.timer.Stop()
+	p.unsubscribe()
+	h := p.h
+	h.parking.hangups.forget(p)
 	p.conn.Close()
 	h.metrics.Waiting.Dec()
 	h.metrics.Parked.Dec()
 	h.parking.done(p)
 	took := time.Since(p.start)
 	h.metrics.HTTPDuration.WithLabelValues("get", strconv.Itoa(status)).Observe(took.Seconds())
-	h.logRequest(ctx, http.MethodGet, p.path, status, took)
+	h.logRequest(p.context(), http.MethodGet, p.path, status, took)
 }

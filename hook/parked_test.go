@@ -72,8 +72,8 @@ type rawAnswer struct {
 	// close is whether it said Connection: close; closed whether the
 	// server then closed the connection.
 	close, closed bool
-	err    error
-	at     time.Time
+	err           error
+	at            time.Time
 }
 
 // send opens a connection and sends GET path on it as token.
@@ -401,6 +401,33 @@ func TestHookParkedRereadsAsItsAgent(t *testing.T) {
 		a := receive(client)
 		if a.err != nil || a.status != 404 || !strings.Contains(string(a.body), `"not_found"`) || !strings.Contains(string(a.body), `"req_test"`) {
 			t.Errorf("re-read as another agent = %d %s %v", a.status, a.body, a.err)
+		}
+	})
+}
+
+// A parked long-poll whose client goes away ends at once, unanswered, and
+// is counted and logged as 499, as net/http's background read ends a
+// waiting handler's.
+func TestHookParkedEndsWhenItsClientGoesAway(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("hang-ups are noticed on Linux only")
+	}
+	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
+		t.Parallel()
+		b := setupWith(t, drv)
+		ph := b.parkedHook(t)
+		req := b.submit(t, nil)
+		conn := ph.send(t, testToken, "/v1/requests/"+req.ID+"?wait=60s")
+		ph.waitParked(t, 1)
+		conn.Close()
+		for deadline := time.Now().Add(5 * time.Second); ph.h.parking.parked() > 0 || b.hasWaiter(req.ID); {
+			if time.Now().After(deadline) {
+				t.Fatal("the long-poll was still parked 5s after its client went away")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n := ph.gotCount(t, 499); n != 1 || testutil.ToFloat64(ph.h.metrics.Waiting) != 0 {
+			t.Errorf("counted %d times as 499, waiting gauge %v; want 1 and 0", n, testutil.ToFloat64(ph.h.metrics.Waiting))
 		}
 	})
 }

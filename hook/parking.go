@@ -21,6 +21,8 @@ type parking struct {
 	// notifier calls a parked poll on a change; nil when the notifier
 	// cannot, and nothing parks.
 	notifier store.ChangeCaller
+	// hangups notices the parked connections whose client went away.
+	hangups hangups
 
 	mu       sync.Mutex
 	polls    map[*parkedPoll]struct{}
