@@ -12,5 +12,11 @@
 // words, its HTTP status (Status) and, for a database out of reach,
 // Retry-After.
 //
+// A long-poll that must wait on an HTTP/1.x connection parks it
+// (parking.go, parked_poll.go): the connection is taken from the HTTP
+// server and waits as a timer and a notifier callback, with no goroutine,
+// until a change, its deadline or shutdown; its answer closes the
+// connection. Other long-polls wait on their goroutine (waitForChange).
+//
 // hook/apitest holds the handlers to the OpenAPI document in tests.
 package hook

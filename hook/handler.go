@@ -24,6 +24,8 @@ type Handler struct {
 	logger   *slog.Logger
 	metrics  *Metrics
 	mux      *http.ServeMux
+	// parking holds the long-polls whose connections are parked.
+	parking *parking
 	// operations are the routes served, as "METHOD /pattern".
 	operations []string
 }
@@ -116,6 +118,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, agent approvals.Ag
 	ref := r.PathValue("ref")
 	if wait == 0 {
 		return h.getNow(w, r, agent, ref)
+	}
+	if sw, ok := h.canPark(w, r); ok {
+		return h.waitParked(sw, r, agent, ref, wait, since)
 	}
 	view, err := h.waitForChange(r.Context(), agent, ref, wait, since)
 	if err != nil {

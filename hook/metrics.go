@@ -13,6 +13,9 @@ type Metrics struct {
 	// Waiting counts the long-polls waiting for a change now: what a
 	// replica holds for its waiters.
 	Waiting prometheus.Gauge
+	// Parked counts those of them whose connection is parked: no
+	// goroutine waits for them (parking.go).
+	Parked prometheus.Gauge
 }
 
 // NewMetrics registers the hook's metrics with reg.
@@ -32,7 +35,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Waiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "countersign_long_polls_waiting", Help: "Long-polls (GET /v1/requests/{ref}?wait=) waiting for a change.",
 		}),
+		Parked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "countersign_long_polls_parked", Help: "Waiting long-polls whose connection is parked, with no goroutine.",
+		}),
 	}
-	reg.MustRegister(m.Intake, m.HTTPDuration, m.TokenUses, m.Waiting)
+	reg.MustRegister(m.Intake, m.HTTPDuration, m.TokenUses, m.Waiting, m.Parked)
 	return m
 }

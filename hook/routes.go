@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"context"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
@@ -27,7 +28,8 @@ type route struct {
 // and a method the route does not take (405 method_not_allowed, with
 // Allow), is the one error envelope.
 func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, logger *slog.Logger, metrics *Metrics) *Handler {
-	h := &Handler{svc: svc, agents: NewAgentSet(agents), listener: listener, logger: logger, metrics: metrics, mux: http.NewServeMux()}
+	h := &Handler{svc: svc, agents: NewAgentSet(agents), listener: listener, logger: logger, metrics: metrics, mux: http.NewServeMux(),
+		parking: newParking(listener)}
 	routes := []route{
 		{http.MethodPost, "/v1/requests", "create", h.create},
 		{http.MethodGet, "/v1/requests", "list", h.list},
@@ -62,23 +64,32 @@ func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, 
 // Operations lists what the hook serves, as "METHOD /pattern".
 func (h *Handler) Operations() []string { return slices.Sorted(slices.Values(h.operations)) }
 
-// ServeHTTP names the request (Request-Id), routes it, and logs its line.
+// ServeHTTP names the request (Request-Id), routes it, and logs its line;
+// a parked long-poll logs its own when it is answered.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := requestid.New()
 	w.Header().Set(requestid.Header, id)
 	r = r.WithContext(requestid.With(r.Context(), id))
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, start: start}
 	h.mux.ServeHTTP(sw, r)
+	if sw.parked {
+		return
+	}
+	h.logRequest(r.Context(), r.Method, r.URL.Path, sw.status, time.Since(start))
+}
+
+// logRequest writes a request's log line.
+func (h *Handler) logRequest(ctx context.Context, method, path string, status int, took time.Duration) {
 	level := slog.LevelDebug
 	switch {
-	case sw.status >= 500:
+	case status >= 500:
 		level = slog.LevelError
-	case sw.status >= 400:
+	case status >= 400:
 		level = slog.LevelInfo
 	}
-	h.logger.Log(r.Context(), level, "hook request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.Int("status", sw.status), slog.Duration("took", time.Since(start)))
+	h.logger.Log(ctx, level, "hook request", slog.String("method", method), slog.String("path", path),
+		slog.Int("status", status), slog.Duration("took", took))
 }
 
 // authenticated authenticates the agent and times the request. A request
@@ -99,6 +110,9 @@ func (h *Handler) authenticated(name string, fn func(w http.ResponseWriter, r *h
 			// agent's token_sha256 list.
 			h.metrics.TokenUses.WithLabelValues(agent.Name, hex.EncodeToString(tokenHash[:4])).Inc()
 			status = fn(w, r, agent)
+		}
+		if status == statusParked {
+			return // counted when it is answered
 		}
 		h.metrics.HTTPDuration.WithLabelValues(name, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
 	})
@@ -129,6 +143,9 @@ func methodNotAllowed(methods []string) http.Handler {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	start  time.Time
+	// parked is set when a long-poll took the connection (parkedPoll).
+	parked bool
 }
 
 func (w *statusWriter) WriteHeader(status int) {

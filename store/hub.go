@@ -7,15 +7,25 @@ import "sync"
 type Hub struct {
 	mu      sync.Mutex
 	changes map[string]map[chan struct{}]struct{}
-	ready   map[chan struct{}]struct{}
+	// calls are the functions OnChange registered, by request.
+	calls map[string]map[*call]struct{}
+	ready map[chan struct{}]struct{}
 }
 
-var _ Notifier = (*Hub)(nil)
+// call is one OnChange registration; a pointer so that two registrations
+// of the same function stay two.
+type call struct{ wake func() }
+
+var (
+	_ Notifier     = (*Hub)(nil)
+	_ ChangeCaller = (*Hub)(nil)
+)
 
 // NewHub returns a Hub with no subscribers.
 func NewHub() *Hub {
 	return &Hub{
 		changes: make(map[string]map[chan struct{}]struct{}),
+		calls:   make(map[string]map[*call]struct{}),
 		ready:   make(map[chan struct{}]struct{}),
 	}
 }
@@ -42,6 +52,28 @@ func (h *Hub) SubscribeChange(requestID string) (<-chan struct{}, func()) {
 	}
 }
 
+// OnChange calls wake whenever the request changes and on every Broadcast,
+// with the Hub locked, until cancel (see ChangeCaller).
+func (h *Hub) OnChange(requestID string, wake func()) func() {
+	c := &call{wake: wake}
+	h.mu.Lock()
+	subs := h.calls[requestID]
+	if subs == nil {
+		subs = make(map[*call]struct{}, 1)
+		h.calls[requestID] = subs
+	}
+	subs[c] = struct{}{}
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		delete(subs, c)
+		if len(subs) == 0 {
+			delete(h.calls, requestID)
+		}
+		h.mu.Unlock()
+	}
+}
+
 // SubscribeReady returns a channel signalled when an execution becomes ready.
 func (h *Hub) SubscribeReady() (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
@@ -61,6 +93,9 @@ func (h *Hub) NotifyChange(requestID string) {
 	defer h.mu.Unlock()
 	for ch := range h.changes[requestID] {
 		signal(ch)
+	}
+	for c := range h.calls[requestID] {
+		c.wake()
 	}
 }
 
@@ -82,6 +117,11 @@ func (h *Hub) Broadcast() {
 			signal(ch)
 		}
 	}
+	for _, subs := range h.calls {
+		for c := range subs {
+			c.wake()
+		}
+	}
 	for ch := range h.ready {
 		signal(ch)
 	}
@@ -94,9 +134,10 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// Waiting reports how many subscribers wait on changes to a request.
+// Waiting reports how many subscribers wait on changes to a request, by
+// channel or by function.
 func (h *Hub) Waiting(requestID string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.changes[requestID])
+	return len(h.changes[requestID]) + len(h.calls[requestID])
 }

@@ -89,3 +89,13 @@ type Notifier interface {
 	// SubscribeReady wakes when an execution may have become ready to claim.
 	SubscribeReady() (wake <-chan struct{}, cancel func())
 }
+
+// ChangeCaller is a Notifier that can also call a function on a change,
+// for a waiter that holds no goroutine (a parked long-poll).
+type ChangeCaller interface {
+	// OnChange calls wake on every change to one request and on every
+	// broadcast, on the goroutine that notifies and while it holds the
+	// notifier's lock: wake must return at once and must not call the
+	// notifier. Call cancel when done.
+	OnChange(requestID string, wake func()) (cancel func())
+}

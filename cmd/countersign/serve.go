@@ -280,6 +280,11 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 		a.add("admin http server", a.admin, httpShutdownTimeout)
 	}
 	a.http = newHTTPServer(a.mux, ln, logger)
+	// The HTTP server does not track the connections of parked long-polls:
+	// they are answered from the moment it starts to shut down, and the
+	// part before it waits for the last of them once it has stopped.
+	a.http.server.RegisterOnShutdown(a.api.StopParking)
+	a.add("parked long-polls", funcs{stop: a.api.AnswerParked}, httpShutdownTimeout+parkedAnswerGrace)
 	a.add("http server", a.http, httpShutdownTimeout)
 	return a, nil
 }
@@ -323,6 +328,10 @@ func (a *app) mountRoutes() error {
 
 // httpShutdownTimeout bounds how long shutdown waits for HTTP handlers.
 const httpShutdownTimeout = 10 * time.Second
+
+// parkedAnswerGrace is how long parked long-polls may take to be answered
+// after the HTTP server's shutdown timeout: each one re-reads once.
+const parkedAnswerGrace = 5 * time.Second
 
 // httpServer serves the mux on the listener from Start to Stop.
 type httpServer struct {

@@ -133,6 +133,8 @@ type figures struct {
 type snapshot struct {
 	rss                     int64
 	heap, stacks, goroutine float64
+	// parked is countersign_long_polls_parked: waiters with no goroutine.
+	parked float64
 }
 
 func (f figures) print(w io.Writer, o options) {
@@ -148,6 +150,7 @@ func (f figures) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "| serve RSS %s later | | %s | %s |\n", statsLag-settle+f.idle, mib(float64(f.withLater.rss)), per(float64(f.before.rss), float64(f.withLater.rss)))
 	fmt.Fprintf(w, "| goroutine stacks | %s | %s | %s |\n", mib(f.before.stacks), mib(f.with.stacks), per(f.before.stacks, f.with.stacks))
 	fmt.Fprintf(w, "| goroutines | %.0f | %.0f | %.2f |\n", f.before.goroutine, f.with.goroutine, (f.with.goroutine-f.before.goroutine)/n)
+	fmt.Fprintf(w, "| parked long-polls (no goroutine) | %.0f | %.0f | |\n", f.before.parked, f.with.parked)
 	fmt.Fprintf(w, "| serve CPU while nothing changes (of one core) | %s | %s | |\n", core(f.idleCPU), core(f.idleCPUWith))
 	fmt.Fprintf(w, "| database commits while nothing changes | %s | %s | |\n\n", rate(f.idleXacts), rate(f.idleXactsWith))
 	fmt.Fprintf(w, "waiters answered while nothing changed: %d\n", f.early)
@@ -311,7 +314,7 @@ func take(s benchserve.Server) (snapshot, error) {
 		return snapshot{}, err
 	}
 	return snapshot{rss: benchserve.Memory(s.PID, "VmRSS"), heap: m["go_memstats_heap_inuse_bytes"],
-		stacks: m["go_memstats_stack_inuse_bytes"], goroutine: m["go_goroutines"]}, nil
+		stacks: m["go_memstats_stack_inuse_bytes"], goroutine: m["go_goroutines"], parked: m["countersign_long_polls_parked"]}, nil
 }
 
 // commits reads the database's committed transactions so far. Backends
