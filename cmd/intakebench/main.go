@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	flags := flag.NewFlagSet("intakebench", flag.ContinueOnError)
 	adminURL := flags.String("database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL server (scratch databases are created on it and dropped at the end)")
 	duration := flags.Duration("duration", 2*time.Second, "length of each measured phase")
-	rounds := flags.Int("rounds", 5, "raw, new-intent and replay phases are interleaved this many times, so background load falls on all alike")
+	rounds := flags.Int("rounds", 5, "each hook's new-intent and replay phases are interleaved this many times, so background load falls on all alike (the raw phase runs as many times first, before any server starts)")
 	clientList := flags.String("clients", "8,32", "concurrent client counts")
 	peerBin := flags.String("peer", "", "binary of a peer hook to drive beside countersign (flags -database-url, -listen, -token; GET /readyz)")
 	peerName := flags.String("peer-name", "River", "the peer's name in the table")
@@ -110,6 +110,35 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer drop()
+	// The raw baseline gets one connection per client, as pgbench -c would.
+	poolCfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return err
+	}
+	poolCfg.MaxConns = int32(max(64, slices.Max(counts)))
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_intake (key text PRIMARY KEY, body bytea NOT NULL)`); err != nil {
+		return err
+	}
+
+	// The raw rates are measured before any server starts: the raw phase's
+	// connections beside three servers' pools passed PostgreSQL's default
+	// limit of 100 connections, and a server answered 503.
+	raws := make(map[int]float64, len(counts))
+	for _, clients := range counts {
+		for range *rounds {
+			rate, err := rawInserts(ctx, pool, clients, *duration)
+			if err != nil {
+				return fmt.Errorf("raw inserts: %w", err)
+			}
+			raws[clients] += rate / float64(*rounds)
+		}
+	}
+	pool.Reset()
 	cs, stop, err := benchserve.StartServe(ctx, bin, dir, dbURL, serverEnv)
 	if err != nil {
 		return err
@@ -146,21 +175,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		servers = append(servers, base)
 	}
 
-	// The raw baseline gets one connection per client, as pgbench -c would.
-	poolCfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return err
-	}
-	poolCfg.MaxConns = int32(max(64, slices.Max(counts)))
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS raw_intake (key text PRIMARY KEY, body bytea NOT NULL)`); err != nil {
-		return err
-	}
-
 	if len(servers) == 1 {
 		fmt.Fprintf(stdout, "| clients | raw INSERT tx/s | new-intent req/s | new p50 / p99 | new / raw | replay req/s | replay p50 / p99 | replay / new | server + database CPU / new, / replay | server peak RSS |\n")
 		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|---|\n")
@@ -169,19 +183,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, clients := range counts {
-		var raw float64
+		raw := raws[clients]
 		figs := make([]figures, len(servers))
 		for range *rounds {
-			rate, err := rawInserts(ctx, pool, clients, *duration)
-			if err != nil {
-				return fmt.Errorf("raw inserts: %w", err)
-			}
-			raw += rate / float64(*rounds)
-			// The raw phase's connections would sit idle through the
-			// servers' phases: with three servers' pools beside them the
-			// server's connection limit (100 by default) was reached, and a
-			// server answered 503.
-			pool.Reset()
 			for i, s := range servers {
 				before, dbBefore := benchserve.CPUTime(s.PID), benchserve.DatabaseCPU(ctx, pool, s.Database)
 				rate, lat, bodies, err := intake(s, clients, *duration)
