@@ -164,7 +164,7 @@ func TestNewAppOrdersTheComponents(t *testing.T) {
 	for _, p := range a.parts {
 		names = append(names, p.name)
 	}
-	want := []string{"store", "listener", "sweep leadership", "intake batcher", "executor", "bot", "callback deliverer", "scheduler", "http server"}
+	want := []string{"store", "listener", "sweep leadership", "intake batcher", "executor", "bot", "callback deliverer", "scheduler", "parked long-polls", "http server"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("components %q, want %q", names, want)
 	}
