@@ -1,11 +1,14 @@
 package hook
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
@@ -40,22 +43,37 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent approvals.A
 		return h.writeServiceError(w, r, err)
 	}
 	page := listPage{Data: []View{}}
-	for i, req := range reqs {
-		if i == limit {
-			next, err := encodeCursor(store.PositionOf(reqs[i-1]))
-			if err != nil {
-				return h.writeServiceError(w, r, err)
-			}
-			page.NextCursor = &next
-			break
-		}
-		view, err := viewOf(r.Context(), h.svc, req)
+	if len(reqs) > limit {
+		next, err := encodeCursor(store.PositionOf(reqs[limit-1]))
 		if err != nil {
 			return h.writeServiceError(w, r, err)
 		}
-		page.Data = append(page.Data, view)
+		page.NextCursor = &next
+		reqs = reqs[:limit]
+	}
+	if page.Data, err = h.pageViews(r.Context(), reqs); err != nil {
+		return h.writeServiceError(w, r, err)
 	}
 	return writeJSON(w, http.StatusOK, page)
+}
+
+// pageReads is how many of a page's representations are read at once. Each
+// is up to four reads (votes, decision, execution, callback); one after
+// another, a page of 20 was up to 80 round trips end to end.
+const pageReads = 4
+
+// pageViews returns the representations of reqs, in their order.
+func (h *Handler) pageViews(ctx context.Context, reqs []store.Request) ([]View, error) {
+	views := make([]View, len(reqs))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(pageReads)
+	for i := range reqs {
+		g.Go(func() (err error) {
+			views[i], err = viewOf(ctx, h.svc, reqs[i])
+			return err
+		})
+	}
+	return views, g.Wait()
 }
 
 // listParameters are the query parameters of GET /v1/requests.
