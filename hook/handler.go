@@ -163,14 +163,14 @@ func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref 
 	if since < 0 {
 		since = view.Version
 	}
-	if view.Settled || view.Version > since {
+	if !view.waitsPast(since) {
 		return view, nil
 	}
 	h.metrics.Waiting.Inc()
 	defer h.metrics.Waiting.Dec()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	for !view.Settled && view.Version <= since {
+	for view.waitsPast(since) {
 		select {
 		case <-ctx.Done():
 			return view, nil
@@ -184,6 +184,10 @@ func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref 
 	}
 	return view, nil
 }
+
+// waitsPast reports whether a long-poll that has seen since still waits on
+// v: the request is unsettled and its version not past since.
+func (v *View) waitsPast(since int64) bool { return !v.Settled && v.Version <= since }
 
 // readAside is read on a goroutine of its own (aside). The view is on the
 // heap: the waiter's parked stack holds a pointer, not the whole struct.

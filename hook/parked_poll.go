@@ -129,7 +129,7 @@ func (h *Handler) waitParked(sw *statusWriter, r *http.Request, agent approvals.
 // request unsettled, its version not past since, time left and parking
 // not stopped.
 func (p *parkedPoll) waits(view View) bool {
-	return !view.Settled && view.Version <= p.since && time.Now().Before(p.deadline) && !p.h.parking.isStopping()
+	return view.waitsPast(p.since) && time.Now().Before(p.deadline) && !p.h.parking.isStopping()
 }
 
 // wake is called on a change to the request, at the deadline and when
