@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/countersign/countersign/approvals"
@@ -96,8 +95,24 @@ type ResponseView struct {
 	Body   json.RawMessage `json:"body"`
 }
 
-// viewOf reads the request's decision and execution and returns its representation.
+// viewOf reads the request's votes, decision, execution and callback and
+// returns its representation. The request was read first, so Version never
+// counts a change the reads after it do not show; a newer execution read
+// after it only makes a long-poll wake once more.
 func viewOf(ctx context.Context, s *approvals.Service, req store.Request) (View, error) {
+	if req.Status == store.RequestPending && req.Round == 1 && req.Policy.Needed() <= 1 {
+		// Nothing is decided or executed, and the first vote decides.
+		return viewFrom(s, req, store.RequestParts{}), nil
+	}
+	parts, err := s.DB.PartsOf(ctx, []store.Request{req})
+	if err != nil {
+		return View{}, err
+	}
+	return viewFrom(s, req, parts[0]), nil
+}
+
+// viewFrom is the representation of req with its parts.
+func viewFrom(s *approvals.Service, req store.Request, parts store.RequestParts) View {
 	v := View{
 		ID: req.ID, Key: req.Key, KeyShort: approvals.ShortKey(req.Key), Status: req.Status, Round: req.Round,
 		RunID: req.RunID, Step: req.Step, Tool: req.Tool, Effect: req.Snapshot,
@@ -105,49 +120,25 @@ func viewOf(ctx context.Context, s *approvals.Service, req store.Request) (View,
 		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
 		Version: req.Version,
 		Policy:  RequestPolicyView{Approvals: req.Policy.Needed(), Approvers: s.Approvers(req), Tier: req.Policy.Tier},
-		Votes:   []VoteView{},
+		Votes:   voteViews(parts.Votes),
 	}
 	if v.Policy.Approvers == nil {
 		v.Policy.Approvers = []string{}
 	}
-	// A one-approval round has no votes while it is pending: its first vote
-	// decides it.
-	if req.Status != store.RequestPending || req.Policy.Needed() > 1 {
-		votes, err := s.DB.VotesFor(ctx, req.ID, req.Round)
-		if err != nil {
-			return View{}, err
-		}
-		v.Votes = voteViews(votes)
-	}
 	if req.Status == store.RequestPending && req.Round == 1 {
-		return v, nil // nothing decided or executed yet
+		return v // nothing decided or executed yet
 	}
-	// The request was read first, so Version never counts a change the
-	// reads below do not show; a newer execution read below only makes a
-	// long-poll wake once more.
-	d, err := s.DB.LatestDecision(ctx, req.ID)
-	switch {
-	case err == nil:
+	if d := parts.Decision; d != nil {
 		v.Decision = &DecisionView{Verdict: d.Verdict, By: d.DecidedBy, At: d.DecidedAt.UTC(), Via: d.Via, Round: d.Round, Reason: d.Reason}
-	case !errors.Is(err, store.ErrNotFound):
-		return View{}, err
 	}
-	e, err := s.DB.LatestExecution(ctx, req.ID)
-	switch {
-	case err == nil:
-		v.Execution = executionView(e)
-	case !errors.Is(err, store.ErrNotFound):
-		return View{}, err
+	if parts.Execution != nil {
+		v.Execution = executionView(*parts.Execution)
 	}
 	v.Settled = v.settled()
-	cb, err := s.DB.LatestCallback(ctx, req.ID)
-	switch {
-	case err == nil:
+	if cb := parts.Callback; cb != nil {
 		v.Callback = &CallbackView{State: cb.State, Attempts: cb.Attempts, LastStatus: cb.LastStatus, id: cb.ID}
-	case !errors.Is(err, store.ErrNotFound):
-		return View{}, err
 	}
-	return v, nil
+	return v
 }
 
 // CallbackBody returns the body of an attempt at delivery: the request's

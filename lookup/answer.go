@@ -155,23 +155,14 @@ func detailAnswer(ctx context.Context, db store.Store, req store.Request) (Answe
 	return Answer{Kind: AnswerDetail, Detail: &d}, nil
 }
 
-// Load reads a request's decision, executions and timeline.
+// Load reads a request's decision, executions and timeline (one round trip
+// on PostgreSQL).
 func Load(ctx context.Context, db store.Store, req store.Request) (Detail, error) {
-	d := Detail{Request: req}
-	dec, err := db.LatestDecision(ctx, req.ID)
-	switch {
-	case err == nil:
-		d.Decision = &dec
-	case !errors.Is(err, store.ErrNotFound):
+	h, err := db.HistoryOf(ctx, req.ID)
+	if err != nil {
 		return Detail{}, err
 	}
-	if d.Executions, err = db.ExecutionsFor(ctx, req.ID); err != nil {
-		return Detail{}, err
-	}
-	if d.Events, err = db.EventsFor(ctx, req.ID); err != nil {
-		return Detail{}, err
-	}
-	return d, nil
+	return Detail{Request: req, Decision: h.Decision, Executions: h.Executions, Events: h.Events}, nil
 }
 
 // Outcome is where the request stands, as a reader wants it first: its

@@ -108,6 +108,15 @@ type Reader interface {
 	// ErrNotFound when the request does not exist.
 	CardState(ctx context.Context, requestID string, round int) (string, error)
 
+	// PartsOf returns the RequestParts of each of reqs, in their order, in
+	// one round trip where statements are round trips: a page of
+	// representations then costs one read beside the list's, not four per
+	// request.
+	PartsOf(ctx context.Context, reqs []Request) ([]RequestParts, error)
+	// HistoryOf returns the History of a request, in one round trip where
+	// statements are round trips.
+	HistoryOf(ctx context.Context, requestID string) (History, error)
+
 	// LatestCallback returns the request's newest delivery, or ErrNotFound.
 	LatestCallback(ctx context.Context, requestID string) (Callback, error)
 	// CountCallbackBacklog returns how many deliveries are pending.

@@ -75,6 +75,7 @@ var contract = []struct {
 	{"LookupsWithNULFindNothing", testLookupsWithNULFindNothing},
 	{"ReadsOfIdsThatCannotExistFindNothing", testReadsOfIdsThatCannotExistFindNothing},
 	{"RequestsByKeyPrefix", testRequestsByKeyPrefix},
+	{"PartsAndHistoryAreTheSingleReads", testPartsAndHistoryAreTheSingleReads},
 	{"RequestsByEffectString", testRequestsByEffectString},
 	{"PendingAndUnresolvedLookups", testPendingAndUnresolvedLookups},
 	{"ListRequestsNewestFirstAndFiltered", testListRequestsNewestFirstAndFiltered},

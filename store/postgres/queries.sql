@@ -54,6 +54,10 @@ SELECT {{execution_columns}} FROM executions WHERE request_id = $1 ORDER BY id D
 -- name: executions_for
 SELECT {{execution_columns}} FROM executions WHERE request_id = $1 ORDER BY id;
 
+-- name: latest_executions_of_requests
+SELECT DISTINCT ON (executions.request_id) {{execution_columns}} FROM executions
+WHERE request_id = ANY($1::uuid[]) ORDER BY executions.request_id, id DESC;
+
 -- name: execution_for_decision
 SELECT {{execution_columns}} FROM executions WHERE decision_id = $1 ORDER BY id DESC LIMIT 1;
 
@@ -245,6 +249,15 @@ SELECT {{decision_columns}} FROM decisions WHERE request_id = $1 AND round = $2;
 
 -- name: latest_decision
 SELECT {{decision_columns}} FROM decisions WHERE request_id = $1 ORDER BY round DESC LIMIT 1;
+
+-- name: votes_of_requests
+-- The votes of several requests, every round (the caller keeps each one's
+-- current round's): a request has a handful.
+SELECT {{vote_columns}} FROM votes WHERE request_id = ANY($1::uuid[]) ORDER BY id;
+
+-- name: latest_decisions_of_requests
+SELECT DISTINCT ON (decisions.request_id) {{decision_columns}} FROM decisions
+WHERE request_id = ANY($1::uuid[]) ORDER BY decisions.request_id, round DESC;
 
 -- name: insert_events
 -- at is left to the database: the chain trigger sets it, and a row routed
@@ -623,6 +636,10 @@ RETURNING state;
 
 -- name: latest_callback
 SELECT {{callback_columns}} FROM callbacks WHERE request_id = $1 ORDER BY id DESC LIMIT 1;
+
+-- name: latest_callbacks_of_requests
+SELECT DISTINCT ON (callbacks.request_id) {{callback_columns}} FROM callbacks
+WHERE request_id = ANY($1::uuid[]) ORDER BY callbacks.request_id, id DESC;
 
 -- name: redrive_callback
 -- Attempts start again from 0, and with them the backoff.
