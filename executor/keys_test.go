@@ -56,7 +56,7 @@ func TestUncertainSendsUnderAwkwardKeys(t *testing.T) {
 				}
 
 				b.provider.Set(providertest.Behavior{})
-				b.reconcile(t)
+				b.reconcileDue(t, len(reqs))
 				b.dispatch(t) // anything the verify wrongly sent back to ready goes out again here
 				wantVerifiedOnce(t, b.provider, reqs, func(id string) store.Execution { return b.execution(t, id) })
 			})

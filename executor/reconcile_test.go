@@ -118,7 +118,7 @@ func TestVerifyBeforeRetryAgainstAProviderThatIgnoresKeys(t *testing.T) {
 		// asks first, and only resends what the provider does not have.
 		b.dispatch(t)
 		wantObjects(t, b.provider, done.Key, 1)
-		b.reconcile(t)
+		b.reconcileDue(t, 2)
 		wantState(t, b.execution(t, done.ID), store.ExecSucceeded)
 		wantState(t, b.execution(t, notDone.ID), store.ExecReady)
 		b.dispatch(t)
@@ -159,7 +159,8 @@ func TestUnknownWithNoWayToVerifyGoesToAHuman(t *testing.T) {
 		req := b.approve(t)
 		b.provider.SetFor(req.Key, providertest.Behavior{DropAfterProcess: true, Times: 1})
 		b.dispatch(t)
-		b.reconcile(t)
+		wantState(t, b.execution(t, req.ID), store.ExecUnknown)
+		b.reconcileDue(t, 1)
 		e := b.execution(t, req.ID)
 		wantState(t, e, store.ExecNeedsReview)
 		if deref(e.LastCode) != executor.CodeUnverifiable {

@@ -68,8 +68,8 @@ func setup(t *testing.T, opts *options) *bundle {
 		Method: "POST", URL: b.srv.URL + "/credits", Timeout: 2 * time.Second,
 		KeyAware: true, Verify: &executor.Endpoint{URL: b.srv.URL + "/objects?key={key}"},
 		MaxAttempts: 3, ClaimTimeout: time.Minute, ApprovalTTL: 24 * time.Hour,
-		// Verified at once when a test makes the tool key-unaware; the
-		// settle time has tests of its own.
+		// The least settle time, for tests that make the tool key-unaware
+		// (reconcileDue waits it out); the settle time has tests of its own.
 		VerifyAfter: time.Millisecond,
 	}
 	if opts.tool != nil {
@@ -160,6 +160,36 @@ func (b *bundle) reconcile(t *testing.T) executor.ReconcileReport {
 	if err != nil {
 		t.Fatalf("reconciling: %v", err)
 	}
+	return rep
+}
+
+// reconcileDue runs b's reconciler until it has leased n unknowns.
+func (b *bundle) reconcileDue(t *testing.T, n int) executor.ReconcileReport {
+	t.Helper()
+	return reconcileDue(t, b.exec, n)
+}
+
+// reconcileDue runs reconcile passes on e until they have leased n unknown
+// executions, and returns what the passes did together. A key-unaware tool's
+// unknown outcome is leased only once its settle time (VerifyAfter) has
+// passed by the database clock since the outcome was recorded, and a pass
+// begun straight after the dispatch that recorded it may come sooner (well
+// under a millisecond later when commits are cheap): it finds nothing due and
+// leaves the row unknown. That wait is the product's, so the test waits for
+// the rows to come due rather than for a guessed time.
+func reconcileDue(t testing.TB, e *executor.Executor, n int) executor.ReconcileReport {
+	t.Helper()
+	var rep executor.ReconcileReport
+	eventually(t, 10*time.Second, fmt.Sprintf("%d unknown executions to come due and be leased", n), func() bool {
+		r, err := e.ReconcileOnce(context.Background())
+		if err != nil {
+			t.Fatalf("reconciling: %v", err)
+		}
+		rep.Expired += r.Expired
+		rep.Verified += r.Verified
+		rep.Settled += r.Settled
+		return rep.Verified >= n
+	})
 	return rep
 }
 
