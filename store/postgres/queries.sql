@@ -45,8 +45,9 @@ id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at, version, policy
 
 -- name: insert_execution
-INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, next_attempt_at, created_at, updated_at)
-SELECT id, $2, key, tool, snapshot, payload_hash, $3, $4, $4, $4, $4 FROM requests WHERE id = $1;
+INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, next_attempt_at, created_at, updated_at,
+	requested_by, request_created_at)
+SELECT id, $2, key, tool, snapshot, payload_hash, $3, $4, $4, $4, $4, requested_by, created_at FROM requests WHERE id = $1;
 
 -- name: latest_execution
 SELECT {{execution_columns}} FROM executions WHERE request_id = $1 ORDER BY id DESC LIMIT 1;
