@@ -416,8 +416,14 @@ LIMIT $8
 -- and the approved ones whose execution is live, which is then their latest
 -- (an approval creates its execution in its own transaction, and a
 -- supersede that retires one reopens the request in the same one): settled
--- = false reads those two branches, the second from the executions in
--- flight, never the agent's settled history.
+-- = false reads those two branches, never the agent's settled history. The
+-- second walks the live executions in listing order, by their request's
+-- agent, created_at and id, which each execution carries (migration 00020:
+-- an agent's index, and everyone's for admins). Joined to their requests
+-- on id and created_at, that order is the branch's ORDER BY, so it stops
+-- after a page. The agent and the position are repeated on the execution's
+-- columns, where the index searches them; the other filters are checked on
+-- the request.
 SELECT {{request_columns}} FROM (
 	(SELECT requests.* FROM requests WHERE $5::boolean IS NOT false
 		AND ($5::boolean IS NULL OR requests.status IN ('rejected', 'expired', 'cancelled')
@@ -427,10 +433,12 @@ SELECT {{request_columns}} FROM (
 	UNION ALL
 	(SELECT requests.* FROM requests WHERE $5::boolean IS false AND requests.status = 'pending' AND {{list_page}})
 	UNION ALL
-	(SELECT requests.* FROM requests WHERE $5::boolean IS false AND requests.status = 'approved'
-		AND requests.id = ANY(ARRAY(SELECT live.request_id FROM executions live
-			WHERE live.state NOT IN ('succeeded', 'failed', 'superseded')))
-		AND {{list_page}})
+	(SELECT requests.* FROM executions live
+		JOIN requests ON requests.id = live.request_id AND requests.created_at = live.request_created_at
+	WHERE $5::boolean IS false AND live.state NOT IN ('succeeded', 'failed', 'superseded')
+		AND ($1 = '' OR live.requested_by = $1)
+		AND ($6::timestamptz IS NULL OR (live.request_created_at, live.request_id) < ($6::timestamptz, $7::uuid))
+		AND requests.status = 'approved' AND {{list_page}})
 ) page
 ORDER BY page.created_at DESC, page.id DESC
 LIMIT $8;
