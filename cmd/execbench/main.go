@@ -346,8 +346,8 @@ SELECT id, 1, 'approve', 'U0BENCH', 'bench', payload_hash FROM requests`); err !
 			return err
 		}
 		_, err := tx.Exec(ctx, `
-INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at)
-SELECT r.id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, 5, now() FROM requests r JOIN decisions d ON d.request_id = r.id`)
+INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, requested_by, request_created_at)
+SELECT r.id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, 5, now(), r.requested_by, r.created_at FROM requests r JOIN decisions d ON d.request_id = r.id`)
 		return err
 	})
 }

@@ -80,6 +80,7 @@ var contract = []struct {
 	{"PendingAndUnresolvedLookups", testPendingAndUnresolvedLookups},
 	{"ListRequestsNewestFirstAndFiltered", testListRequestsNewestFirstAndFiltered},
 	{"ListRequestsSettledIsSettled", testListRequestsSettledIsSettled},
+	{"ListRequestsNotSettledPagesInOrder", testListRequestsNotSettledPagesInOrder},
 	{"ListRequestsPagesThroughWhileRequestsArrive", testListRequestsPagesThroughWhileRequestsArrive},
 	{"RecentlyDecidedListsRequestsThatLeftPending", testRecentlyDecidedListsRequestsThatLeftPending},
 	{"OutboxClaimDeliverRetry", testOutboxClaimDeliverRetry},

@@ -180,6 +180,105 @@ func testListRequestsSettledIsSettled(t *testing.T, b *Backend) {
 	}
 }
 
+// settled = false pages through exactly the unsettled requests, each once
+// and in listing order, an agent's and every agent's: the pending ones (one
+// of them sent back to review, its execution superseded) and the approved
+// ones whose execution is live in any of its states (one approved again
+// after a supersede, its latest execution live and the one before not).
+func testListRequestsNotSettledPagesInOrder(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	base := time.Now().UTC().Add(-time.Hour)
+	n := 0
+	request := func(key, agent string) store.Request {
+		t.Helper()
+		n++
+		return insert(t, b, listedRequest(key, agent, tool, "r", base.Add(time.Duration(n)*time.Minute)))
+	}
+	approve := func(req store.Request) {
+		t.Helper()
+		if _, _, ok, err := b.Decide(ctx, decide(req, store.VerdictApprove, "U1")); err != nil || !ok {
+			t.Fatalf("approve %s = %v, %v", req.Key, ok, err)
+		}
+	}
+	supersede := func() {
+		t.Helper()
+		c := claimOne(t, b, "w")
+		if _, ok, err := b.Supersede(ctx, store.SupersedeParams{ExecutionID: c.ID, Attempt: c.Attempts, Worker: "w",
+			Code: "approval_expired", RequestTTL: time.Hour}); err != nil || !ok {
+			t.Fatalf("Supersede = %v, %v", ok, err)
+		}
+	}
+	executing := func(key, agent string, state store.ExecState) {
+		t.Helper()
+		req := request(key, agent)
+		approve(req)
+		if err := b.Exec("UPDATE executions SET state = $1 WHERE request_id = $2", string(state), req.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Each claim takes the only ready execution: those sent back come first.
+	approve(request("wa_unsettled_reopened", "agent"))
+	supersede()
+	again := request("wa_unsettled_approved_again", "agent")
+	approve(again)
+	supersede()
+	executing("wa_unsettled_ready", "agent", store.ExecReady)
+	executing("wa_unsettled_succeeded", "agent", store.ExecSucceeded)
+	executing("wa_unsettled_other_review", "other", store.ExecNeedsReview)
+	executing("wa_unsettled_claimed", "agent", store.ExecClaimed)
+	executing("wa_unsettled_failed", "agent", store.ExecFailed)
+	request("wa_unsettled_pending", "agent")
+	executing("wa_unsettled_unknown", "agent", store.ExecUnknown)
+	if _, _, ok, err := b.Decide(ctx, decide(request("wa_unsettled_rejected", "agent"), store.VerdictReject, "U1")); err != nil || !ok {
+		t.Fatalf("reject = %v, %v", ok, err)
+	}
+	executing("wa_unsettled_review", "agent", store.ExecNeedsReview)
+	executing("wa_unsettled_other_succeeded", "other", store.ExecSucceeded)
+	if _, ok, err := b.CancelRequest(ctx, request("wa_unsettled_cancelled", "agent").ID, "agent:agent", nil); err != nil || !ok {
+		t.Fatalf("cancel = %v, %v", ok, err)
+	}
+	request("wa_unsettled_other_pending", "other")
+	again, err := b.RequestByID(ctx, again.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approve(again)
+
+	no := false
+	for _, c := range []struct {
+		agent string
+		want  []string
+	}{
+		{"agent", []string{"wa_unsettled_review", "wa_unsettled_unknown", "wa_unsettled_pending", "wa_unsettled_claimed",
+			"wa_unsettled_ready", "wa_unsettled_approved_again", "wa_unsettled_reopened"}},
+		{"", []string{"wa_unsettled_other_pending", "wa_unsettled_review", "wa_unsettled_unknown", "wa_unsettled_pending",
+			"wa_unsettled_claimed", "wa_unsettled_other_review", "wa_unsettled_ready", "wa_unsettled_approved_again",
+			"wa_unsettled_reopened"}},
+	} {
+		for _, limit := range []int{2, 3, 100} {
+			var got []string
+			var after *store.RequestPosition
+			for page := 0; page <= len(c.want); page++ {
+				reqs, err := b.ListRequests(ctx, store.ListRequestsParams{RequestedBy: c.agent, Settled: &no, After: after, Limit: limit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(reqs) == 0 {
+					break
+				}
+				for _, r := range reqs {
+					got = append(got, r.Key)
+				}
+				after = ptr(store.PositionOf(reqs[len(reqs)-1]))
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("agent %q, pages of %d: not settled lists %v, want %v", c.agent, limit, got, c.want)
+			}
+		}
+	}
+}
+
 // Paging through with the position of each page's last request lists every
 // request that was there at the start exactly once, in order, while new
 // ones arrive: some newer than the listing's start (never listed), some

@@ -45,8 +45,9 @@ id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at, version, policy
 
 -- name: insert_execution
-INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, next_attempt_at, created_at, updated_at)
-SELECT id, $2, key, tool, snapshot, payload_hash, $3, $4, $4, $4, $4 FROM requests WHERE id = $1;
+INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, next_attempt_at, created_at, updated_at,
+	requested_by, request_created_at)
+SELECT id, $2, key, tool, snapshot, payload_hash, $3, $4, $4, $4, $4, requested_by, created_at FROM requests WHERE id = $1;
 
 -- name: latest_execution
 SELECT {{execution_columns}} FROM executions WHERE request_id = $1 ORDER BY id DESC LIMIT 1;
@@ -428,8 +429,14 @@ LIMIT $8
 -- and the approved ones whose execution is live, which is then their latest
 -- (an approval creates its execution in its own transaction, and a
 -- supersede that retires one reopens the request in the same one): settled
--- = false reads those two branches, the second from the executions in
--- flight, never the agent's settled history.
+-- = false reads those two branches, never the agent's settled history. The
+-- second walks the live executions in listing order, by their request's
+-- agent, created_at and id, which each execution carries (migration 00020:
+-- an agent's index, and everyone's for admins). Joined to their requests
+-- on id and created_at, that order is the branch's ORDER BY, so it stops
+-- after a page. The agent and the position are repeated on the execution's
+-- columns, where the index searches them; the other filters are checked on
+-- the request.
 SELECT {{request_columns}} FROM (
 	(SELECT requests.* FROM requests WHERE $5::boolean IS NOT false
 		AND ($5::boolean IS NULL OR requests.status IN ('rejected', 'expired', 'cancelled')
@@ -439,10 +446,12 @@ SELECT {{request_columns}} FROM (
 	UNION ALL
 	(SELECT requests.* FROM requests WHERE $5::boolean IS false AND requests.status = 'pending' AND {{list_page}})
 	UNION ALL
-	(SELECT requests.* FROM requests WHERE $5::boolean IS false AND requests.status = 'approved'
-		AND requests.id = ANY(ARRAY(SELECT live.request_id FROM executions live
-			WHERE live.state NOT IN ('succeeded', 'failed', 'superseded')))
-		AND {{list_page}})
+	(SELECT requests.* FROM executions live
+		JOIN requests ON requests.id = live.request_id AND requests.created_at = live.request_created_at
+	WHERE $5::boolean IS false AND live.state NOT IN ('succeeded', 'failed', 'superseded')
+		AND ($1 = '' OR live.requested_by = $1)
+		AND ($6::timestamptz IS NULL OR (live.request_created_at, live.request_id) < ($6::timestamptz, $7::uuid))
+		AND requests.status = 'approved' AND {{list_page}})
 ) page
 ORDER BY page.created_at DESC, page.id DESC
 LIMIT $8;

@@ -76,7 +76,7 @@ var schemaFunctions = []string{
 	"events_append_only", "bump_request_version", "countersign_vote_cast",
 	"countersign_key_not_pruned", "countersign_event_hash", "countersign_event_chain",
 	"countersign_event_partition", "countersign_event_partitions_ahead", "countersign_drop_event_partitions",
-	"countersign_checkpoint_hash", "countersign_append_only",
+	"countersign_checkpoint_hash", "countersign_append_only", "countersign_execution_listed",
 }
 
 // AppRole is the runtime role GrantAppRole prepared.

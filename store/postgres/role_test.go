@@ -62,6 +62,7 @@ var appRolePrivileges = map[string][]string{
 	"function countersign_event_partition":        nil,
 	"function countersign_checkpoint_hash":        nil,
 	"function countersign_append_only":            nil,
+	"function countersign_execution_listed":       nil,
 
 	"schema public": {"USAGE"},
 }

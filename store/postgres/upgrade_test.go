@@ -187,6 +187,62 @@ func TestUpgradeToPartitionsCarriesTheChainsAcross(t *testing.T) {
 	}
 }
 
+// The live executions of a database filled before 00020 take their
+// request's listing columns in the upgrade, and so does one inserted
+// afterwards as the serve before it inserts them, while a rollout replaces
+// it: both are listed by settled = false, an agent's and every agent's.
+func TestUpgradeListsTheLiveExecutions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, old := databaseMigratedUpTo(t, 19)
+	// The statement that inserted an execution before 00020.
+	const insertExecution = `INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, state)
+		SELECT r.id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, 3, d.decided_at, $2 FROM requests r JOIN decisions d ON d.request_id = r.id
+		WHERE r.key = $1`
+	created := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, key := range []string{"wa_live", "wa_done", "wa_late"} {
+		if _, err := old.ExecContext(ctx, `INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot,
+			payload_hash, requested_by, status, expires_at, created_at, updated_at)
+			VALUES ($1, 'sha256:b', 'r', '1', 't', '{}', '\x7b7d', 'sha256:p', 'agent', 'approved', $2, $2, $2)`,
+			key, created.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.ExecContext(ctx, `INSERT INTO decisions (request_id, round, verdict, decided_by, via, payload_hash_seen)
+		SELECT id, 1, 'approve', 'U1', 'slack', payload_hash FROM requests`); err != nil {
+		t.Fatal(err)
+	}
+	for key, state := range map[string]string{"wa_live": "ready", "wa_done": "succeeded"} {
+		if _, err := old.ExecContext(ctx, insertExecution, key, state); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	d, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.NewLedger(d, store.Options{})
+	defer s.Close()
+	if n, err := s.Migrate(ctx, nil); err != nil || n < 1 {
+		t.Fatalf("Migrate = %d, %v", n, err)
+	}
+	if _, err := d.Pool.Exec(ctx, insertExecution, "wa_late", "needs_review"); err != nil {
+		t.Fatalf("an execution inserted as before 00020: %v", err)
+	}
+	if n := countRows(t, d, `SELECT count(*) FROM executions e JOIN requests r ON r.id = e.request_id
+		WHERE e.requested_by = r.requested_by AND e.request_created_at = r.created_at AND e.state <> 'succeeded'`); n != 2 {
+		t.Errorf("%d of the 2 live executions carry their request's listing columns", n)
+	}
+	no := false
+	for _, agent := range []string{"agent", ""} {
+		reqs, err := s.ListRequests(ctx, store.ListRequestsParams{RequestedBy: agent, Settled: &no, Limit: 10})
+		if err != nil || len(reqs) != 2 || reqs[0].Key != "wa_late" || reqs[1].Key != "wa_live" {
+			t.Errorf("not settled, agent %q = %d requests, %v; want wa_late, wa_live", agent, len(reqs), err)
+		}
+	}
+}
+
 // databaseMigratedUpTo returns a new database migrated up to migration
 // version (an older schema, to upgrade from) and a connection to it.
 func databaseMigratedUpTo(t *testing.T, version int) (string, *sql.DB) {

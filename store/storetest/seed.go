@@ -214,12 +214,13 @@ FROM requests WHERE status IN ('approved', 'rejected')`,
 		// needs_review), 4 % failed, the rest succeeded, 2 s after the
 		// approval.
 		fmt.Sprintf(`INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, state, attempts, max_attempts,
-	approved_at, next_attempt_at, created_at, updated_at, response_status, response_body, last_code, provider_ref)
+	approved_at, next_attempt_at, created_at, updated_at, response_status, response_body, last_code, provider_ref, requested_by, request_created_at)
 SELECT d.request_id, d.id, r.key, r.tool, r.snapshot, r.payload_hash, x.state, 1, 3, d.decided_at, d.decided_at, d.decided_at,
 	d.decided_at + CASE WHEN x.state IN ('succeeded', 'failed') THEN interval '2 s' ELSE interval '0' END,
 	CASE x.state WHEN 'succeeded' THEN 200 WHEN 'failed' THEN 422 END,
 	CASE x.state WHEN 'succeeded' THEN convert_to('{"id":"ch_' || d.id || '","status":"paid"}', 'UTF8') END,
-	CASE x.state WHEN 'failed' THEN 'declined' END, CASE x.state WHEN 'succeeded' THEN 'ch_' || d.id END
+	CASE x.state WHEN 'failed' THEN 'declined' END, CASE x.state WHEN 'succeeded' THEN 'ch_' || d.id END,
+	r.requested_by, r.created_at
 FROM decisions d JOIN requests r ON r.id = d.request_id,
 	(SELECT max(created_at) - %[2]d * interval '1 second' FROM requests) AS n(live_since),
 	LATERAL (SELECT (hashtext(r.key) & 2147483647) %% 1000, r.created_at > n.live_since) AS s(h, live),
