@@ -16,7 +16,7 @@ func (e executor) InsertCallbacks(ctx context.Context, rows []store.NewCallback)
 	for i, c := range rows {
 		ids[i], agents[i], events[i], ats[i] = c.RequestID, c.Agent, string(c.Event), orNow(c.At)
 	}
-	_, err := e.db.Exec(ctx, q.Get("insert_callbacks"), ids, agents, events, ats, store.CallbackRetryWindow.Microseconds())
+	err := e.later(ctx, q.Get("insert_callbacks"), ids, agents, events, ats, store.CallbackRetryWindow.Microseconds())
 	return wrap("queueing callbacks", err)
 }
 

@@ -79,7 +79,11 @@ func (d *Driver) InTx(ctx context.Context, durable bool, fn func(store.Executor)
 				return err
 			}
 		}
-		return fn(executor{tx})
+		p := &pipeline{Tx: tx}
+		if err := fn(executor{p}); err != nil {
+			return err
+		}
+		return wrap("writing", p.flush(ctx))
 	}))
 }
 
@@ -101,6 +105,18 @@ func (d *Driver) Remote() bool { return true }
 type executor struct{ db dbtx }
 
 var _ store.BatchExecutor = executor{}
+
+// later runs a statement whose only answer is its error. In a transaction
+// it is held and goes out with the next statement (pipeline), and its error
+// with that statement's.
+func (e executor) later(ctx context.Context, sql string, args ...any) error {
+	if p, ok := e.db.(*pipeline); ok {
+		p.hold(sql, args...)
+		return nil
+	}
+	_, err := e.db.Exec(ctx, sql, args...)
+	return err
+}
 
 //go:embed queries.sql
 var queryFile embed.FS

@@ -50,7 +50,7 @@ func (e executor) InsertEvents(ctx context.Context, events []store.Event) error 
 		}
 		ids[i], ats[i], actors[i], kinds[i], data[i] = ev.RequestID, orNow(ev.At), ev.Actor, ev.Kind, raw
 	}
-	_, err := e.db.Exec(ctx, q.Get("insert_events"),
+	err := e.later(ctx, q.Get("insert_events"),
 		ids, ats, actors, kinds, data)
 	return wrap("appending events", err)
 }
@@ -72,7 +72,7 @@ func (e executor) InsertOutbox(ctx context.Context, rows []store.NewOutbox) erro
 		kinds[i], ids[i], rounds[i], data[i], ats[i] = string(o.Kind), o.RequestID, int32(o.Round), raw, orNow(o.At)
 		coalesce[i] = o.Coalesce
 	}
-	_, err := e.db.Exec(ctx, q.Get("insert_outbox"),
+	err := e.later(ctx, q.Get("insert_outbox"),
 		kinds, ids, rounds, data, ats, coalesce)
 	return wrap("enqueueing deliveries", err)
 }

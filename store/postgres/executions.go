@@ -11,7 +11,7 @@ import (
 )
 
 func (e executor) InsertExecution(ctx context.Context, x store.NewExecution) error {
-	_, err := e.db.Exec(ctx, q.Get("insert_execution"),
+	err := e.later(ctx, q.Get("insert_execution"),
 		x.RequestID, x.DecisionID, x.MaxAttempts, x.At)
 	return wrap("creating execution", err)
 }

@@ -99,6 +99,6 @@ func flattenByKey(ps []store.NewRequest, owed []store.Owed) (owedByKey, error) {
 // listener (this process's Listener among them) when the transaction
 // commits, and drops if it rolls back.
 func (e executor) Notify(ctx context.Context, w store.Wakeups) error {
-	_, err := e.db.Exec(ctx, q.Get("notify"), channelChange, w.Changed, channelReady, w.Ready)
+	err := e.later(ctx, q.Get("notify"), channelChange, w.Changed, channelReady, w.Ready)
 	return wrap("notifying", err)
 }
