@@ -56,15 +56,26 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent approvals.A
 }
 
 // pageViews returns the representations of reqs, in their order, with
-// their parts read at once (one round trip on PostgreSQL).
+// the parts of those that have any read at once (one round trip on
+// PostgreSQL, none for a page of new requests).
 func (h *Handler) pageViews(ctx context.Context, reqs []store.Request) ([]View, error) {
-	parts, err := h.svc.DB.PartsOf(ctx, reqs)
+	var withParts []store.Request
+	for _, req := range reqs {
+		if hasParts(req) {
+			withParts = append(withParts, req)
+		}
+	}
+	parts, err := h.svc.DB.PartsOf(ctx, withParts)
 	if err != nil {
 		return nil, err
 	}
 	views := make([]View, len(reqs))
 	for i, req := range reqs {
-		views[i] = viewFrom(h.svc, req, parts[i])
+		var p store.RequestParts
+		if hasParts(req) {
+			p, parts = parts[0], parts[1:]
+		}
+		views[i] = viewFrom(h.svc, req, p)
 	}
 	return views, nil
 }

@@ -100,8 +100,7 @@ type ResponseView struct {
 // counts a change the reads after it do not show; a newer execution read
 // after it only makes a long-poll wake once more.
 func viewOf(ctx context.Context, s *approvals.Service, req store.Request) (View, error) {
-	if req.Status == store.RequestPending && req.Round == 1 && req.Policy.Needed() <= 1 {
-		// Nothing is decided or executed, and the first vote decides.
+	if !hasParts(req) {
 		return viewFrom(s, req, store.RequestParts{}), nil
 	}
 	parts, err := s.DB.PartsOf(ctx, []store.Request{req})
@@ -109,6 +108,13 @@ func viewOf(ctx context.Context, s *approvals.Service, req store.Request) (View,
 		return View{}, err
 	}
 	return viewFrom(s, req, parts[0]), nil
+}
+
+// hasParts reports whether req's representation shows more than its row: a
+// request pending in its first round that one approval decides has no
+// vote, decision, execution or callback yet.
+func hasParts(req store.Request) bool {
+	return req.Status != store.RequestPending || req.Round > 1 || req.Policy.Needed() > 1
 }
 
 // viewFrom is the representation of req with its parts.
