@@ -38,15 +38,7 @@ func TestUpgradeToRetentionKeepsTheAuditTrail(t *testing.T) {
 		}
 	}
 
-	d, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := store.NewLedger(d, store.Options{})
-	defer s.Close()
-	if n, err := s.Migrate(ctx, nil); err != nil || n < 1 {
-		t.Fatalf("Migrate = %d, %v", n, err)
-	}
+	d, s := upgrade(t, url)
 	events, err := s.EventsFor(ctx, id)
 	if err != nil || len(events) != 2 || events[0].Kind != "requested" || events[0].Data["key"] != "wa_upgrade" || events[1].Kind != "cancelled" {
 		t.Fatalf("events after the upgrade = %+v, %v", events, err)
@@ -114,15 +106,7 @@ func TestUpgradeToPartitionsCarriesTheChainsAcross(t *testing.T) {
 		}
 	}
 
-	d, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := store.NewLedger(d, store.Options{})
-	defer s.Close()
-	if n, err := s.Migrate(ctx, nil); err != nil || n < 1 {
-		t.Fatalf("Migrate = %d, %v", n, err)
-	}
+	d, s := upgrade(t, url)
 	if n := countRows(t, d, `SELECT count(*) FROM pg_class WHERE relname = 'events' AND relkind = 'p'`); n != 1 {
 		t.Fatal("events is not partitioned after the upgrade")
 	}
@@ -218,15 +202,7 @@ func TestUpgradeListsTheLiveExecutions(t *testing.T) {
 		}
 	}
 
-	d, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := store.NewLedger(d, store.Options{})
-	defer s.Close()
-	if n, err := s.Migrate(ctx, nil); err != nil || n < 1 {
-		t.Fatalf("Migrate = %d, %v", n, err)
-	}
+	d, s := upgrade(t, url)
 	if _, err := d.Pool.Exec(ctx, insertExecution, "wa_late", "needs_review"); err != nil {
 		t.Fatalf("an execution inserted as before 00020: %v", err)
 	}
@@ -262,4 +238,21 @@ func databaseMigratedUpTo(t *testing.T, version int) (string, *sql.DB) {
 		t.Fatal(err)
 	}
 	return url, old
+}
+
+// upgrade opens url's database with this build and migrates it, as a new
+// serve does on start; the Ledger is closed when t ends.
+func upgrade(t *testing.T, url string) (*postgres.Driver, *store.Ledger) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.NewLedger(d, store.Options{})
+	t.Cleanup(s.Close)
+	if n, err := s.Migrate(ctx, nil); err != nil || n < 1 {
+		t.Fatalf("Migrate = %d, %v", n, err)
+	}
+	return d, s
 }
