@@ -141,15 +141,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 }
 
 // versionString is the version stamped at build time (-ldflags "-X
-// main.version=…"), else the module version from the build info (set by `go
-// install module@version`), with the VCS revision when the build recorded one.
+// main.version=…"), printed exactly as stamped: a release says what it is,
+// whatever checkout built it. An unstamped build says the module version
+// from the build info (set by `go install module@version`) or "dev", with
+// the VCS revision when the build recorded one.
 func versionString() string {
+	if version != "dev" {
+		return version
+	}
 	v := version
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
 	}
-	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+	if info.Main.Version != "" && info.Main.Version != "(devel)" {
 		v = info.Main.Version
 	}
 	var revision, modified string
