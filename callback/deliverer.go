@@ -74,8 +74,9 @@ type Deliverer struct {
 	startstop.Base
 }
 
-// New returns a Deliverer; Start runs it in the background, or call RunOnce.
-func New(cfg Config) *Deliverer {
+// WithDefaults returns cfg with the timings it leaves out filled in, as New
+// uses them (config check prints these, so they are stated once).
+func (cfg Config) WithDefaults() Config {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -85,6 +86,12 @@ func New(cfg Config) *Deliverer {
 	if cfg.RetryBase <= 0 {
 		cfg.RetryBase = DefaultRetryBase
 	}
+	return cfg
+}
+
+// New returns a Deliverer; Start runs it in the background, or call RunOnce.
+func New(cfg Config) *Deliverer {
+	cfg = cfg.WithDefaults()
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}

@@ -55,6 +55,10 @@ const (
 	DefaultVerifyAfter = 30 * time.Second
 )
 
+// WithDefaults returns t as the executor runs it: every setting t leaves
+// out filled in (config check prints these, so they are stated once).
+func (t Tool) WithDefaults() Tool { return t.withDefaults() }
+
 func (t Tool) withDefaults() Tool {
 	if t.Method == "" {
 		t.Method = "POST"

@@ -68,3 +68,83 @@ func TestConfigCheckRefusesWithEveryProblem(t *testing.T) {
 		t.Errorf("config lint exited %d, want 2 (usage)", code)
 	}
 }
+
+// config check prints what serve will use: no credential a URL carries, an
+// effect schema and a tier's constant as written (false, 0 and "" are
+// values there, not defaults), and the defaults the executor and the
+// callback deliverer apply, not zeros.
+func TestConfigCheckPrintsWhatServeUses(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+slack: {channel: C0APPROVALS}
+agents:
+  - name: billing-agent
+    token_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+    callback: {url: "https://agent.internal/cb?sig=cb-query-secret", secret: cb-secret-value}
+tools:
+  billing.credit:
+    approvers: [U024BE7LH]
+    dispatch: {url: "https://ops:dispatch-url-password@provider.internal/credits?api_key=query-secret&mode=live"}
+    verify: {url: "https://provider.internal/credits/{key}?token=verify-query-secret&key={key}"}
+    tiers:
+      - when: {field: amount_cents, gte: 0}
+        approvers: [S0GROUP]
+        approvals: 2
+    effect_schema:
+      type: object
+      additionalProperties: false
+      properties:
+        amount_cents: {type: integer, minimum: 0}
+        flag: {const: false}
+        note: {const: ""}
+        tags: {type: array, items: false}
+  slow.tool:
+    approvers: [U024BE7LH]
+    dispatch: {url: "https://token-as-user@provider.internal/slow", timeout: 25s}
+  keyed.tool:
+    approvers: [U024BE7LH]
+    key_aware: true
+    dispatch: {url: "https://provider.internal/keyed"}
+`)
+	env := envFrom(map[string]string{"COUNTERSIGN_DISPATCH_SECRET": strings.Repeat("d", 32),
+		"COUNTERSIGN_DATABASE_URL": "postgres://app@127.0.0.1:5432/countersign?password=db-query-password&sslmode=disable"})
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"config", "check", path}, env, nil, &out, &errOut); code != 0 {
+		t.Fatalf("config check exited %d: %s", code, errOut.String())
+	}
+	printed := out.String()
+	for _, secret := range []string{"cb-query-secret", "dispatch-url-password", "query-secret", "verify-query-secret", "token-as-user", "db-query-password"} {
+		if strings.Contains(printed, secret) {
+			t.Errorf("config check printed the secret %q:\n%s", secret, printed)
+		}
+	}
+	for _, want := range []string{
+		"url: https://agent.internal/cb?sig=xxxxx",
+		"url: https://ops:xxxxx@provider.internal/credits?api_key=xxxxx&mode=xxxxx",
+		"url: https://provider.internal/credits/{key}?token=xxxxx&key={key}",
+		"url: https://xxxxx@provider.internal/slow",
+		"PostgreSQL at postgres://xxxxx@127.0.0.1:5432/countersign?password=xxxxx&sslmode=xxxxx",
+		"additionalProperties: false", "minimum: 0", "const: false", "const: \"\"", "items: false", "flag:",
+		"gte: 0",
+		"verify_after: 30s", // billing.credit: the executor's least settle time
+		"verify_after: 50s", // slow.tool: twice its 25s dispatch timeout
+		"callbacks:\n    timeout: 10s\n    poll: 1s\n    retry_base: 2s\n",
+	} {
+		if !strings.Contains(printed, want) {
+			t.Errorf("config check did not print %q:\n%s", want, printed)
+		}
+	}
+	if strings.Count(printed, "verify_after:") != 2 || strings.Contains(printed, ": 0s") {
+		t.Errorf("a key-aware tool has no settle time, and no duration serve uses is zero:\n%s", printed)
+	}
+	// What it prints loads, and prints the same again.
+	again := writeConfig(t, printed)
+	var out2 bytes.Buffer
+	if code := run(t.Context(), []string{"config", "check", again}, env, nil, &out2, &errOut); code != 0 {
+		t.Fatalf("the printed configuration does not check: %s", errOut.String())
+	}
+	body := func(s string) string { _, b, _ := strings.Cut(s, "\n"); return b }
+	if body(out2.String()) != body(printed) {
+		t.Errorf("printed again, the configuration changed:\n%s\nthen:\n%s", printed, out2.String())
+	}
+}
