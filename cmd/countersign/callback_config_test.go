@@ -31,7 +31,7 @@ callbacks: {timeout: 5s, retry_base: 1s}
 `)
 	cfg, err := LoadConfig(envFrom(map[string]string{
 		"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DATABASE_URL": "postgres://localhost/x",
-		"COUNTERSIGN_DISPATCH_SECRET": "s", "CB_SECRET": secret,
+		"COUNTERSIGN_DISPATCH_SECRET": "s", "CB_SECRET": secret, "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
 	}))
 	if err != nil {
 		t.Fatal(err)

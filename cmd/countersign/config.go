@@ -363,6 +363,7 @@ func (c *Config) Validate() error {
 		add("COUNTERSIGN_INBOX_REVIEWER %q must start with %q, so it never passes for a Slack user", c.InboxReviewer, localApproverPrefix)
 	}
 	errs = append(errs, c.validateSecretLists()...)
+	errs = append(errs, c.validateExposure()...)
 	if unsigned := c.toolsWithoutASecret(); c.DispatchSecret == "" && len(unsigned) > 0 {
 		add("COUNTERSIGN_DISPATCH_SECRET is not set, and %s no dispatch.secret of its own: providers use it to check that a call came through countersign",
 			unsigned)

@@ -24,7 +24,7 @@ tools:
 func TestConfigCheckPrintsTheEffectiveConfigurationRedacted(t *testing.T) {
 	t.Parallel()
 	path := writeConfig(t, checkedConfig)
-	env := envFrom(map[string]string{"CALLBACK_SECRET": "cb-secret-value", "COUNTERSIGN_DISPATCH_SECRET": "env-dispatch-secret",
+	env := envFrom(map[string]string{"CALLBACK_SECRET": "cb-secret-value", "COUNTERSIGN_DISPATCH_SECRET": "env-dispatch-secret", "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
 		"COUNTERSIGN_DATABASE_URL": "postgres://app:db-password@127.0.0.1:5432/countersign", "SLACK_BOT_TOKEN": "xoxb-secret-token",
 		"SLACK_SIGNING_SECRET": "signing-secret-value"})
 	var out, errOut bytes.Buffer
@@ -106,7 +106,9 @@ tools:
     key_aware: true
     dispatch: {url: "https://provider.internal/keyed"}
 `)
-	env := envFrom(map[string]string{"COUNTERSIGN_DISPATCH_SECRET": strings.Repeat("d", 32),
+	// Loopback: the check prints "[redacted]" for a secret, too short to
+	// load again beyond this machine.
+	env := envFrom(map[string]string{"COUNTERSIGN_DISPATCH_SECRET": strings.Repeat("d", 32), "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
 		"COUNTERSIGN_DATABASE_URL": "postgres://app@127.0.0.1:5432/countersign?password=db-query-password&sslmode=disable"})
 	var out, errOut bytes.Buffer
 	if code := run(t.Context(), []string{"config", "check", path}, env, nil, &out, &errOut); code != 0 {

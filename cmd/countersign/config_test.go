@@ -21,14 +21,35 @@ func writeConfig(t *testing.T, yaml string) string {
 	return path
 }
 
+// The example configuration runs as make run runs it, on a loopback
+// address with a short secret and the development token; beyond this
+// machine (the default :8080) serve refuses both, saying how to make
+// one's own.
 func TestLoadConfigExampleIsValid(t *testing.T) {
 	t.Parallel()
-	cfg, err := LoadConfig(envFrom(map[string]string{
+	env := map[string]string{
 		"COUNTERSIGN_CONFIG":          "../../examples/countersign.yml",
 		"COUNTERSIGN_DATABASE_URL":    "postgres://localhost/countersign",
-		"COUNTERSIGN_DISPATCH_SECRET": "s",
-	}))
+		"COUNTERSIGN_DISPATCH_SECRET": "local-dispatch-secret",
+	}
+	cfg, err := LoadConfig(envFrom(env))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != ":8080" {
+		t.Errorf("default listen %q", cfg.Listen)
+	}
+	err = cfg.Validate()
+	for _, want := range []string{
+		`line 13, column 5: agents[0].token_sha256 is the hash of "dev-agent-token", the development token printed in the examples, and serve listens on :8080, beyond this machine: make one with TOKEN=$(openssl rand -hex 32)`,
+		"COUNTERSIGN_DISPATCH_SECRET is shorter than 32 bytes, and serve listens on :8080, beyond this machine: make one with openssl rand -hex 32",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the example on :8080: no %q in:\n%v", want, err)
+		}
+	}
+	env["COUNTERSIGN_LISTEN"] = "127.0.0.1:8080" // as make run has it
+	if cfg, err = LoadConfig(envFrom(env)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -38,8 +59,8 @@ func TestLoadConfigExampleIsValid(t *testing.T) {
 	if tool.Channel != "C0APPROVALS" || tool.ClaimTimeout != 2*time.Minute || !tool.KeyAware || tool.Dispatch.Method != "POST" {
 		t.Errorf("tool = %+v", tool)
 	}
-	if cfg.Listen != ":8080" || cfg.File.Executor.ReconcileSchedule != "@every 15s" {
-		t.Errorf("defaults: listen %q, reconcile %q", cfg.Listen, cfg.File.Executor.ReconcileSchedule)
+	if cfg.File.Executor.ReconcileSchedule != "@every 15s" {
+		t.Errorf("defaults: reconcile %q", cfg.File.Executor.ReconcileSchedule)
 	}
 	if agents := cfg.AgentList(); len(agents) != 1 {
 		t.Fatalf("agents = %d", len(agents))
@@ -159,7 +180,7 @@ tools:
     dispatch: {url: "http://billing.internal/credits"}
 `)
 		cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path,
-			"COUNTERSIGN_DATABASE_URL": "postgres://localhost/countersign", "COUNTERSIGN_DISPATCH_SECRET": "s"}))
+			"COUNTERSIGN_DATABASE_URL": "postgres://localhost/countersign", "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +264,8 @@ tools:
 	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "schemas", "file.json"), []byte(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y"}))
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y",
+		"COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +309,8 @@ tools:
     dispatch: {url: "http://127.0.0.1:9/x"}
     effect_schema: [type, object]
 `)
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y"}))
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y",
+		"COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +337,7 @@ tools:
     dispatch: {url: "http://billing.internal/credits"}
     request_ttl: 3h
 `+tool)
-		cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s",
+		cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
 			"COUNTERSIGN_DATABASE_URL": "postgres://localhost/countersign"}))
 		if err != nil {
 			t.Fatal(err)

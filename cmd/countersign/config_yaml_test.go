@@ -16,7 +16,8 @@ func loadProblems(t *testing.T, file string, env map[string]string) []string {
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATA_DIR": t.TempDir()}
+	vars := map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATA_DIR": t.TempDir(),
+		"COUNTERSIGN_LISTEN": "127.0.0.1:8080"}
 	for k, v := range env {
 		vars[k] = v
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -194,18 +196,40 @@ func TestKubernetesManifestsAgree(t *testing.T) {
 		}
 	}
 
-	// The ConfigMap's file, loaded as serve would load it in the pod.
+	// The ConfigMap's file, loaded as serve would load it in the pod: as
+	// shipped, serve refuses its placeholders, saying how to make each;
+	// with a token's hash and a secret of one's own, it starts.
+	file := m["ConfigMap"].Data["countersign.yml"]
 	path := filepath.Join(t.TempDir(), "countersign.yml")
-	if err := os.WriteFile(path, []byte(m["ConfigMap"].Data["countersign.yml"]), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env["COUNTERSIGN_CONFIG"] = path
+	shipped, err := LoadConfig(envFrom(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = shipped.Validate()
+	for _, want := range []string{"agents[0].token_sha256 is the example's placeholder: make one with TOKEN=$(openssl rand -hex 32)",
+		"COUNTERSIGN_DISPATCH_SECRET is shorter than 32 bytes, and serve listens on :8080, beyond this machine: make one with openssl rand -hex 32"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the shipped ConfigMap and Secret: no %q in:\n%v", want, err)
+		}
+	}
+	if !strings.Contains(file, placeholderHash) {
+		t.Fatalf("the ConfigMap's token_sha256 is not the placeholder %q", placeholderHash)
+	}
+	sum := sha256.Sum256([]byte(strings.Repeat("t", 64)))
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(file, placeholderHash, hex.EncodeToString(sum[:]))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env["COUNTERSIGN_DISPATCH_SECRET"] = strings.Repeat("d", 64)
 	cfg, err := LoadConfig(envFrom(env))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
-		t.Errorf("the ConfigMap's configuration does not validate:\n%v", err)
+		t.Errorf("the ConfigMap's configuration, its placeholders filled in, does not validate:\n%v", err)
 	}
 	if cfg.AdminListen != admin || cfg.DatabaseURL == "" {
 		t.Errorf("serve in the pod would listen for admin on %q with database %q", cfg.AdminListen, cfg.DatabaseURL)

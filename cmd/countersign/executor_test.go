@@ -121,7 +121,7 @@ tools:
 `)
 	load := func(env map[string]string) *Config {
 		t.Helper()
-		env["COUNTERSIGN_CONFIG"], env["COUNTERSIGN_DATABASE_URL"] = path, "postgres://x"
+		env["COUNTERSIGN_CONFIG"], env["COUNTERSIGN_DATABASE_URL"], env["COUNTERSIGN_LISTEN"] = path, "postgres://x", "127.0.0.1:8080"
 		cfg, err := LoadConfig(envFrom(env))
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +156,7 @@ tools:
     approvers: [U1]
     dispatch: {url: "http://billing.internal/credits", secret: "billing-only-s3cret"}
 `)
-	cfg, err = LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": every, "COUNTERSIGN_DATABASE_URL": "postgres://x"}))
+	cfg, err = LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": every, "COUNTERSIGN_DATABASE_URL": "postgres://x", "COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestRetentionConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s",
-		"COUNTERSIGN_DATA_DIR": t.TempDir()}))
+		"COUNTERSIGN_DATA_DIR": t.TempDir(), "COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 	if err != nil || cfg.Validate() != nil {
 		t.Fatalf("LoadConfig = %v, Validate = %v", err, cfg.Validate())
 	}

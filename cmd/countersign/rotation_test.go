@@ -42,8 +42,8 @@ tools:
 	cfg, err := LoadConfig(envFrom(map[string]string{
 		"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DATABASE_URL": "postgres://x",
 		"NEW_TOKEN_SHA256": tokenHashOf("billing-new"), "CALLBACK_NEW": "callback-new",
-		"COUNTERSIGN_DISPATCH_SECRET": "shared-old,shared-new",
-		"SLACK_BOT_TOKEN":             "xoxb-1", "SLACK_SIGNING_SECRET": "slack-old,slack-new",
+		"COUNTERSIGN_DISPATCH_SECRET": "shared-old,shared-new", "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
+		"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "slack-old,slack-new",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ tools:
     approvers: [U024BE7LH]
     dispatch: {url: "http://127.0.0.1:9/credits", secret: billing-s3cret}
 `)
-	env := envFrom(map[string]string{"COUNTERSIGN_DISPATCH_SECRET": "shared-s3cret-old,shared-s3cret-new",
+	env := envFrom(map[string]string{"COUNTERSIGN_DISPATCH_SECRET": "shared-s3cret-old,shared-s3cret-new", "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
 		"COUNTERSIGN_DATABASE_URL": "postgres://127.0.0.1:5432/countersign", "SLACK_BOT_TOKEN": "xoxb-1",
 		"SLACK_SIGNING_SECRET": "slack-s3cret"})
 	var out, errOut bytes.Buffer
