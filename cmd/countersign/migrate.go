@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/countersign/countersign/store/postgres"
 )
@@ -19,10 +20,13 @@ when its database role may).
                     it does not exist (LOGIN, no password), and grant it
                     exactly what serve needs and nothing more. It cannot
                     create, alter or drop tables, disable the audit triggers,
-                    or delete and change the audit trail. Needs PostgreSQL;
+                    or delete and change the audit trail. What PUBLIC was
+                    granted in the schema (every role holds it, NAME too) is
+                    taken back, and each right is named. Needs PostgreSQL;
                     run it as the owner of the schema, and again after each
-                    upgrade. Then run serve with COUNTERSIGN_DATABASE_URL
-                    connecting as NAME.
+                    upgrade; creating NAME needs CREATEROLE (or create it
+                    yourself first). Then run serve with
+                    COUNTERSIGN_DATABASE_URL connecting as NAME.
 `
 
 // migrateOptions are migrate's command-line flags.
@@ -83,6 +87,11 @@ func migrate(ctx context.Context, opts migrateOptions, getenv func(string) strin
 	}
 	if role.Created {
 		fmt.Fprintf(stdout, "created role %s (LOGIN, no password: set one with ALTER ROLE %s PASSWORD '…', or let your server authenticate it another way)\n", role.Name, role.Name)
+	}
+	if len(role.RevokedFromPublic) > 0 {
+		// Other roles relied on these too: the operator should know.
+		fmt.Fprintf(stdout, "revoked from PUBLIC, whose rights every role holds (%s included), on schema %s: %s\n",
+			role.Name, role.Schema, strings.Join(role.RevokedFromPublic, "; "))
 	}
 	fmt.Fprintf(stdout, "granted role %s what serve needs on schema %s, and nothing more; run serve connecting as %s\n", role.Name, role.Schema, role.Name)
 	if !role.Login {

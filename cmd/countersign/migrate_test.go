@@ -65,6 +65,39 @@ func TestMigrateFlags(t *testing.T) {
 	}
 }
 
+// A right granted to PUBLIC is the app role's too: migrate --app-role
+// takes it back and says so, and the role can no longer use it.
+func TestMigrateAppRoleRevokesWhatPublicHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ownerURL := storetest.NewEmptyURL(t)
+	role := storetest.NewRoleName(t, ownerURL)
+	ownerEnv := map[string]string{"COUNTERSIGN_DATABASE_URL": ownerURL}
+	if code, stdout, stderr := runMigrate(t, ownerEnv, "--app-role", role); code != 0 || strings.Contains(stdout, "PUBLIC") {
+		t.Fatalf("first migrate: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	owner, err := pgx.Connect(ctx, ownerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	if _, err := owner.Exec(ctx, `GRANT UPDATE ON decisions TO PUBLIC`); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runMigrate(t, ownerEnv, "--app-role", role)
+	if want := "revoked from PUBLIC, whose rights every role holds (" + role + " included), on schema public: UPDATE on decisions\n"; code != 0 || !strings.Contains(stdout, want) {
+		t.Fatalf("second migrate: exit %d, want %q\nstdout: %s\nstderr: %s", code, want, stdout, stderr)
+	}
+	app, err := pgx.Connect(ctx, storetest.WithUser(ownerURL, role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(ctx)
+	if _, err := app.Exec(ctx, `UPDATE decisions SET verdict = verdict`); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("the app role updating decisions: %v, want permission denied", err)
+	}
+}
+
 // The production path from the README: migrate as the owner with
 // --app-role (twice: it is idempotent), then serve connected as that role
 // takes an intent, the inbox approves it, the executor delivers it to the

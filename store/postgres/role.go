@@ -87,13 +87,21 @@ type AppRole struct {
 	Created bool
 	// Login is false for an existing NOLOGIN role: serve cannot connect as it.
 	Login bool
+	// RevokedFromPublic names each right PUBLIC held in the schema, and so
+	// every role, this one included, that GrantAppRole took back
+	// ("UPDATE on decisions"), in order.
+	RevokedFromPublic []string
 }
 
 // GrantAppRole makes name the role serve runs as: it creates the role if it
 // does not exist (LOGIN, without a password), then grants it exactly what
 // serve needs on the migrated schema and revokes everything else it was
 // granted there. The role owns nothing and cannot create, alter or drop
-// objects, truncate, delete an event or a tombstone, or change the audit trail. An existing role that
+// objects, truncate, delete an event or a tombstone, or change the audit trail. What PUBLIC was
+// granted in the schema (a right every role holds) is taken back too, and
+// named in RevokedFromPublic: on the schema's tables, sequences and columns
+// every right, on the schema CREATE, and EXECUTE on countersign's
+// functions. Creating the role needs CREATEROLE. An existing role that
 // is a superuser, has CREATEROLE, owns objects in the database or is a member
 // of a role that does is refused with ErrUnsafeAppRole. Run it after Migrate,
 // as the schema's owner, and again after each upgrade: it is idempotent.
@@ -160,6 +168,10 @@ WHERE c.oid = to_regclass('requests')`).Scan(&role.Schema, &schemaOID)
 		return role, fmt.Errorf("checking the memberships of role %s: %w", name, err)
 	}
 
+	if role.RevokedFromPublic, err = namesOf(ctx, tx, publicRightsQuery, schemaOID, schemaFunctions); err != nil {
+		return role, fmt.Errorf("listing the rights of PUBLIC: %w", err)
+	}
+
 	var database string
 	if err := tx.QueryRow(ctx, `SELECT current_database()`).Scan(&database); err != nil {
 		return role, err
@@ -176,6 +188,10 @@ WHERE c.oid = to_regclass('requests')`).Scan(&role.Schema, &schemaOID)
 		// PostgreSQL 15 no longer lets PUBLIC create in the public schema;
 		// older servers and older databases still do.
 		"REVOKE CREATE ON SCHEMA " + s + " FROM PUBLIC",
+		// What PUBLIC holds, every role holds, this one included. Revoking
+		// a table's rights revokes its columns' too.
+		"REVOKE ALL ON ALL TABLES IN SCHEMA " + s + " FROM PUBLIC",
+		"REVOKE ALL ON ALL SEQUENCES IN SCHEMA " + s + " FROM PUBLIC",
 		"GRANT CONNECT ON DATABASE " + d + " TO " + q,
 		"GRANT USAGE ON SCHEMA " + s + " TO " + q,
 	}
@@ -282,6 +298,28 @@ CROSS JOIN LATERAL (
 WHERE r.rolname = $1
 ORDER BY m.rolname
 LIMIT 1`
+
+// publicRightsQuery names every right granted to PUBLIC (grantee 0) in the
+// schema ($1's oid) that GrantAppRole takes back: on tables, partitions,
+// views and sequences, on their columns, CREATE on the schema (USAGE stays:
+// it only lets names be looked up), and EXECUTE on countersign's own
+// functions ($2), granted explicitly. Sorted, one right a row.
+const publicRightsQuery = `
+SELECT what FROM (
+	SELECT a.privilege_type || ' on ' || c.oid::regclass::text FROM pg_class c, aclexplode(c.relacl) a
+	WHERE c.relnamespace = $1 AND a.grantee = 0
+	UNION
+	SELECT a.privilege_type || ' (' || quote_ident(att.attname) || ') on ' || c.oid::regclass::text
+	FROM pg_class c JOIN pg_attribute att ON att.attrelid = c.oid, aclexplode(att.attacl) a
+	WHERE c.relnamespace = $1 AND a.grantee = 0
+	UNION
+	SELECT a.privilege_type || ' on schema ' || quote_ident(n.nspname) FROM pg_namespace n, aclexplode(n.nspacl) a
+	WHERE n.oid = $1 AND a.grantee = 0 AND a.privilege_type <> 'USAGE'
+	UNION
+	SELECT a.privilege_type || ' on ' || f.oid::regprocedure::text FROM pg_proc f, aclexplode(f.proacl) a
+	WHERE f.pronamespace = $1 AND f.proname = ANY($2) AND a.grantee = 0
+) rights(what)
+ORDER BY what COLLATE "C"`
 
 // namesOf runs a query returning one text column.
 func namesOf(ctx context.Context, db dbtx, sql string, args ...any) ([]string, error) {

@@ -331,6 +331,66 @@ func TestGrantAppRoleAgainTakesBackExtras(t *testing.T) {
 	assertAppRolePrivileges(t, owner, name)
 }
 
+// A right granted to PUBLIC is every role's, the runtime role's too: the
+// grant takes it back as it does the role's own, and names each one; on a
+// database where PUBLIC holds nothing in the schema it names none.
+func TestGrantAppRoleTakesBackWhatPublicHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.NewURL(t)
+	owner, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owner.Close)
+	name := storetest.NewRoleName(t, url)
+	first, err := owner.GrantAppRole(ctx, name)
+	if err != nil || len(first.RevokedFromPublic) != 0 {
+		t.Fatalf("first grant = %+v, %v; want nothing taken from PUBLIC", first, err)
+	}
+	for _, stmt := range []string{
+		`GRANT UPDATE ON decisions TO PUBLIC`,
+		`GRANT DELETE, TRUNCATE ON events TO PUBLIC`,
+		`GRANT UPDATE (verdict) ON votes TO PUBLIC`,
+		`GRANT USAGE, UPDATE ON SEQUENCE events_id_seq TO PUBLIC`,
+		`GRANT CREATE ON SCHEMA public TO PUBLIC`,
+		`GRANT EXECUTE ON FUNCTION countersign_vote_cast() TO PUBLIC`,
+	} {
+		if _, err := owner.Pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if got := privilegesOf(t, owner, name); !slices.Contains(got["table decisions"], "UPDATE") {
+		t.Fatal("the grants to PUBLIC did not reach the role")
+	}
+	again, err := owner.GrantAppRole(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"CREATE on schema public",
+		"DELETE on events",
+		"EXECUTE on countersign_vote_cast()",
+		"TRUNCATE on events",
+		"UPDATE (verdict) on votes",
+		"UPDATE on decisions",
+		"UPDATE on events_id_seq",
+		"USAGE on events_id_seq",
+	}
+	if !slices.Equal(again.RevokedFromPublic, want) {
+		t.Errorf("RevokedFromPublic = %q, want %q", again.RevokedFromPublic, want)
+	}
+	assertAppRolePrivileges(t, owner, name)
+	var columns int
+	if err := owner.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_attribute, aclexplode(attacl) a
+WHERE attrelid = 'votes'::regclass AND a.grantee = 0`).Scan(&columns); err != nil || columns != 0 {
+		t.Errorf("PUBLIC still holds %d column rights on votes (%v)", columns, err)
+	}
+	if third, err := owner.GrantAppRole(ctx, name); err != nil || len(third.RevokedFromPublic) != 0 {
+		t.Errorf("third grant = %+v, %v; want nothing left to take from PUBLIC", third, err)
+	}
+}
+
 func TestGrantAppRoleRefusesBadNamesAndPowerfulRoles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
