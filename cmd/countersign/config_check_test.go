@@ -59,7 +59,7 @@ func TestConfigCheckRefusesWithEveryProblem(t *testing.T) {
 	if code != 1 || out.Len() != 0 {
 		t.Fatalf("config check exited %d, printed %q", code, out.String())
 	}
-	for _, want := range []string{"line 6, column 3: tools.billing.credit: approvers is empty", "line 6, column 3: tools.billing.credit: dispatch.url must be an http or https URL"} {
+	for _, want := range []string{"line 7, column 5: tools.billing.credit: approvers is empty", "line 8, column 16: tools.billing.credit: dispatch.url must be an http or https URL"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("no %q in:\n%s", want, errOut.String())
 		}

@@ -259,7 +259,10 @@ func withLines(file string, at map[string]*yaml.Node, errs []error) []error {
 			out = append(out, err)
 			continue
 		}
-		node := closestField(at, m[1])
+		node := subjectField(at, m[1], err.Error()[len(m[0]):])
+		if node == nil {
+			node = closestField(at, m[1])
+		}
 		if node == nil {
 			out = append(out, err)
 			continue
@@ -267,6 +270,51 @@ func withLines(file string, at map[string]*yaml.Node, errs []error) []error {
 		out = append(out, fmt.Errorf("%s: line %d, column %d: %w", file, node.Line, node.Column, err))
 	}
 	return out
+}
+
+// agentPrefix is how hook.ParseAgent begins its sentences (agent "name": ),
+// which the subject of the sentence follows.
+var agentPrefix = regexp.MustCompile(`^\s*agent "(?:[^"\\]|\\.)*": `)
+
+// subjectField is the node of the field a sentence about path is about,
+// when the file has it: "tools.x: dispatch.url must be…" is about
+// tools.x.dispatch.url, "agents[0]: agent "a": token_sha256 must be…" about
+// agents[0].token_sha256, and "tools.x: approver "W1" is not…" about the
+// item "W1" of tools.x.approvers. The subject is the sentence's first word
+// (after an article); nil when that names no field the file has.
+func subjectField(at map[string]*yaml.Node, path, rest string) *yaml.Node {
+	rest = agentPrefix.ReplaceAllString(strings.TrimLeft(rest, ": "), "")
+	words := strings.Fields(rest)
+	if len(words) > 0 && (words[0] == "a" || words[0] == "an" || words[0] == "the") {
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return nil
+	}
+	subject := strings.TrimRight(words[0], ":,;")
+	for _, name := range []string{subject, subject + "s"} { // approver "W1" is one of approvers
+		field := joinYAMLPath(path, name)
+		node, ok := at[field]
+		if !ok {
+			continue
+		}
+		// A value quoted next is an item of the list: point at the item.
+		if len(words) > 1 {
+			if v, err := strconv.Unquote(strings.TrimRight(words[1], ":,;")); err == nil {
+				for i := 0; ; i++ {
+					item, ok := at[fmt.Sprintf("%s[%d]", field, i)]
+					if !ok {
+						break
+					}
+					if item.Value == v {
+						return item
+					}
+				}
+			}
+		}
+		return node
+	}
+	return nil
 }
 
 // closestField is the node of path, or of the nearest enclosing field the

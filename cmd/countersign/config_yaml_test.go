@@ -124,27 +124,42 @@ func TestConfigAcceptsWhatTheDecoderAccepts(t *testing.T) {
 }
 
 // Problems found after decoding (an empty approvers list, a bad method, an
-// owner that is no Slack id, a schedule that does not parse) name the line
-// of their field, or of the nearest field the file has.
+// owner that is no Slack id, a token hash that is none, a dispatch URL, a
+// schedule that does not parse) name the line of their own field, or of
+// the item in a list, or of the nearest field the file has.
 func TestSemanticProblemsNameTheirLine(t *testing.T) {
 	t.Parallel()
 	got := loadProblems(t, `
 agents:
   - name: billing-agent
     token_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
-    owners: [not-a-user]
+    owners: [U024BE7LH, not-a-user]
+  - name: ops-agent
+    admin: true
+    token_sha256: not-a-hash
 executor:
   expiry_schedule: "every now and then"
 tools:
   billing.credit:
+    channel: C0APPROVALS
     approvers: []
-    dispatch: {method: GET, url: "http://127.0.0.1:9/credits"}
+    dispatch:
+      method: GET
+      url: "ftp://127.0.0.1:9/credits"
+  crm.note:
+    approvers: [U024BE7LH, bob]
+    claim_timeout: 5s
+    dispatch: {url: "http://127.0.0.1:9/notes"}
 `, nil)
 	want := []string{
-		`FILE: line 3, column 5: agents[0]: owner "not-a-user" is not a Slack user id (U…, W…) or a user-group id (S…)`,
-		`FILE: line 7, column 3: executor.expiry_schedule "every now and then" is not a cron schedule`,
-		`FILE: line 9, column 3: tools.billing.credit: approvers is empty, so nobody could approve it`,
-		`FILE: line 9, column 3: tools.billing.credit: dispatch.method "GET" must be POST, PUT, PATCH or DELETE`,
+		`FILE: line 5, column 25: agents[0]: owner "not-a-user" is not a Slack user id (U…, W…) or a user-group id (S…)`,
+		`FILE: line 8, column 5: agents[1]: agent "ops-agent": token_sha256 must be 64 hex characters`,
+		`FILE: line 10, column 3: executor.expiry_schedule "every now and then" is not a cron schedule`,
+		`FILE: line 14, column 5: tools.billing.credit: approvers is empty, so nobody could approve it`,
+		`FILE: line 16, column 7: tools.billing.credit: dispatch.method "GET" must be POST, PUT, PATCH or DELETE`,
+		`FILE: line 17, column 7: tools.billing.credit: dispatch.url must be an http or https URL`,
+		`FILE: line 19, column 28: tools.crm.note: approver "bob" is not a Slack user id`,
+		`FILE: line 20, column 5: tools.crm.note: claim_timeout (5s) must be longer than dispatch.timeout (10s)`,
 	}
 	for _, w := range want {
 		if !slices.ContainsFunc(got, func(line string) bool { return strings.HasPrefix(line, w) }) {
