@@ -1,8 +1,9 @@
 # countersign's container image: the static binary on a distroless base, run
 # as a non-root user, no shell. Build from the repository's root:
 #
-#   docker build --build-arg VERSION=$(git describe --tags) -t countersign .
+#   docker build -t countersign .
 #
+# The version stamped is the VERSION file's; --build-arg VERSION=… overrides it.
 # Without COUNTERSIGN_CONFIG it runs the local demo on the embedded store in
 # /var/lib/countersign; in production give it COUNTERSIGN_DATABASE_URL and a
 # configuration (deploy/kubernetes shows both).
@@ -11,8 +12,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
+ARG VERSION=
+RUN version=${VERSION:-$(tr -d '[:space:]' <VERSION)} \
+ && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" \
       -o /out/countersign ./cmd/countersign \
  && mkdir -p /out/data
 

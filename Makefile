@@ -49,7 +49,7 @@ verify:
 	cd bench/peers && go vet ./... && go mod tidy -diff
 
 # Static binaries for linux and darwin on amd64 and arm64, with SHA256SUMS,
-# in dist/ (VERSION defaults to git describe --tags; see CHANGELOG.md).
+# in dist/, stamped with the VERSION file's version (see scripts/release).
 release:
 	scripts/release dist
 

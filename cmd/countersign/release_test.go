@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -114,5 +115,57 @@ func TestReleaseBinary(t *testing.T) {
 	}
 	if err := serve.Wait(); err != nil {
 		t.Errorf("serve exited with %v after SIGTERM", err)
+	}
+}
+
+// Without VERSION in the environment, a release is stamped with the VERSION
+// file's version, exactly, as the image is: tags do not travel with every
+// copy of the repository, the file does. The README builds from a
+// checkout, never from a module path that is not published.
+func TestReleaseVersionIsTheVersionFiles(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := strings.TrimSpace(string(raw))
+	if !regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`).MatchString(version) {
+		t.Fatalf("VERSION holds %q, not a version like v1.2.3 or v1.3.0-dev", raw)
+	}
+	out := t.TempDir()
+	build := exec.Command("scripts/release", out)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VERSION=") {
+			build.Env = append(build.Env, kv)
+		}
+	}
+	build.Env = append(build.Env, "PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH)
+	build.Dir = "../.."
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/release: %v\n%s", err, msg)
+	}
+	printed, err := exec.Command(filepath.Join(out, "countersign-"+version+"-"+runtime.GOOS+"-"+runtime.GOARCH), "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(printed)); got != "countersign "+version {
+		t.Errorf("countersign version printed %q, want %q", got, "countersign "+version)
+	}
+
+	docker, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(docker), "version=${VERSION:-$(tr -d '[:space:]' <VERSION)}") {
+		t.Error("the Dockerfile does not stamp the VERSION file's version by default")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stale := range []string{"@latest", "git describe"} {
+		if strings.Contains(string(readme), stale) {
+			t.Errorf("the README still says %q", stale)
+		}
 	}
 }
