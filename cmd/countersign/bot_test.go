@@ -33,6 +33,7 @@ func testApp(t *testing.T, cfg *Config, logger *slog.Logger) *app {
 	cfg.DispatchSecret = smokeSecret
 	cfg.InboxSetting = "off"
 	cfg.InboxReviewer = defaultInboxReviewer
+	cfg.Listen = "127.0.0.1:0" // as below
 	if cfg.File.Agents == nil {
 		cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: StringOrList{hex.EncodeToString(sum[:])}}}
 	}
