@@ -176,8 +176,9 @@ func auditAnchor(ctx context.Context, file string, getenv func(string) string, s
 		summary, r, err = writeAnchor(ctx, s, stdout, now)
 	} else {
 		err = writeAnchorFile(file, func(w io.Writer) (bool, error) {
-			summary, r, err = writeAnchor(ctx, s, w, now)
-			return r.Bad == nil && r.BadCheckpoint == nil, err
+			var werr error
+			summary, r, werr = writeAnchor(ctx, s, w, now)
+			return r.Bad == nil && r.BadCheckpoint == nil, werr
 		})
 		if errors.Is(err, errNoAnchor) {
 			err = nil

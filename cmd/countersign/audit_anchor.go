@@ -367,8 +367,9 @@ func (a *auditAnchorer) runOnce(ctx context.Context) error {
 		s, r, err = writeAnchor(ctx, a.db, io.Discard, now)
 	} else {
 		err = writeAnchorFile(a.file, func(w io.Writer) (bool, error) {
-			s, r, err = writeAnchor(ctx, a.db, w, now)
-			return r.Bad == nil && r.BadCheckpoint == nil, err
+			var werr error
+			s, r, werr = writeAnchor(ctx, a.db, w, now)
+			return r.Bad == nil && r.BadCheckpoint == nil, werr
 		})
 		if errors.Is(err, errNoAnchor) {
 			err = nil
