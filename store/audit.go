@@ -64,6 +64,18 @@ type AuditReport struct {
 	Problem       string
 	// Last is the last event verified intact before Bad (or of the walk).
 	Last AuditEvent
+
+	// Held to an anchor (VerifyAuditAnchor): Anchored counts its heads
+	// found in their chains as it holds them, AnchorDropped those that left
+	// since with a dropped month its checkpoint records. AnchorMismatches
+	// lists the others (the first MaxAnchorMismatches), each naming its
+	// request, and AnchorMismatchCount counts them all. AnchorCheckpoint
+	// says how the checkpoint the anchor names no longer matches ("" when
+	// it does).
+	Anchored, AnchorDropped int
+	AnchorMismatches        []AnchorMismatch
+	AnchorMismatchCount     int
+	AnchorCheckpoint        string
 }
 
 // auditPage is how many events VerifyAudit reads at a time.
@@ -76,30 +88,63 @@ const auditPage = 1000
 // event removed, inserted or moved before it). A request whose first
 // events were dropped with their month starts from its checkpoint head.
 func (l *Ledger) VerifyAudit(ctx context.Context) (AuditReport, error) {
+	r, _, err := l.walkAudit(ctx, nil)
+	return r, err
+}
+
+// auditWalk is what a walk of the chains does beside verifying them
+// (VerifyAudit's walk): it sees the checkpoints once they verified, then
+// every event found intact, in the chains' order (request id, seq), and
+// each request's last event after its others.
+type auditWalk interface {
+	checkpoints(ctx context.Context, cps []AuditCheckpoint) error
+	event(ctx context.Context, e AuditEvent) error
+	chainEnd(ctx context.Context, last AuditEvent) error
+}
+
+// walkAudit verifies the checkpoints, then walks the chains, showing w (if
+// any) every event verified; it returns the checkpoints it verified. It
+// stops at the first checkpoint or event that does not match.
+func (l *Ledger) walkAudit(ctx context.Context, w auditWalk) (AuditReport, []AuditCheckpoint, error) {
 	var (
 		r      AuditReport
 		after  AuditCursor
 		prev   AuditEvent
 		inside bool
-		err    error
 	)
-	r.Checkpoints, r.BadCheckpoint, r.Problem, err = l.verifyCheckpoints(ctx)
-	if err != nil || r.BadCheckpoint != nil {
-		return r, err
+	cps, bad, problem, err := l.verifyCheckpoints(ctx)
+	r.Checkpoints = len(cps)
+	if err != nil || bad != nil {
+		r.BadCheckpoint, r.Problem = bad, problem
+		return r, cps, err
+	}
+	if w != nil {
+		if err := w.checkpoints(ctx, cps); err != nil {
+			return r, cps, err
+		}
+	}
+	end := func() error {
+		if w == nil || !inside {
+			return nil
+		}
+		return w.chainEnd(ctx, prev)
 	}
 	for {
 		page, err := l.AuditChain(ctx, after, auditPage)
 		if err != nil {
-			return r, fmt.Errorf("reading the audit chain: %w", err)
+			return r, cps, fmt.Errorf("reading the audit chain: %w", err)
 		}
 		for _, e := range page {
 			if !inside || e.RequestID != prev.RequestID {
+				if err := end(); err != nil {
+					return r, cps, err
+				}
 				prev, inside = AuditEvent{RequestID: e.RequestID}, true
 				r.Requests++
 				if e.Seq > 1 {
 					head, found, err := l.LastCheckpointHead(ctx, e.RequestID)
 					if err != nil {
-						return r, fmt.Errorf("reading the audit checkpoints: %w", err)
+						return r, cps, fmt.Errorf("reading the audit checkpoints: %w", err)
 					}
 					if found {
 						prev.Seq, prev.Hash = head.Seq, head.Hash
@@ -114,13 +159,18 @@ func (l *Ledger) VerifyAudit(ctx context.Context) (AuditReport, error) {
 				r.Bad, r.Problem = &e, "its hash does not match its contents: it was edited"
 			}
 			if r.Bad != nil {
-				return r, nil
+				return r, cps, nil
 			}
 			r.Events++
 			r.Last, prev = e, e
+			if w != nil {
+				if err := w.event(ctx, e); err != nil {
+					return r, cps, err
+				}
+			}
 		}
 		if len(page) < auditPage {
-			return r, nil
+			return r, cps, end()
 		}
 		last := page[len(page)-1]
 		after = AuditCursor{RequestID: last.RequestID, Seq: last.Seq}

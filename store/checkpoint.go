@@ -105,12 +105,12 @@ func (l *Ledger) DropAudit(ctx context.Context, before time.Time) (int, error) {
 }
 
 // verifyCheckpoints walks the checkpoints in order: each must chain to the
-// one before and match its own contents and heads. It returns the first
-// that does not, with how.
-func (l *Ledger) verifyCheckpoints(ctx context.Context) (n int, bad *AuditCheckpoint, problem string, err error) {
+// one before and match its own contents and heads. It returns those that
+// verified and the first that does not, with how.
+func (l *Ledger) verifyCheckpoints(ctx context.Context) (ok []AuditCheckpoint, bad *AuditCheckpoint, problem string, err error) {
 	cps, err := l.AuditCheckpoints(ctx)
 	if err != nil {
-		return 0, nil, "", fmt.Errorf("reading the audit checkpoints: %w", err)
+		return nil, nil, "", fmt.Errorf("reading the audit checkpoints: %w", err)
 	}
 	prev := ""
 	for i := range cps {
@@ -120,7 +120,7 @@ func (l *Ledger) verifyCheckpoints(ctx context.Context) (n int, bad *AuditCheckp
 		for {
 			heads, err := l.CheckpointHeads(ctx, c.ID, after, auditPage)
 			if err != nil {
-				return n, nil, "", fmt.Errorf("reading checkpoint %d's heads: %w", c.ID, err)
+				return cps[:i], nil, "", fmt.Errorf("reading checkpoint %d's heads: %w", c.ID, err)
 			}
 			for _, h := range heads {
 				digest.Add(h)
@@ -132,12 +132,11 @@ func (l *Ledger) verifyCheckpoints(ctx context.Context) (n int, bad *AuditCheckp
 		}
 		switch {
 		case c.PrevHash != prev:
-			return n, &c, fmt.Sprintf("it chains to %.12s, where the checkpoint before it has hash %.12s: a checkpoint was removed, added or moved", c.PrevHash, prev), nil
+			return cps[:i], &c, fmt.Sprintf("it chains to %.12s, where the checkpoint before it has hash %.12s: a checkpoint was removed, added or moved", c.PrevHash, prev), nil
 		case CheckpointHash(c, digest.Sum()) != c.Hash:
-			return n, &c, "its hash does not match its contents or its heads: it was edited", nil
+			return cps[:i], &c, "its hash does not match its contents or its heads: it was edited", nil
 		}
 		prev = c.Hash
-		n++
 	}
-	return n, nil, "", nil
+	return cps, nil, "", nil
 }

@@ -165,6 +165,11 @@ type Reader interface {
 	// LastCheckpointHead returns the newest head a checkpoint holds for the
 	// request; found false when no checkpoint cut its chain.
 	LastCheckpointHead(ctx context.Context, requestID string) (head CheckpointHead, found bool, err error)
+	// CheckpointHeadFrom returns the head a checkpoint holds for the
+	// request with the lowest number of seq or more: the last event of the
+	// month that took event seq with it. found false when none does (or
+	// the id cannot be a request's).
+	CheckpointHeadFrom(ctx context.Context, requestID string, seq int) (head CheckpointHead, found bool, err error)
 	// Tombstones reads the tombstones of pruned keys; keys never pruned are
 	// left out.
 	Tombstones(ctx context.Context, keys []string) (map[string]Tombstone, error)

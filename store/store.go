@@ -76,6 +76,10 @@ type Store interface {
 	Prune(ctx context.Context, p PruneParams) (int, error)
 	// VerifyAudit walks the audit chains (see AuditEvent).
 	VerifyAudit(ctx context.Context) (AuditReport, error)
+	// AnchorAudit verifies the audit chains and hands emit each one's head
+	// (see AuditHead); VerifyAuditAnchor verifies them against an anchor.
+	AnchorAudit(ctx context.Context, emit func(AuditHead) error) (AuditAnchor, AuditReport, error)
+	VerifyAuditAnchor(ctx context.Context, a Anchor) (AuditReport, error)
 	// The audit trail leaves by whole months, each leaving a checkpoint.
 	PrepareAuditMonths(ctx context.Context) (int, error)
 	DropAudit(ctx context.Context, before time.Time) (int, error)

@@ -31,7 +31,8 @@ commands:
   migrate   apply database migrations and exit (--app-role NAME: prepare
             the least-privilege role serve runs as; see migrate --help)
   key       read an intent JSON from FILE or stdin and print its key
-  audit     audit verify: check the hash chains of the audit trail
+  audit     verify: check the hash chains of the audit trail (--anchor FILE:
+            and hold them to an anchor); anchor: write that anchor
   backup    write a consistent copy of the embedded store to FILE, online
   config    check FILE: validate a configuration file and print the
             effective configuration, secrets redacted
@@ -95,15 +96,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		err = printKey(files, stdin, stdout)
 	case "audit":
-		rest, code, ok := parseArgs("audit", auditUsage, args[1:], 1, nil, stdout, stderr)
-		if !ok {
+		var code int
+		if code, err = auditCommand(ctx, args[1:], getenv, stdout, stderr); code != 0 {
 			return code
 		}
-		if len(rest) != 1 || rest[0] != "verify" {
-			fmt.Fprint(stderr, auditUsage)
-			return 2
-		}
-		err = auditVerify(ctx, getenv, stdout)
 	case "config":
 		return configCheck(args[1:], getenv, stdout, stderr)
 	case "backup":

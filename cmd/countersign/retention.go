@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -22,12 +24,15 @@ import (
 // the audit trail is kept before whole months of it are dropped. Each
 // unset keeps everything, as before retention existed. VerifySchedule,
 // when set, has serve verify the audit trail on that schedule (see
-// auditVerifier).
+// auditVerifier); AnchorSchedule has it take an anchor of the trail, to
+// AnchorFile or else to the log (see auditAnchorer).
 type RetentionConfig struct {
 	Requests       Window `yaml:"requests"`
 	Audit          Window `yaml:"audit"`
 	Schedule       string `yaml:"schedule"`
 	VerifySchedule string `yaml:"verify_schedule"`
+	AnchorSchedule string `yaml:"anchor_schedule"`
+	AnchorFile     string `yaml:"anchor_file"`
 }
 
 // Window is a retention window: a Go duration (36h, 90s) or whole days
@@ -105,6 +110,14 @@ func (r RetentionConfig) Validate() error {
 			return fmt.Errorf("retention.verify_schedule %q is not a cron schedule (use a 5-field spec or @daily): %v", r.VerifySchedule, err)
 		}
 	}
+	if r.AnchorSchedule != "" {
+		if _, err := parser.Parse(r.AnchorSchedule); err != nil {
+			return fmt.Errorf("retention.anchor_schedule %q is not a cron schedule (use a 5-field spec or @daily): %v", r.AnchorSchedule, err)
+		}
+	}
+	if r.AnchorFile != "" && r.AnchorSchedule == "" {
+		return errors.New("retention.anchor_file is set without retention.anchor_schedule: say when serve takes the anchor")
+	}
 	if r.Audit != 0 && r.Requests != 0 && r.Audit < r.Requests {
 		return fmt.Errorf("retention.audit (%s) is shorter than retention.requests (%s): the audit trail must outlive the requests it tells of",
 			time.Duration(r.Audit), time.Duration(r.Requests))
@@ -175,7 +188,8 @@ func (s *retentionSweep) runOnce(ctx context.Context) (int, error) {
 
 // addRetention schedules the retention sweep. It runs with no window too:
 // the audit trail's partitions are created ahead by it, whatever is kept.
-// With retention.verify_schedule it schedules the audit's verification.
+// With retention.verify_schedule it schedules the audit's verification,
+// with retention.anchor_schedule its anchor.
 func (a *app) addRetention() error {
 	r := a.cfg.File.Retention
 	window := time.Duration(r.Requests)
@@ -191,10 +205,24 @@ func (a *app) addRetention() error {
 	}); err != nil {
 		return err
 	}
-	if r.VerifySchedule == "" {
+	if r.VerifySchedule != "" {
+		verifier := newAuditVerifier(a.db, a.logger.With("component", "audit"), a.registry)
+		// One replica verifies for the fleet: it reads every event.
+		if err := a.sched.addLeaderSweep("audit verify", r.VerifySchedule, verifier.runOnce); err != nil {
+			return err
+		}
+	}
+	if r.AnchorSchedule == "" {
 		return nil
 	}
-	verifier := newAuditVerifier(a.db, a.logger.With("component", "audit"), a.registry)
-	// One replica verifies for the fleet: it reads every event.
-	return a.sched.addLeaderSweep("audit verify", r.VerifySchedule, verifier.runOnce)
+	if r.AnchorFile != "" {
+		// Found out now rather than at the first anchor, hours later.
+		if info, err := os.Stat(filepath.Dir(r.AnchorFile)); err != nil || !info.IsDir() {
+			return fmt.Errorf("retention.anchor_file %q: its directory is not there to write the anchor in", r.AnchorFile)
+		}
+	}
+	anchorer := newAuditAnchorer(a.db, r.AnchorFile, a.logger.With("component", "audit"), a.registry)
+	// One replica anchors for the fleet, the one that leads: the file is
+	// written on its machine.
+	return a.sched.addLeaderSweep("audit anchor", r.AnchorSchedule, anchorer.runOnce)
 }

@@ -116,6 +116,7 @@ var contract = []struct {
 	{"PruneWaitsForPendingCallbacks", testPruneWaitsForPendingCallbacks},
 	{"AuditChainVerifiesAndNamesTheFirstBadEvent", testAuditChainVerifiesAndNamesTheFirstBadEvent},
 	{"AuditMonthDroppedLeavesACheckpointThatVerifies", testAuditMonthDroppedLeavesACheckpointThatVerifies},
+	{"AuditAnchorNamesRequestsChangedSince", testAuditAnchorNamesRequestsChangedSince},
 }
 
 // Run runs every contract test against d, each as a parallel subtest on a

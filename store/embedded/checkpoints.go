@@ -140,3 +140,11 @@ func (e executor) LastCheckpointHead(ctx context.Context, requestID string) (sto
 	ok, err := found("reading checkpoint heads", err)
 	return h, ok, err
 }
+
+func (e executor) CheckpointHeadFrom(ctx context.Context, requestID string, seq int) (store.CheckpointHead, bool, error) {
+	var h store.CheckpointHead
+	_, err := scanInto("reading checkpoint heads", e.read().QueryRowContext(ctx, q.Get("checkpoint_head_from"), canonicalID(requestID), seq),
+		&h, &h.RequestID, &h.Seq, &h.Hash)
+	ok, err := found("reading checkpoint heads", err)
+	return h, ok, err
+}

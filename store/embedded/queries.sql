@@ -515,6 +515,9 @@ WHERE checkpoint_id = ?1 AND request_id > ?2 ORDER BY request_id LIMIT ?3;
 -- name: last_checkpoint_head
 SELECT request_id, seq, hash FROM audit_checkpoint_heads WHERE request_id = ?1 ORDER BY seq DESC LIMIT 1;
 
+-- name: checkpoint_head_from
+SELECT request_id, seq, hash FROM audit_checkpoint_heads WHERE request_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT 1;
+
 -- name: take_post_slot
 -- Returns the microseconds from now (?1) until the slot taken.
 INSERT INTO slack_pacing (channel, next_post_at) VALUES (?2, ?1 + ?3)

@@ -85,3 +85,12 @@ func (e executor) LastCheckpointHead(ctx context.Context, requestID string) (sto
 	}
 	return h, err == nil, wrap("reading checkpoint heads", err)
 }
+
+func (e executor) CheckpointHeadFrom(ctx context.Context, requestID string, seq int) (store.CheckpointHead, bool, error) {
+	var h store.CheckpointHead
+	err := wrap("reading checkpoint heads", e.db.QueryRow(ctx, q.Get("checkpoint_head_from"), requestID, seq).Scan(&h.RequestID, &h.Seq, &h.Hash))
+	if errors.Is(err, store.ErrNotFound) {
+		return h, false, nil
+	}
+	return h, err == nil, err
+}

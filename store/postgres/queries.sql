@@ -730,6 +730,10 @@ WHERE checkpoint_id = $1 AND request_id > $2::uuid ORDER BY request_id LIMIT $3;
 SELECT request_id::text, seq, hash FROM audit_checkpoint_heads
 WHERE request_id = $1 ORDER BY seq DESC LIMIT 1;
 
+-- name: checkpoint_head_from
+SELECT request_id::text, seq, hash FROM audit_checkpoint_heads
+WHERE request_id = $1 AND seq >= $2 ORDER BY seq LIMIT 1;
+
 -- name: take_post_slot
 -- Returns the microseconds from now until the slot taken.
 INSERT INTO slack_pacing AS p (channel, next_post_at) VALUES ($1, now() + $2::bigint * interval '1 microsecond')
