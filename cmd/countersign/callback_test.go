@@ -62,6 +62,10 @@ func startServeProcess(t *testing.T, env map[string]string) *serveProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envServeProcess+"=1")
+	if _, ok := env["COUNTERSIGN_DRAIN_DELAY"]; !ok {
+		// Stop at the signal: a test that plays the drain says so.
+		cmd.Env = append(cmd.Env, "COUNTERSIGN_DRAIN_DELAY=0")
+	}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
