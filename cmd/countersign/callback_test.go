@@ -54,6 +54,9 @@ type serveProcess struct {
 	cmd  *exec.Cmd
 	logs *syncBuffer
 	base string
+	// stderr is the read end of serve's standard error; closing it is
+	// what a log reader that dies does to serve.
+	stderr io.Closer
 }
 
 // startServeProcess starts serve with env (added to the test's own) and
@@ -73,7 +76,7 @@ func startServeProcess(t *testing.T, env map[string]string) *serveProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProcess{cmd: cmd, logs: &syncBuffer{}}
+	p := &serveProcess{cmd: cmd, logs: &syncBuffer{}, stderr: stderr}
 	listening := make(chan string, 1)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -70,6 +70,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	// A log that can no longer be written, its reader gone with the same
+	// signal (`countersign serve | jq` in one process group), must not end
+	// serve in the middle of its drain and shutdown, cutting the sends in
+	// flight: the lines are lost, not the writes. Go ends a program on a
+	// broken standard output or error unless SIGPIPE is handled.
+	signal.Ignore(syscall.SIGPIPE)
 	logger := newLogger(loaded.LogFormat, stderr)
 	cfg, localToken, err := resolveConfig(loaded, "")
 	if err != nil {
