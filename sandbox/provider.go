@@ -199,10 +199,17 @@ func (p *Provider) BadSignatures() int { return int(p.badSignatures.Load()) }
 
 // ServeHTTP answers GET /objects/K and GET /objects?key=K (the verify URL,
 // in path and query form: 200 with the stored response, 404 when there is
-// none), GET /precondition, and a write on any other path and method.
+// none), GET /writes?key=K (how many writes arrived under K), GET
+// /precondition, and a write on any other path and method.
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		switch {
+		case r.URL.Path == "/writes":
+			// How many writes arrived under a key: for tests that count
+			// them from outside the process.
+			key := r.URL.Query().Get("key")
+			writeJSON(w, http.StatusOK, map[string]any{"key": key, "writes": p.Writes(key)})
+			return
 		case r.URL.Path == "/precondition":
 			p.mu.Lock()
 			status, hangs, release := p.precondition, p.preHang, p.release

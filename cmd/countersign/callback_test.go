@@ -54,6 +54,9 @@ type serveProcess struct {
 	cmd  *exec.Cmd
 	logs *syncBuffer
 	base string
+	// stderr is the read end of serve's standard error; closing it is
+	// what a log reader that dies does to serve.
+	stderr io.Closer
 }
 
 // startServeProcess starts serve with env (added to the test's own) and
@@ -62,6 +65,10 @@ func startServeProcess(t *testing.T, env map[string]string) *serveProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envServeProcess+"=1")
+	if _, ok := env["COUNTERSIGN_DRAIN_DELAY"]; !ok {
+		// Stop at the signal: a test that plays the drain says so.
+		cmd.Env = append(cmd.Env, "COUNTERSIGN_DRAIN_DELAY=0")
+	}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -69,7 +76,7 @@ func startServeProcess(t *testing.T, env map[string]string) *serveProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProcess{cmd: cmd, logs: &syncBuffer{}}
+	p := &serveProcess{cmd: cmd, logs: &syncBuffer{}, stderr: stderr}
 	listening := make(chan string, 1)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

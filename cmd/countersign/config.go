@@ -49,6 +49,8 @@ type Config struct {
 	// InboxSetting is COUNTERSIGN_INBOX: "on", "off", or empty for on
 	// exactly when Slack is not configured.
 	InboxSetting string
+	// DrainDelaySetting is COUNTERSIGN_DRAIN_DELAY (DrainDelay, drain.go).
+	DrainDelaySetting string
 
 	File FileConfig
 
@@ -219,6 +221,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		InboxReviewer:      orDefault(getenv("COUNTERSIGN_INBOX_REVIEWER"), defaultInboxReviewer),
 		InboxSetting:       getenv("COUNTERSIGN_INBOX"),
 		LogFormat:          getenv("COUNTERSIGN_LOG_FORMAT"),
+		DrainDelaySetting:  getenv("COUNTERSIGN_DRAIN_DELAY"),
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
@@ -364,6 +367,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateSecretLists()...)
 	errs = append(errs, c.validateExposure()...)
+	errs = append(errs, c.validateDrainDelay()...)
 	if unsigned := c.toolsWithoutASecret(); c.DispatchSecret == "" && len(unsigned) > 0 {
 		add("COUNTERSIGN_DISPATCH_SECRET is not set, and %s no dispatch.secret of its own: providers use it to check that a call came through countersign",
 			unsigned)

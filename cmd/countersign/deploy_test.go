@@ -13,8 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/executor"
 )
 
 // The systemd unit passes systemd-analyze verify with nothing to say: an
@@ -73,9 +76,17 @@ type podSpec struct {
 	SecurityContext struct {
 		RunAsNonRoot bool `yaml:"runAsNonRoot"`
 	} `yaml:"securityContext"`
-	Containers []struct {
-		Image string   `yaml:"image"`
-		Args  []string `yaml:"args"`
+	TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
+	Containers                    []struct {
+		Image     string   `yaml:"image"`
+		Args      []string `yaml:"args"`
+		Lifecycle struct {
+			PreStop struct {
+				Sleep struct {
+					Seconds int `yaml:"seconds"`
+				} `yaml:"sleep"`
+			} `yaml:"preStop"`
+		} `yaml:"lifecycle"`
 		Ports []struct {
 			Name          string `yaml:"name"`
 			ContainerPort int    `yaml:"containerPort"`
@@ -235,11 +246,61 @@ func TestKubernetesManifestsAgree(t *testing.T) {
 		t.Errorf("serve in the pod would listen for admin on %q with database %q", cfg.AdminListen, cfg.DatabaseURL)
 	}
 
+	// A stopping pod is taken out of the endpoints while it still serves,
+	// and is not killed before serve has drained and stopped: the grace
+	// period covers the preStop sleep, the drain and the longest shutdown.
+	preStop := time.Duration(serve.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	if preStop <= 0 {
+		t.Error("the Deployment has no preStop sleep: a pod would stop serving before its removal from the endpoints reached every node")
+	}
+	grace := time.Duration(deployment.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
+	if need := preStop + cfg.DrainDelay() + longestStop(t, cfg); grace < need {
+		t.Errorf("terminationGracePeriodSeconds is %v; the preStop sleep (%v), the drain (%v) and the longest shutdown need %v",
+			grace, preStop, cfg.DrainDelay(), need)
+	}
+
 	pdb := m["PodDisruptionBudget"]
 	for k, v := range pdb.Spec.Selector.MatchLabels {
 		if deployment.Spec.Template.Metadata.Labels[k] != v {
 			t.Errorf("the PodDisruptionBudget selects %s=%s, which the Deployment's pods do not carry", k, v)
 		}
+	}
+}
+
+// longestStop is the most serve can take, from the end of the drain, to
+// stop with any tools: the executor's grace at its cap, or the HTTP server's
+// and the parked long-polls', or the callbacks' timeout, whichever is longer.
+func longestStop(t *testing.T, cfg *Config) time.Duration {
+	t.Helper()
+	longest := max(executor.MaxShutdownGrace, httpShutdownTimeout+parkedAnswerGrace)
+	if c := cfg.File.Callbacks.Timeout; c > longest {
+		longest = c
+	}
+	return longest
+}
+
+// The systemd unit waits for serve's drain and its longest shutdown before
+// it kills the process, and says so.
+func TestSystemdUnitWaitsForTheDrainAndTheShutdown(t *testing.T) {
+	t.Parallel()
+	unit, err := os.ReadFile("../../deploy/systemd/countersign.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^TimeoutStopSec=(\S+)$`).FindSubmatch(unit)
+	if m == nil {
+		t.Fatal("the unit sets no TimeoutStopSec")
+	}
+	stop, err := time.ParseDuration(string(m[1]))
+	if err != nil {
+		t.Fatalf("TimeoutStopSec=%s: %v", m[1], err)
+	}
+	cfg := &Config{ConfigPath: "/etc/countersign/countersign.yml"}
+	if set := regexp.MustCompile(`(?m)^Environment=COUNTERSIGN_DRAIN_DELAY=(\S*)$`).FindSubmatch(unit); set != nil {
+		cfg.DrainDelaySetting = string(set[1])
+	}
+	if need := cfg.DrainDelay() + longestStop(t, cfg); stop < need {
+		t.Errorf("TimeoutStopSec is %v; the drain (%v) and the longest shutdown need %v", stop, cfg.DrainDelay(), need)
 	}
 }
 

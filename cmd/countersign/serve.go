@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,9 @@ type app struct {
 	admin    *httpServer
 	inboxURL string
 	where    string // the store, for people
+	// draining is set at the shutdown signal: /readyz fails from then on
+	// (drain.go).
+	draining atomic.Bool
 
 	lifecycle
 }
@@ -66,6 +70,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	// A log that can no longer be written, its reader gone with the same
+	// signal (`countersign serve | jq` in one process group), must not end
+	// serve in the middle of its drain and shutdown, cutting the sends in
+	// flight: the lines are lost, not the writes. Go ends a program on a
+	// broken standard output or error unless SIGPIPE is handled.
+	signal.Ignore(syscall.SIGPIPE)
 	logger := newLogger(loaded.LogFormat, stderr)
 	cfg, localToken, err := resolveConfig(loaded, "")
 	if err != nil {
@@ -111,6 +121,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		case <-hup:
 			a.reload(getenv)
 		}
+	}
+	if err == nil {
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		err = a.drain(cfg.DrainDelay(), again)
+		signal.Stop(again)
 	}
 	a.stop(time.Now())
 	a.logger.Info("stopped")
@@ -279,7 +295,7 @@ func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listen
 		// health stay readable while the public requests drain.
 		a.add("admin http server", a.admin, httpShutdownTimeout)
 	}
-	a.http = newHTTPServer(a.mux, ln, logger)
+	a.http = newHTTPServer(a.closeWhileDraining(a.mux), ln, logger)
 	// The HTTP server does not track the connections of parked long-polls:
 	// they are answered from the moment it starts to shut down, and the
 	// part before it waits for the last of them once it has stopped.
@@ -314,6 +330,12 @@ func (a *app) mountRoutes() error {
 	}
 	ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if a.draining.Load() {
+			// Kept apart from the database's answer: a load balancer
+			// takes either as "send elsewhere".
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
 		pingCtx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := a.db.Ping(pingCtx); err != nil {

@@ -73,6 +73,13 @@ func startServeWith(t *testing.T, env func(string) string) (string, *syncBuffer)
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	exited := make(chan int, 1)
+	given := env
+	env = func(k string) string {
+		if v := given(k); k != "COUNTERSIGN_DRAIN_DELAY" || v != "" {
+			return v
+		}
+		return "0" // stop when the test ends; a test that plays the drain says so
+	}
 	go func() { exited <- run(ctx, []string{"serve"}, env, nil, io.Discard, logs) }()
 	t.Cleanup(func() {
 		cancel()

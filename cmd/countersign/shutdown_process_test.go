@@ -5,13 +5,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +52,8 @@ type providerProcess struct {
 	cmd  *exec.Cmd
 	url  string
 	done chan struct{} // closed when it has exited
+	// received is what it said it had received when it stopped, or -1.
+	received int
 }
 
 func startProviderProcess(t *testing.T) *providerProcess {
@@ -75,13 +80,16 @@ func startProviderProcess(t *testing.T) *providerProcess {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &providerProcess{cmd: cmd, done: make(chan struct{})}
+	p := &providerProcess{cmd: cmd, done: make(chan struct{}), received: -1}
 	listening := make(chan string, 1)
 	go func() {
 		scanner := bufio.NewScanner(stderr)
 		for scanner.Scan() {
 			if _, addr, ok := strings.Cut(scanner.Text(), "fake provider on "); ok {
 				listening <- addr
+			}
+			if _, counts, ok := strings.Cut(scanner.Text(), "stopped: "); ok {
+				_, _ = fmt.Sscanf(counts, "%d writes received", &p.received)
 			}
 		}
 		_ = cmd.Wait()
@@ -100,6 +108,23 @@ func startProviderProcess(t *testing.T) *providerProcess {
 func (p *providerProcess) stop() {
 	_ = p.cmd.Process.Kill()
 	<-p.done
+}
+
+// writes is how many writes the provider received under key, or -1 when it
+// cannot say.
+func (p *providerProcess) writes(key string) int {
+	resp, err := http.Get(p.url + "/writes?key=" + url.QueryEscape(key))
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Writes int `json:"writes"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil {
+		return -1
+	}
+	return got.Writes
 }
 
 // holds reports whether the provider has stored the write under key, which
@@ -122,6 +147,10 @@ type shutdownCase struct {
 	// group: the provider is signalled too, as when both run in one process
 	// group (make run, a script's kill 0); else serve's pid alone.
 	group bool
+	// logsGone: what reads serve's log dies with the signal, as a
+	// `countersign serve | jq` in the same group does, and serve drains
+	// first, logging that it does.
+	logsGone bool
 }
 
 // TestSIGTERMWhileTheProviderProcessHoldsTheSend plays the shutdown
@@ -173,6 +202,9 @@ tools:
 		dbURL = storetest.NewURL(t)
 		env["COUNTERSIGN_DATABASE_URL"] = dbURL
 	}
+	if c.logsGone {
+		env["COUNTERSIGN_DRAIN_DELAY"] = "1s"
+	}
 	if c.inbox {
 		env["COUNTERSIGN_INBOX"], env["COUNTERSIGN_INBOX_REVIEWER"] = "on", "local:reviewer"
 	} else {
@@ -203,6 +235,9 @@ tools:
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return err
+	}
+	if c.logsGone {
+		p.stderr.Close()
 	}
 	if c.group {
 		if err := provider.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -236,7 +271,100 @@ tools:
 	case e.State != store.ExecSucceeded:
 		return fmt.Errorf("the execution is %s (%s), want succeeded:\n%s", e.State, code, p.logs.String())
 	}
+	if c.group {
+		// The provider stopped with serve, and said what it had received:
+		// this run's write and nothing else.
+		<-provider.done
+		if provider.received != 1 {
+			return fmt.Errorf("the provider received %d writes, want 1", provider.received)
+		}
+	} else if n := provider.writes(req.Key); n != 1 {
+		return fmt.Errorf("the provider received %d writes under the key, want 1", n)
+	}
 	return nil
+}
+
+// loadRuns is how many times each case of
+// TestSIGTERMUnderLoadFinishesEverySendInFlight is played: three times in the
+// suite, more by hand:
+//
+//	go test ./cmd/countersign -run TestSIGTERMUnderLoadFinishesEverySendInFlight -shutdown.load-runs=25
+var loadRuns = flag.Int("shutdown.load-runs", 3, "times each SIGTERM-under-load case is played")
+
+// TestSIGTERMUnderLoadFinishesEverySendInFlight plays the choreography of
+// TestSIGTERMWhileTheProviderProcessHoldsTheSend on a machine kept busy the
+// whole time: processes spinning on every core and a writer syncing to disk
+// beside them, as on a machine that is still working through a heavy load.
+// Every run, on either store, alone, with the provider signalled too, or
+// with its log's reader gone, must end succeeded with exactly one write at
+// the provider, serve waiting for its answer.
+func TestSIGTERMUnderLoadFinishesEverySendInFlight(t *testing.T) {
+	t.Parallel()
+	loadMachine(t, 2*time.Minute)
+	for _, c := range []shutdownCase{
+		{name: "postgres/slack", postgres: true},
+		{name: "embedded/inbox", inbox: true},
+		{name: "postgres/slack/group", postgres: true, group: true},
+		{name: "embedded/inbox/group", inbox: true, group: true},
+		{name: "postgres/slack/logs-gone", postgres: true, logsGone: true},
+	} {
+		for run := range *loadRuns {
+			// The runs overlap, each with its own serve, provider and
+			// store: the suite waits about one run, and they load the
+			// machine too.
+			t.Run(fmt.Sprintf("%s/%d", c.name, run), func(t *testing.T) {
+				t.Parallel()
+				if err := sigtermWhileHeld(t, c, run); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// loadMachine keeps the machine busy until the test and its subtests end,
+// or for at most limit: a spinning process per core, and a goroutine
+// writing to a file and syncing it.
+func loadMachine(t *testing.T, limit time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	var spinners []*exec.Cmd
+	for range runtime.NumCPU() {
+		spin := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		if err := spin.Start(); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		spinners = append(spinners, spin)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "load-")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	writing := make(chan struct{})
+	go func() {
+		defer close(writing)
+		defer f.Close()
+		chunk := make([]byte, 1<<20)
+		for written := 0; ctx.Err() == nil; written++ {
+			if written%64 == 0 {
+				_ = f.Truncate(0)
+				_, _ = f.Seek(0, io.SeekStart)
+			}
+			if _, err := f.Write(chunk); err != nil {
+				return
+			}
+			_ = f.Sync()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		for _, spin := range spinners {
+			_ = spin.Wait()
+		}
+		<-writing
+	})
 }
 
 // latestExecution reads a request's execution from the store serve used:

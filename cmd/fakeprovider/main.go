@@ -39,8 +39,10 @@ func main() {
 	flag.Parse()
 
 	var handler http.Handler = sandbox.Noop()
+	var count *sandbox.Provider // what it received, told when it stops
 	if !*noop {
 		p := sandbox.New()
+		count = p
 		if *secret != "" {
 			p.Secret = []byte(*secret)
 		}
@@ -98,6 +100,9 @@ func main() {
 		log.Fatal(err)
 	}
 	<-stopped
+	if count != nil {
+		log.Printf("stopped: %d writes received, %d objects held, %d bad signatures", count.Received(), count.Objects(), count.BadSignatures())
+	}
 }
 
 // shutdownTimeout bounds how long a signalled provider waits for the writes
