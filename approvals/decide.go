@@ -78,12 +78,8 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	tool, known := s.CurrentTools()[req.Tool]
-	if !known {
-		s.refuse(ctx, req, d.DecidedBy, "decision_refused", "tool_not_configured", d.attrs())
-		return Outcome{}, ErrNotAllowed
-	}
-	if err := s.MayVote(ctx, req, d.DecidedBy, d.Verdict); err != nil {
+	tool, err := s.eligible(ctx, req, d.DecidedBy, d.Verdict)
+	if err != nil {
 		if reason, refused := refusedBecause(err); refused {
 			s.refuse(ctx, req, d.DecidedBy, "decision_refused", reason, d.attrs())
 		}
@@ -160,46 +156,83 @@ func (s *Service) explainUndecided(ctx context.Context, d Decision) (Outcome, er
 // Approvers returns who may vote on req: the approvers frozen on it at
 // intake, or, for a request stored before policies, its tool's.
 func (s *Service) Approvers(req store.Request) []string {
-	if req.Policy.Approvers != nil {
-		return req.Policy.Approvers
-	}
-	return s.CurrentTools()[req.Tool].Approvers
+	return s.approversUnder(req, s.CurrentTools()[req.Tool])
 }
 
 // MayVote is the one eligibility rule for a vote: user must be one of the
-// request's approvers (directly or through a user group); to approve, user
-// may be neither whoever the request was made for (ErrSelfApproval) nor an
-// owner of the agent that asked (ErrOwnerApproval). Anyone else gets
-// ErrNotAllowed. A reject needs only the first condition. Once a round is
-// escalated, a tool with escalate_adds_approvers counts escalate_to among
-// its approvers (escalatedApprover).
+// request's approvers (directly or through a user group) and still be one
+// of its tool's in the configuration in force (Tool.configuredApprovers). A
+// request keeps the approvers, quorum and tier frozen on it at intake, but
+// removing someone from a tool and reloading takes their power over the
+// requests already waiting and over the writes that need review, which
+// never expire. To approve, user may be neither whoever the request was
+// made for (ErrSelfApproval) nor an owner of the agent that asked
+// (ErrOwnerApproval). A frozen approver whom the configuration no longer
+// lists gets ErrNoLongerApprover (ErrToolRemoved when the tool itself is
+// gone), anyone else ErrNotAllowed. A reject needs only the approver
+// conditions. Once a round is escalated, a tool with
+// escalate_adds_approvers counts escalate_to among its approvers
+// (escalatedApprover).
 func (s *Service) MayVote(ctx context.Context, req store.Request, user string, verdict store.Verdict) error {
+	_, err := s.eligible(ctx, req, user, verdict)
+	return err
+}
+
+// eligible is MayVote, returning the tool as configured now for a vote it
+// allows.
+func (s *Service) eligible(ctx context.Context, req store.Request, user string, verdict store.Verdict) (Tool, error) {
 	if user == "" {
-		return ErrNotAllowed
+		return Tool{}, ErrNotAllowed
 	}
 	if verdict == store.VerdictApprove {
 		if req.RequestedFor != "" && samePerson(req.RequestedFor, user) {
-			return ErrSelfApproval
+			return Tool{}, ErrSelfApproval
 		}
 		owner, err := s.isAmong(ctx, s.currentOwners()[req.RequestedBy], user)
 		if err != nil {
-			return err
+			return Tool{}, err
 		}
 		if owner {
-			return ErrOwnerApproval
+			return Tool{}, ErrOwnerApproval
 		}
 	}
-	approver, err := s.isAmong(ctx, s.Approvers(req), user)
-	if err == nil && !approver {
-		approver, err = s.escalatedApprover(ctx, req, user)
-	}
+	// One read of the configuration, so that a reload in between cannot
+	// mix two of them in one answer.
+	tool, configured := s.CurrentTools()[req.Tool]
+	frozen, err := s.isAmong(ctx, s.approversUnder(req, tool), user)
 	if err != nil {
-		return err
+		return Tool{}, err
 	}
-	if !approver {
-		return ErrNotAllowed
+	if frozen && configured {
+		still, err := s.isAmong(ctx, tool.configuredApprovers(), user)
+		if err != nil || still {
+			return tool, err
+		}
 	}
-	return nil
+	// Escalation reads the configuration in force, so it needs no second
+	// check: a frozen approver whom the configuration now names only in
+	// escalate_to (with escalate_adds_approvers) votes as one.
+	if configured {
+		escalated, err := s.escalatedApprover(ctx, req, tool, user)
+		if err != nil || escalated {
+			return tool, err
+		}
+	}
+	switch {
+	case !frozen:
+		return Tool{}, ErrNotAllowed
+	case !configured:
+		return Tool{}, ErrToolRemoved
+	}
+	return Tool{}, ErrNoLongerApprover
+}
+
+// approversUnder is Approvers(req) with the tool as read once by the caller.
+func (s *Service) approversUnder(req store.Request, tool Tool) []string {
+	if req.Policy.Approvers != nil {
+		return req.Policy.Approvers
+	}
+	return tool.Approvers
 }
 
 // isAmong reports whether user is one of ids, directly or through a user
@@ -233,6 +266,10 @@ func (s *Service) isAmong(ctx context.Context, ids []string, user string) (bool,
 // resolved), which is returned unaudited.
 func refusedBecause(err error) (reason string, refused bool) {
 	switch {
+	case errors.Is(err, ErrToolRemoved):
+		return "tool_not_configured", true
+	case errors.Is(err, ErrNoLongerApprover):
+		return "no_longer_approver", true
 	case errors.Is(err, ErrOwnerApproval):
 		return "agent_owner", true
 	case errors.Is(err, ErrSelfApproval):
@@ -255,7 +292,8 @@ type Resolution struct {
 // AuthorizeResolution returns the request when by may resolve its execution.
 // Marking a write succeeded or failed, or resending it, decides as much as an
 // approval does (a resend to a provider that ignores keys may write twice),
-// so the rule is MayVote's for an approval: one of the request's approvers,
+// so the rule is MayVote's for an approval: one of the request's approvers
+// whom the configuration in force still lists (else ErrNoLongerApprover),
 // neither whoever it was made for (ErrSelfApproval) nor an owner of its agent
 // (ErrOwnerApproval); anyone else gets ErrNotAllowed. Each refusal is audited
 // as resolution_refused; a missing request is ErrNotFound.

@@ -12,24 +12,25 @@ import (
 // Stable machine codes of refusals: the agent hook's error bodies, Slack's
 // answers and the inbox's notices carry the same ones (see Refusal).
 const (
-	CodeMalformedJSON   = "malformed_json"
-	CodeInvalidRequest  = "invalid_request"
-	CodeInvalidEffect   = "invalid_effect"
-	CodeUnknownTool     = "unknown_tool"
-	CodeKeyReused       = "key_reused"
-	CodePruned          = "pruned"
-	CodeUnauthorized    = "unauthorized"
-	CodeTooLarge        = "too_large"
-	CodeNotFound        = "not_found"
-	CodeAlreadyDecided  = "already_decided"
-	CodeStaleCard       = "stale_card"
-	CodeNotApprover     = "not_approver"
-	CodeSelfApproval    = "self_approval"
-	CodeAlreadyResolved = "already_resolved"
-	CodeNoCallback      = "callback_not_configured"
-	CodeNoDelivery      = "nothing_to_redrive"
-	CodeUnavailable     = "unavailable"
-	CodeInternal        = "internal"
+	CodeMalformedJSON    = "malformed_json"
+	CodeInvalidRequest   = "invalid_request"
+	CodeInvalidEffect    = "invalid_effect"
+	CodeUnknownTool      = "unknown_tool"
+	CodeKeyReused        = "key_reused"
+	CodePruned           = "pruned"
+	CodeUnauthorized     = "unauthorized"
+	CodeTooLarge         = "too_large"
+	CodeNotFound         = "not_found"
+	CodeAlreadyDecided   = "already_decided"
+	CodeStaleCard        = "stale_card"
+	CodeNotApprover      = "not_approver"
+	CodeNoLongerApprover = "no_longer_approver"
+	CodeSelfApproval     = "self_approval"
+	CodeAlreadyResolved  = "already_resolved"
+	CodeNoCallback       = "callback_not_configured"
+	CodeNoDelivery       = "nothing_to_redrive"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
 	// The agent API's own: a route that exists answers other methods with
 	// it, and a body that is not JSON by its Content-Type.
 	CodeMethodNotAllowed     = "method_not_allowed"
@@ -65,6 +66,13 @@ var (
 	ErrStaleCard = errors.New("stale card")
 	// ErrNotAllowed: the decider is not among the tool's approvers.
 	ErrNotAllowed = errors.New("not allowed to decide this request")
+	// ErrNoLongerApprover: the decider is among the approvers frozen on the
+	// request but no longer among its tool's in the configuration in force.
+	// It is a kind of ErrNotAllowed with its own code.
+	ErrNoLongerApprover = fmt.Errorf("%w: no longer an approver of the tool", ErrNotAllowed)
+	// ErrToolRemoved: as ErrNoLongerApprover (which it is), because the
+	// request's tool is no longer configured at all.
+	ErrToolRemoved = fmt.Errorf("%w: the tool is no longer configured", ErrNoLongerApprover)
 	// ErrSelfApproval: the decider is the person the request was made for.
 	ErrSelfApproval = errors.New("may not approve a request made for yourself")
 	// ErrOwnerApproval: the decider owns the agent that asked; it is a

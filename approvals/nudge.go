@@ -106,8 +106,8 @@ func (s *Service) nudgeFor(tool Tool, kind store.NudgeKind, after time.Duration,
 // escalatedApprover reports whether user may vote on req's current round
 // as one of its tool's escalate_to (directly or through a user group): with
 // escalate_adds_approvers, from the moment the round's escalation is queued.
-func (s *Service) escalatedApprover(ctx context.Context, req store.Request, user string) (bool, error) {
-	tool := s.CurrentTools()[req.Tool]
+// tool is req's tool as configured now.
+func (s *Service) escalatedApprover(ctx context.Context, req store.Request, tool Tool, user string) (bool, error) {
 	if !tool.EscalateAddsApprovers || user == "" {
 		return false, nil
 	}

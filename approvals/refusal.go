@@ -35,8 +35,8 @@ type Refusal struct {
 func RefusalCodes() []string {
 	return []string{
 		CodeMalformedJSON, CodeInvalidRequest, CodeInvalidEffect, CodeUnknownTool, CodeKeyReused, CodePruned, CodeUnauthorized, CodeTooLarge,
-		CodeNotFound, CodeAlreadyDecided, CodeStaleCard, CodeNotApprover, CodeSelfApproval, CodeAlreadyResolved,
-		CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal, CodeMethodNotAllowed, CodeUnsupportedMediaType,
+		CodeNotFound, CodeAlreadyDecided, CodeStaleCard, CodeNotApprover, CodeNoLongerApprover, CodeSelfApproval,
+		CodeAlreadyResolved, CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal, CodeMethodNotAllowed, CodeUnsupportedMediaType,
 	}
 }
 
@@ -52,6 +52,8 @@ var fixed = map[string]Refusal{
 		Message: "This card is stale: the request has a newer round or a different payload since it was shown. Nothing was recorded; decide on the newest card."},
 	CodeNotApprover: {Code: CodeNotApprover,
 		Message: "You are not an approver for this tool. Nothing was recorded; the attempt was audited."},
+	CodeNoLongerApprover: {Code: CodeNoLongerApprover,
+		Message: "You are no longer an approver for this tool: the configuration in force does not list you, although this request did when it arrived. Nothing was recorded; the attempt was audited."},
 	CodeSelfApproval: {Code: CodeSelfApproval,
 		Message: "This request was made for you, so someone else has to approve it. Nothing was recorded; the attempt was audited."},
 	CodeAlreadyResolved: {Code: CodeAlreadyResolved,
@@ -112,6 +114,8 @@ func RefusalFor(err error) Refusal {
 		return r
 	case errors.Is(err, ErrSelfApproval):
 		return fixed[CodeSelfApproval]
+	case errors.Is(err, ErrNoLongerApprover):
+		return fixed[CodeNoLongerApprover]
 	case errors.Is(err, ErrNotAllowed):
 		return fixed[CodeNotApprover]
 	case errors.Is(err, ErrAlreadyResolved):

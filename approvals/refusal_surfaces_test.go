@@ -14,6 +14,7 @@ import (
 	"html"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -163,6 +164,19 @@ func TestSurfacesAgreeOnEveryRefusal(t *testing.T) {
 			inbox: func(t *testing.T, s *surfaces) answer {
 				req := s.pending(t)
 				return s.decide(t, nobody, req.ID, req.Round, req.PayloadHash)
+			},
+		},
+		// deciderA is frozen on the request, then removed from the tool.
+		approvals.CodeNoLongerApprover: {
+			slack: func(t *testing.T, s *surfaces) answer {
+				req := s.pending(t)
+				defer s.removeApprover(deciderA)()
+				return s.click(t, deciderA, "approve", buttonValue(req.ID, req.Round, req.PayloadHash))
+			},
+			inbox: func(t *testing.T, s *surfaces) answer {
+				req := s.pending(t)
+				defer s.removeApprover(deciderA)()
+				return s.decide(t, deciderA, req.ID, req.Round, req.PayloadHash)
 			},
 		},
 		approvals.CodeSelfApproval: {
@@ -406,6 +420,17 @@ func (s *surfaces) pending(t *testing.T) store.Request {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// removeApprover reloads the configuration without user among the surface
+// tool's approvers, and returns what puts it back.
+func (s *surfaces) removeApprover(user string) (restore func()) {
+	tools := maps.Clone(s.svc.Tools)
+	tool := tools[surfaceTool]
+	tool.Approvers = slices.DeleteFunc(slices.Clone(tool.Approvers), func(id string) bool { return id == user })
+	tools[surfaceTool] = tool
+	s.svc.Reconfigure(tools, nil)
+	return func() { s.svc.Reconfigure(s.svc.Tools, nil) }
 }
 
 // decided is a fresh request that deciderA has approved.

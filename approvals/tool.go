@@ -65,5 +65,20 @@ func (t Tool) approverGroups() []string {
 	return slices.DeleteFunc(slices.Clone(t.Approvers), func(id string) bool { return !isGroupID(id) })
 }
 
+// configuredApprovers is everyone the tool's configuration names as an
+// approver: its own approvers and every tier's. A vote or a resolution needs
+// the person among them as well as among the request's frozen approvers
+// (MayVote). It is the person's standing with the tool that is checked, not
+// the tier the effect would match today: the request keeps its frozen tier,
+// and re-evaluating it could leave a waiting request, or a write that needs
+// review, with nobody allowed to answer it.
+func (t Tool) configuredApprovers() []string {
+	ids := slices.Clone(t.Approvers)
+	for _, tier := range t.Tiers {
+		ids = append(ids, tier.Approvers...)
+	}
+	return ids
+}
+
 // isGroupID reports whether a Slack id names a user group (they start with S).
 func isGroupID(id string) bool { return strings.HasPrefix(id, "S") }

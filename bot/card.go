@@ -57,6 +57,16 @@ func (v cardView) settled() bool {
 	return false
 }
 
+// open reports whether the card still has something to ask or show a
+// reviewer: its request is not settled, and not pending past its expiry
+// (the sweep has yet to record it expired).
+func (v cardView) open(now time.Time) bool {
+	if v.settled() {
+		return false
+	}
+	return v.Request.Status != store.RequestPending || now.Before(v.Request.ExpiresAt)
+}
+
 // loadCard reads what a round's card must show.
 func (b *Bot) loadCard(ctx context.Context, requestID string, round int) (cardView, error) {
 	db := b.db

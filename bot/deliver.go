@@ -240,6 +240,16 @@ func (b *Bot) post(ctx context.Context, channel string, row store.OutboxRow) (st
 			return "card found in channel history", err
 		}
 	}
+	if !v.open(time.Now()) {
+		// Nothing is left for a reviewer to do: the request settled or ran
+		// out before its card could be posted, as every request does that
+		// settled while Slack was off. A card now would be noise, at one
+		// post a second per channel, so none is posted and the row is done
+		// (the sweep queues posts only for pending rounds).
+		b.logger.Info("no card for a request that settled before it was posted", slog.String("key", v.Request.Key),
+			slog.Int("round", row.Round), slog.String("state", v.State))
+		return "settled before its card was posted", nil
+	}
 
 	if err := b.wait(ctx, channel); err != nil {
 		return "", err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/store"
@@ -81,8 +80,11 @@ func TestTerminalCardsHaveNoButtons(t *testing.T) {
 	b := setup(t, nil)
 	rejected := b.submit(intent{n: 1})
 	cancelled := b.submit(intent{n: 2})
-	expired := b.submitAgo(time.Hour, intent{n: 3, tool: "fast.expiring"}) // past its 1 ms TTL
+	expired := b.submit(intent{n: 3})
 	b.deliver()
+	// Its card is up; then its time runs out (a request already past its
+	// expiry when its post is delivered gets no card).
+	b.exec(`UPDATE requests SET expires_at = now() - interval '1 minute' WHERE id = $1`, expired.ID)
 	b.click("UBEN", billingChan, "reject", decisionValue(rejected))
 	b.cancel(cancelled)
 	if _, err := b.review.ExpireOnce(b.ctx); err != nil {

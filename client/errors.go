@@ -34,13 +34,14 @@ var (
 	ErrNotFound = errors.New("countersign: not_found")
 	// ErrAlreadyDecided: the request is no longer pending.
 	ErrAlreadyDecided = errors.New("countersign: already_decided")
-	// ErrStaleCard, ErrNotApprover, ErrSelfApproval and ErrAlreadyResolved
-	// are reviewers' refusals; the hook does not answer them to agents, but
-	// they are part of the one vocabulary.
-	ErrStaleCard       = errors.New("countersign: stale_card")
-	ErrNotApprover     = errors.New("countersign: not_approver")
-	ErrSelfApproval    = errors.New("countersign: self_approval")
-	ErrAlreadyResolved = errors.New("countersign: already_resolved")
+	// ErrStaleCard, ErrNotApprover, ErrNoLongerApprover, ErrSelfApproval
+	// and ErrAlreadyResolved are reviewers' refusals; the hook does not
+	// answer them to agents, but they are part of the one vocabulary.
+	ErrStaleCard        = errors.New("countersign: stale_card")
+	ErrNotApprover      = errors.New("countersign: not_approver")
+	ErrNoLongerApprover = errors.New("countersign: no_longer_approver")
+	ErrSelfApproval     = errors.New("countersign: self_approval")
+	ErrAlreadyResolved  = errors.New("countersign: already_resolved")
 	// ErrCallbackNotConfigured: Redrive, for an agent without a callback.
 	ErrCallbackNotConfigured = errors.New("countersign: callback_not_configured")
 	// ErrNothingToRedrive: Redrive before any callback was sent for the
@@ -73,6 +74,7 @@ var codes = map[string]error{
 	"already_decided":         ErrAlreadyDecided,
 	"stale_card":              ErrStaleCard,
 	"not_approver":            ErrNotApprover,
+	"no_longer_approver":      ErrNoLongerApprover,
 	"self_approval":           ErrSelfApproval,
 	"already_resolved":        ErrAlreadyResolved,
 	"callback_not_configured": ErrCallbackNotConfigured,

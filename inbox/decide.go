@@ -54,7 +54,7 @@ func noticeFor(code string, d lookup.Detail) *notice {
 		return &notice{Level: "error", Code: code, Message: "A reject of this request needs a reason (at most 2000 characters). Nothing was recorded."}
 	case approvals.CodeAlreadyDecided:
 		ref = approvals.RefusalFor(&approvals.NotPendingError{Status: d.Request.Status, Decision: d.Decision})
-	case approvals.CodeStaleCard, approvals.CodeNotApprover, approvals.CodeSelfApproval:
+	case approvals.CodeStaleCard, approvals.CodeNotApprover, approvals.CodeNoLongerApprover, approvals.CodeSelfApproval:
 		ref, _ = approvals.RefusalByCode(code)
 	default:
 		return nil // decide redirects with no other code

@@ -343,9 +343,9 @@ type Owed struct {
 
 // StaleCardsParams is what the convergence sweep queues: for up to Limit
 // unsettled cards whose shown state differs from the ledger's, an
-// UpdateKind row, and for pending rounds never posted for UnpostedAfter, a
-// PostKind row, both with Data, unless one is pending or failed within
-// RetryAfter.
+// UpdateKind row, and for pending rounds not past their expiry and never
+// posted for UnpostedAfter, a PostKind row, both with Data, unless one is
+// pending or failed within RetryAfter.
 type StaleCardsParams struct {
 	Limit         int
 	RetryAfter    time.Duration

@@ -678,10 +678,10 @@ func (l *Ledger) MarkCardRendered(ctx context.Context, p MarkCardRenderedParams)
 // EnqueueStaleCards is the convergence sweep's write: it queues an update for
 // up to limit unsettled cards whose shown state differs from the ledger's
 // and that have no update waiting (nor one that failed within
-// Options.CardRetryAfter), and a post for pending rounds left without a
-// card for Options.CardUnpostedAfter that have no post waiting (nor one
-// failed within CardRetryAfter). It returns
-// how many deliveries it queued. Safe on every replica at once: a duplicate
+// Options.CardRetryAfter), and a post for pending rounds (not past their
+// expiry) left without a card for Options.CardUnpostedAfter that have no
+// post waiting (nor one failed within CardRetryAfter). It returns how many
+// deliveries it queued. Safe on every replica at once: a duplicate
 // delivery renders the same state.
 func (l *Ledger) EnqueueStaleCards(ctx context.Context, limit int) (int, error) {
 	p := l.staleCards

@@ -181,7 +181,7 @@ WITH stale AS (
 	LIMIT ?2
 ), unposted AS (
 	SELECT r.id AS request_id, r.round FROM requests r
-	WHERE r.status = 'pending' AND r.updated_at < ?1 - ?4
+	WHERE r.status = 'pending' AND r.updated_at < ?1 - ?4 AND r.expires_at > ?1
 		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round)
 		AND NOT EXISTS (SELECT 1 FROM outbox o
 			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = ?6

@@ -368,6 +368,7 @@ WITH stale AS (
 ), unposted AS (
 	SELECT r.id AS request_id, r.round FROM requests r
 	WHERE r.status = 'pending' AND r.updated_at < now() - $3::bigint * interval '1 microsecond'
+		AND r.expires_at > now()
 		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round)
 		AND NOT EXISTS (SELECT 1 FROM outbox o
 			WHERE o.request_id = r.id AND o.round = r.round AND o.kind = $5

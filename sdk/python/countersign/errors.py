@@ -144,6 +144,12 @@ class NotApproverError(APIError):
     code = "not_approver"
 
 
+class NoLongerApproverError(APIError):
+    """A reviewer's refusal; never answered to an agent."""
+
+    code = "no_longer_approver"
+
+
 class SelfApprovalError(APIError):
     """A reviewer's refusal; never answered to an agent."""
 
@@ -199,7 +205,7 @@ ERRORS: Mapping[str, type[APIError]] = {
     for cls in (
         MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError,
         KeyReusedError, PrunedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError,
-        StaleCardError, NotApproverError, SelfApprovalError, AlreadyResolvedError,
+        StaleCardError, NotApproverError, NoLongerApproverError, SelfApprovalError, AlreadyResolvedError,
         CallbackNotConfiguredError, NothingToRedriveError, UnavailableError, InternalError,
         MethodNotAllowedError, UnsupportedMediaTypeError,
     )

@@ -144,6 +144,12 @@ export class NotApproverError extends APIError {
 }
 
 /** A reviewer's refusal; never answered to an agent. */
+export class NoLongerApproverError extends APIError {
+  override name = "NoLongerApproverError";
+  static override readonly code = "no_longer_approver";
+}
+
+/** A reviewer's refusal; never answered to an agent. */
 export class SelfApprovalError extends APIError {
   override name = "SelfApprovalError";
   static override readonly code = "self_approval";
@@ -199,7 +205,7 @@ export const ERRORS: Readonly<Record<string, APIErrorClass>> = Object.freeze(
     [
       MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError, KeyReusedError,
       PrunedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError, StaleCardError, NotApproverError,
-      SelfApprovalError, AlreadyResolvedError, CallbackNotConfiguredError, NothingToRedriveError, UnavailableError,
+      NoLongerApproverError, SelfApprovalError, AlreadyResolvedError, CallbackNotConfiguredError, NothingToRedriveError, UnavailableError,
       InternalError, MethodNotAllowedError, UnsupportedMediaTypeError,
     ].map((cls): [string, APIErrorClass] => [cls.code, cls]),
   ),

@@ -19,6 +19,7 @@ export {
   KeyReusedError,
   MalformedJSONError,
   MethodNotAllowedError,
+  NoLongerApproverError,
   NotApproverError,
   NotFoundError,
   NothingToRedriveError,
