@@ -146,6 +146,13 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 		log().Error("snapshot does not match the approved hash; refusing to send", slog.String("approved", c.SnapshotHash), slog.String("stored", got))
 		return escalate(base, CodeSnapshotMismatch, "the stored snapshot does not hash to the approved "+c.SnapshotHash+"; nothing was sent"), false
 	}
+	if c.VerifyFirst {
+		// Before revalidation: a write the provider already has is done,
+		// whatever its approval's age or preconditions say now.
+		if t, send, recorded := e.verifyFirst(ctx, tool, c, base, log()); !send {
+			return t, recorded
+		}
+	}
 	if c.Attempts == 1 || provenNotDone(c.LastCode) {
 		if code, msg, stale := e.revalidate(ctx, tool, c); stale {
 			if ctx.Err() != nil {

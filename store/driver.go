@@ -251,6 +251,11 @@ type Executor interface {
 	// ResolveExecution moves an execution out of needs_review; ok false
 	// when it is not there (or does not exist).
 	ResolveExecution(ctx context.Context, p ResolveParams) (r Resolved, ok bool, err error)
+	// MarkRestored records a restore of this database (see Restore): it
+	// flags every unsettled execution to verify before its next send, and
+	// every execution inserted later whose request was created before the
+	// restore's GuardUntil.
+	MarkRestored(ctx context.Context, p RestoreParams) (Restore, error)
 	// ExpireClaimRows moves up to limit claims past their expiry to unknown.
 	ExpireClaimRows(ctx context.Context, now *time.Time, limit int) ([]ExpiredClaim, error)
 	LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Unknown, error)

@@ -39,6 +39,9 @@ type Execution struct {
 	ApprovedAt     time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// VerifyFirst is set on an execution a restore may have hidden a send
+	// of (MarkRestored): the provider is asked before it is sent.
+	VerifyFirst bool
 }
 
 // Claim is an execution the caller now holds, with the round of the decision
@@ -77,6 +80,28 @@ type ToolCount struct {
 type Unknown struct {
 	Execution
 	DBNow time.Time
+}
+
+// RestoreParams describes a restore of the ledger, recorded by
+// MarkRestored.
+type RestoreParams struct {
+	// Source names what was restored (a file, "postgres").
+	Source string
+	// Window is how long after the restore a new request may still be an
+	// agent's replay of one the copy lost, and so verifies first too.
+	Window time.Duration
+	Now    *time.Time
+}
+
+// Restore is a recorded restore.
+type Restore struct {
+	ID         int64
+	RestoredAt time.Time
+	// GuardUntil ends the window: an execution of a request created before
+	// it verifies before its first send.
+	GuardUntil time.Time
+	// Flagged is how many unsettled executions the restore flagged.
+	Flagged int
 }
 
 // ResolveParams is a human's answer to an execution in needs_review.

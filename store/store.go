@@ -42,6 +42,9 @@ type Store interface {
 	TransitionExecutions(ctx context.Context, p TransitionParams, ts []Transition) ([]Applied, error)
 	Supersede(ctx context.Context, p SupersedeParams) (newRound int, superseded bool, err error)
 	Resolve(ctx context.Context, p ResolveParams) (resolved bool, err error)
+	// MarkRestored records a restore of the database from a copy (see
+	// Executor.MarkRestored).
+	MarkRestored(ctx context.Context, p RestoreParams) (Restore, error)
 	ExpireClaims(ctx context.Context, now *time.Time, limit int) (int, error)
 	LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Unknown, error)
 

@@ -14,9 +14,8 @@ const backupUsage = `usage: countersign backup FILE
 
 Writes a consistent copy of the embedded store (COUNTERSIGN_DATA_DIR's
 countersign.db) to FILE while serve keeps running, and checks the copy.
-FILE must not exist. To restore: stop serve, replace countersign.db with
-the copy (and delete countersign.db-wal and countersign.db-shm beside it),
-start serve.
+FILE must not exist, nor be a symlink; the copy is readable by its owner
+only. To restore: stop serve, run countersign restore FILE, start serve.
 
 With COUNTERSIGN_DATABASE_URL set there is nothing to copy here: back
 PostgreSQL up with its own tools, pg_dump for a logical copy or continuous

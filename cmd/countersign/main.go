@@ -6,6 +6,7 @@
 //	countersign migrate   apply database migrations and exit (--app-role NAME: prepare serve's role)
 //	countersign key       read an intent JSON from a file or stdin and print its key
 //	countersign backup    write a consistent copy of the embedded store to a file
+//	countersign restore   put a backup back, or mark a restored PostgreSQL database
 //	countersign config    check FILE: validate a configuration and print it, secrets redacted
 //	countersign mcp       serve the agent API as MCP tools on stdio (COUNTERSIGN_URL, COUNTERSIGN_TOKEN)
 //	countersign version   print the version
@@ -34,6 +35,8 @@ commands:
   audit     verify: check the hash chains of the audit trail (--anchor FILE:
             and hold them to an anchor); anchor: write that anchor
   backup    write a consistent copy of the embedded store to FILE, online
+  restore   put a backup back (serve stopped), or mark a restored
+            PostgreSQL database (--postgres), so nothing is sent twice
   config    check FILE: validate a configuration file and print the
             effective configuration, secrets redacted
   mcp       serve the agent API as MCP tools on stdio, as a client of
@@ -112,6 +115,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return 2
 		}
 		err = backup(ctx, files[0], getenv, stdout)
+	case "restore":
+		opts, code, ok := parseRestoreArgs(args[1:], stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = restore(ctx, opts, getenv, stdout)
 	case "mcp":
 		opts, code, ok := parseMCPArgs(args[1:], stdout, stderr)
 		if !ok {

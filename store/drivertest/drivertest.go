@@ -60,6 +60,7 @@ var contract = []struct {
 	{"TransitionRetryKeepsResponseAndQueuesReply", testTransitionRetryKeepsResponseAndQueuesReply},
 	{"SupersedeReopensTheRequestInANewRound", testSupersedeReopensTheRequestInANewRound},
 	{"ResolveNeedsReview", testResolveNeedsReview},
+	{"RestoreFlagsWhatTheCopyMayHaveForgotten", testRestoreFlagsWhatTheCopyMayHaveForgotten},
 	{"ExpiredClaimsBecomeUnknownAndAreLeased", testExpiredClaimsBecomeUnknownAndAreLeased},
 	{"TransitionBatchAppliesOnlyTheRowsThatMatch", testTransitionBatchAppliesOnlyTheRowsThatMatch},
 	{"InsertThenReplaySameKey", testInsertThenReplaySameKey},

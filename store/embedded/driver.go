@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -32,14 +33,34 @@ type Driver struct {
 	// migrating serialises Migrate calls in this process; SQLite has no
 	// advisory lock for goose to take.
 	migrating sync.Mutex
+	// lock is the ledger's lock held shared while it is open (lockLedger):
+	// a Restore never replaces the file under it.
+	lock *os.File
 }
 
 var _ store.Driver = (*Driver)(nil)
 
 // Open opens the ledger file at path, creating it if missing. Call Migrate
-// before first use.
+// before first use. It fails with ErrInUse while a Restore replaces the
+// file.
 func Open(ctx context.Context, path string) (*Driver, error) {
-	return open(ctx, path, busyTimeout)
+	if strings.Contains(path, "?") {
+		return nil, fmt.Errorf("opening %s: the path may not contain '?'", path)
+	}
+	lock, err := lockLedger(path, false)
+	if errors.Is(err, ErrInUse) {
+		return nil, fmt.Errorf("opening %s: a restore is replacing it (%w); start again once it is done", path, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d, err := open(ctx, path, busyTimeout)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	d.lock = lock
+	return d, nil
 }
 
 // busyTimeout is how long a statement waits for a write lock another
@@ -115,10 +136,13 @@ func (s *Driver) Ping(ctx context.Context) error {
 	return wrap("pinging the readers", s.reader.PingContext(ctx))
 }
 
-// Close closes both connection pools.
+// Close closes both connection pools, then lets go of the ledger's lock.
 func (s *Driver) Close() {
 	s.reader.Close()
 	s.writer.Close()
+	if s.lock != nil {
+		s.lock.Close()
+	}
 }
 
 // Reader reads on the reader pool.

@@ -13,7 +13,7 @@ id, request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at, 
 -- name: execution_columns
 id, request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
 	attempts, max_attempts, next_attempt_at, claimed_by, claim_expires_at, last_code, last_error,
-	response_status, response_body, provider_ref, approved_at, created_at, updated_at
+	response_status, response_body, provider_ref, approved_at, created_at, updated_at, verify_first
 
 -- name: request_columns
 id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
@@ -21,9 +21,13 @@ id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	coalesce(card_channel, ''), coalesce(card_ts, ''), created_at, updated_at, version, policy
 
 -- name: insert_execution
+-- A request created before a restore's guard_until may have been sent
+-- before it: its execution verifies first (00021).
 INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts,
-	approved_at, next_attempt_at, created_at, updated_at)
-SELECT id, ?2, key, tool, snapshot, payload_hash, ?3, ?4, ?4, ?4, ?4 FROM requests WHERE id = ?1;
+	approved_at, next_attempt_at, created_at, updated_at, verify_first)
+SELECT id, ?2, key, tool, snapshot, payload_hash, ?3, ?4, ?4, ?4, ?4,
+	EXISTS (SELECT 1 FROM restores WHERE restores.guard_until > requests.created_at)
+FROM requests WHERE id = ?1;
 
 -- name: latest_execution
 SELECT {{execution_columns}} FROM executions WHERE request_id = ? ORDER BY id DESC LIMIT 1;
@@ -71,6 +75,8 @@ RETURNING request_id, {{decision_round}};
 UPDATE executions SET state = ?1,
 	last_code = coalesce(nullif(?2, ''), last_code),
 	max_attempts = CASE WHEN ?1 = 'ready' THEN max(max_attempts, attempts + 1) ELSE max_attempts END,
+	-- A human who has it resent has looked: it is sent, not verified again.
+	verify_first = CASE WHEN ?1 = 'ready' THEN 0 ELSE verify_first END,
 	next_attempt_at = ?3,
 	updated_at = ?3
 WHERE id = ?4 AND request_id = ?5 AND state = 'needs_review'
@@ -530,3 +536,9 @@ ON CONFLICT (channel) DO UPDATE SET paused_until = max(coalesce(paused_until, 0)
 
 -- name: channel_pause
 SELECT coalesce((SELECT max(coalesce(paused_until, 0) - ?1, 0) FROM slack_pacing WHERE channel = ?2), 0);
+
+-- name: flag_unsettled_executions
+UPDATE executions SET verify_first = 1 WHERE state NOT IN ('succeeded', 'failed', 'superseded');
+
+-- name: insert_restore
+INSERT INTO restores (restored_at, guard_until, source, flagged) VALUES (?, ?, ?, ?) RETURNING id;

@@ -77,7 +77,7 @@ func scanExecutionWith(row scanner, extra ...any) (store.Execution, error) {
 	return scanInto("reading execution", row, &e, append([]any{&e.ID, &e.RequestID, &e.DecisionID, &e.Key, &e.Tool, &e.Snapshot,
 		&e.SnapshotHash, &e.State, &e.Attempts, &e.MaxAttempts, at{t: &e.NextAttemptAt}, &e.ClaimedBy,
 		at{ptr: &e.ClaimExpiresAt}, &e.LastCode, &e.LastError, &e.ResponseStatus, &e.ResponseBody, &e.ProviderRef,
-		at{t: &e.ApprovedAt}, at{t: &e.CreatedAt}, at{t: &e.UpdatedAt}}, extra...)...)
+		at{t: &e.ApprovedAt}, at{t: &e.CreatedAt}, at{t: &e.UpdatedAt}, &e.VerifyFirst}, extra...)...)
 }
 
 func scanDecision(row scanner) (store.Decision, error) {

@@ -37,7 +37,7 @@ id, request_id::text AS request_id, round, verdict, decided_by, via, payload_has
 -- name: execution_columns
 id, request_id::text AS request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
 	attempts, max_attempts, next_attempt_at, claimed_by, claim_expires_at, last_code, last_error,
-	response_status, response_body, provider_ref, approved_at, created_at, updated_at
+	response_status, response_body, provider_ref, approved_at, created_at, updated_at, verify_first
 
 -- name: request_columns
 id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
@@ -45,9 +45,13 @@ id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at, version, policy
 
 -- name: insert_execution
+-- A request created before a restore's guard_until may have been sent
+-- before it: its execution verifies first (00021).
 INSERT INTO executions (request_id, decision_id, key, tool, snapshot, snapshot_hash, max_attempts, approved_at, next_attempt_at, created_at, updated_at,
-	requested_by, request_created_at)
-SELECT id, $2, key, tool, snapshot, payload_hash, $3, $4, $4, $4, $4, requested_by, created_at FROM requests WHERE id = $1;
+	requested_by, request_created_at, verify_first)
+SELECT id, $2, key, tool, snapshot, payload_hash, $3, $4, $4, $4, $4, requested_by, created_at,
+	EXISTS (SELECT 1 FROM restores WHERE restores.guard_until > requests.created_at)
+FROM requests WHERE id = $1;
 
 -- name: latest_execution
 SELECT {{execution_columns}} FROM executions WHERE request_id = $1 ORDER BY id DESC LIMIT 1;
@@ -169,6 +173,8 @@ RETURNING e.request_id::text, d.round, e.updated_at;
 UPDATE executions e SET state = $3,
 	last_code = coalesce(nullif($4, ''), e.last_code),
 	max_attempts = CASE WHEN $3 = 'ready' THEN greatest(e.max_attempts, e.attempts + 1) ELSE e.max_attempts END,
+	-- A human who has it resent has looked: it is sent, not verified again.
+	verify_first = CASE WHEN $3 = 'ready' THEN false ELSE e.verify_first END,
 	next_attempt_at = coalesce($5::timestamptz, now()),
 	updated_at = coalesce($5::timestamptz, now())
 FROM decisions d
@@ -749,3 +755,14 @@ ON CONFLICT (channel) DO UPDATE SET paused_until = greatest(p.paused_until, excl
 -- name: channel_pause
 SELECT coalesce((SELECT greatest((extract(epoch FROM (paused_until - now())) * 1000000)::bigint, 0)
 	FROM slack_pacing WHERE channel = $1), 0);
+
+-- name: mark_restored
+WITH f AS (
+	UPDATE executions SET verify_first = true
+	WHERE state NOT IN ('succeeded', 'failed', 'superseded')
+	RETURNING 1
+)
+INSERT INTO restores (restored_at, guard_until, source, flagged)
+SELECT coalesce($1::timestamptz, now()), coalesce($1::timestamptz, now()) + $2::bigint * interval '1 microsecond',
+	$3, (SELECT count(*) FROM f)
+RETURNING id, restored_at, guard_until, flagged;

@@ -56,6 +56,9 @@ var appTables = []struct{ table, privileges string }{
 	{"audit_checkpoint_heads", "SELECT"},
 	{"audit_floor", "SELECT"},
 	{"slack_pacing", "SELECT, INSERT, UPDATE"},
+	// Executions are flagged from restores as they are inserted; only
+	// `countersign restore`, as the owner, writes them.
+	{"restores", "SELECT"},
 	{"goose_db_version", "SELECT"},
 }
 

@@ -38,6 +38,9 @@ var appRolePrivileges = map[string][]string{
 	"table audit_floor":            {"SELECT"},
 	// The shared Slack budget: one row per channel, moved on and paused.
 	"table slack_pacing": {"SELECT", "INSERT", "UPDATE"},
+	// Read as executions are inserted; written by restore as the owner.
+	"table restores":           {"SELECT"},
+	"sequence restores_id_seq": nil,
 
 	"sequence decisions_id_seq":         {"USAGE"},
 	"sequence executions_id_seq":        {"USAGE"},
