@@ -126,10 +126,12 @@ func pointerTo(field string) string {
 	return jsonPointer([]string{field})
 }
 
-// UnknownToolError names the tool an intent asked for; it unwraps to
-// ErrUnknownTool.
+// UnknownToolError names the tool an intent asked for, and the tools the
+// agent may use instead; it unwraps to ErrUnknownTool.
 type UnknownToolError struct {
 	Tool string
+	// Available are the names of the tools the agent may use, sorted.
+	Available []string
 }
 
 func (e *UnknownToolError) Error() string { return fmt.Sprintf("%v: %q", ErrUnknownTool, e.Tool) }

@@ -94,14 +94,20 @@ func DecodeIntent(body []byte) (Intent, error) {
 		{"summary", 2000, &in.Summary},
 		{"reason", 4000, &in.Reason},
 		{"requested_for", 64, &in.RequestedFor},
-		{"idempotency_key", 255, &in.IdempotencyKey},
 	} {
 		if *f.value, err = optionalString(fields, f.name, f.max); err != nil {
 			return Intent{}, err
 		}
 	}
-	if in.IdempotencyKey != "" && !ValidClientKey(in.IdempotencyKey) {
-		return Intent{}, invalid("idempotency_key", "idempotency_key must be 8 to 255 printable ASCII characters")
+	// The client key's own rule bounds it and names any character it
+	// refuses, U+0000 among them, in the words every surface uses.
+	if in.IdempotencyKey, err = decodeString(fields, "idempotency_key"); err != nil {
+		return Intent{}, err
+	}
+	if in.IdempotencyKey != "" {
+		if err := CheckClientKeyForm(in.IdempotencyKey); err != nil {
+			return Intent{}, invalid("idempotency_key", "%v", err)
+		}
 	}
 	return in, nil
 }
@@ -122,6 +128,16 @@ func requiredString(fields map[string]json.RawMessage, name string, max int) (st
 }
 
 func optionalString(fields map[string]json.RawMessage, name string, max int) (string, error) {
+	s, err := decodeString(fields, name)
+	if err != nil {
+		return "", err
+	}
+	return s, checkText(name, s, max)
+}
+
+// decodeString returns an optional string member as sent ("" when it is
+// missing or null).
+func decodeString(fields map[string]json.RawMessage, name string) (string, error) {
 	raw, ok := fields[name]
 	if !ok || string(raw) == "null" {
 		return "", nil
@@ -130,7 +146,7 @@ func optionalString(fields map[string]json.RawMessage, name string, max int) (st
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", invalid(name, "%s must be a string", name)
 	}
-	return s, checkText(name, s, max)
+	return s, nil
 }
 
 // checkText refuses a text field longer than max bytes or holding U+0000.

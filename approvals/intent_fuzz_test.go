@@ -27,6 +27,9 @@ func FuzzDecodeIntent(f *testing.F) {
 		`{"run_id":"r","step":"\u0000","tool":"t","effect":{}}`,
 		`{"run_id":"r","step":1,"tool":"t","effect":{"a":[{"b\u0000":"\u0000"}]}}`,
 		`{"run_id":"r","step":1,"tool":"t","effect":{"a":"\\u0000"},"reason":"\\u0000"}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{},"idempotency_key":" wa_d0290121a1bc5140c2f0e0dcb82f8a07d785742f014cc81ac67938ef379d634c"}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{},"idempotency_key":"WA_d0290121a1bc5140c2f0e0dcb82f8a07d785742f014cc81ac67938ef379d634c"}`,
+		`{"run_id":"r","step":1,"tool":"t","effect":{},"idempotency_key":"dispatch:inv_8841/1+2=~.-"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -44,6 +47,9 @@ func FuzzDecodeIntent(f *testing.F) {
 		}
 		if len(in.Effect) == 0 || in.Effect[0] != '{' || in.RunID == "" || in.Tool == "" || len(in.Step) == 0 {
 			t.Fatalf("accepted an intent without its basis: %+v", in)
+		}
+		if in.IdempotencyKey != "" && CheckClientKeyForm(in.IdempotencyKey) != nil {
+			t.Fatalf("accepted client key %q outside the rule", in.IdempotencyKey)
 		}
 		var step, effect any
 		if err := json.Unmarshal(in.Step, &step); err != nil {

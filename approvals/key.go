@@ -28,9 +28,15 @@ func Derive(b Basis) (key, basisHash string, err error) { return intentkey.Deriv
 // ShortKey is the form shown to humans: the first 12 characters and the last 4.
 func ShortKey(key string) string { return intentkey.Short(key) }
 
-// ValidClientKey reports whether a client-sent key is 8 to 255 printable
-// ASCII characters.
-func ValidClientKey(key string) bool { return intentkey.ValidClientKey(key) }
+// CheckClientKeyForm refuses a client key that is not 8 to 255 characters
+// of letters, digits and -_.:~/+= (intentkey.CheckClientKeyForm), before
+// the intent's derived key is known.
+func CheckClientKeyForm(key string) error { return intentkey.CheckClientKeyForm(key) }
+
+// CheckClientKey refuses a client key that CheckClientKeyForm refuses, or
+// one that begins with wa_ in any letter case and is not derived, the key
+// the intent derives (intentkey.CheckClientKey).
+func CheckClientKey(key, derived string) error { return intentkey.CheckClientKey(key, derived) }
 
 // Canonicalize returns the RFC 8785 form of a JSON value: the snapshot bytes
 // stored, shown to reviewers and sent to the provider.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -28,6 +29,8 @@ type Refusal struct {
 	By string
 	// Status is, for pruned, how the key's request ended.
 	Status string
+	// Tools are, for unknown_tool, the tools the agent may use.
+	Tools []string
 }
 
 // RefusalCodes lists every code a Refusal carries, in the order the docs
@@ -98,8 +101,7 @@ func RefusalFor(err error) Refusal {
 		return Refusal{Code: CodeKeyReused,
 			Message: "This key already names a request with different run, step, tool or effect fields."}
 	case errors.As(err, &unknownTool):
-		return Refusal{Code: CodeUnknownTool,
-			Message: "Tool " + strconv.Quote(unknownTool.Tool) + " is not configured."}
+		return Refusal{Code: CodeUnknownTool, Message: unknownTool.message(), Tools: unknownTool.Available}
 	case errors.Is(err, ErrUnknownTool):
 		return Refusal{Code: CodeUnknownTool, Message: "The tool is not configured."}
 	case errors.Is(err, ErrNotFound):
@@ -156,4 +158,22 @@ func past(v store.Verdict) string {
 		return "rejected"
 	}
 	return "approved"
+}
+
+// toolsNamed is how many tool names an unknown_tool message lists; the
+// refusal's Tools (and GET /v1/tools) have them all.
+const toolsNamed = 20
+
+// message names the tool asked for and the tools the agent may use.
+func (e *UnknownToolError) message() string {
+	msg := "Tool " + strconv.Quote(e.Tool) + " is not configured."
+	switch n := len(e.Available); {
+	case n == 0:
+		return msg + " No tool is configured."
+	case n <= toolsNamed:
+		return msg + " Tools this agent may use: " + strings.Join(e.Available, ", ") + "."
+	default:
+		return msg + fmt.Sprintf(" Tools this agent may use: %s, and %d more (GET /v1/tools lists them all).",
+			strings.Join(e.Available[:toolsNamed], ", "), n-toolsNamed)
+	}
 }

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -103,9 +104,11 @@ func (s *Service) now() *time.Time {
 // nothing is stored. A requested_for that is not a user id is an
 // *InputError (invalid_request).
 func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req store.Request, created bool, err error) {
-	tool, ok := s.CurrentTools()[in.Tool]
+	tools := s.CurrentTools()
+	tool, ok := tools[in.Tool]
 	if !ok {
-		return store.Request{}, false, &UnknownToolError{Tool: in.Tool}
+		// Every agent may use every configured tool.
+		return store.Request{}, false, &UnknownToolError{Tool: in.Tool, Available: slices.Sorted(maps.Keys(tools))}
 	}
 	if err := checkRequestedFor(in.RequestedFor); err != nil {
 		return store.Request{}, false, err
@@ -129,11 +132,14 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 	if key == "" {
 		key = derivedKey
 	}
-	if key != derivedKey && strings.HasPrefix(key, KeyPrefix) {
-		// The prefix is what tells a derived key on a card, in a lookup and
-		// at the provider; a client key must not pass for one.
-		return store.Request{}, false, invalid("idempotency_key",
-			"a key that begins with %s must be the key this intent derives; send that key, none, or a key without the prefix", KeyPrefix)
+	if key != derivedKey {
+		// The whole rule again, whoever decoded the intent: a key that is
+		// not derived is stored as sent and reaches the provider as a
+		// header, so it must survive one unchanged and must not pass for a
+		// derived key.
+		if err := CheckClientKey(key, derivedKey); err != nil {
+			return store.Request{}, false, invalid("idempotency_key", "%v", err)
+		}
 	}
 
 	// The store reads the key first or inserts first, as suits it

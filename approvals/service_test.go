@@ -2,6 +2,10 @@ package approvals
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,8 +202,13 @@ func TestSubmitUnknownTool(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		if _, _, err := b.svc.Submit(b.ctx, "billing-agent", newIntent(&intentOpts{Tool: ptr("db.drop")})); !errors.Is(err, ErrUnknownTool) {
+		_, _, err := b.svc.Submit(b.ctx, "billing-agent", newIntent(&intentOpts{Tool: ptr("db.drop")}))
+		if !errors.Is(err, ErrUnknownTool) {
 			t.Fatalf("err = %v, want ErrUnknownTool", err)
+		}
+		var unknown *UnknownToolError
+		if !errors.As(err, &unknown) || !slices.Equal(unknown.Available, slices.Sorted(maps.Keys(b.svc.CurrentTools()))) {
+			t.Errorf("err = %#v, want the configured tools, sorted", err)
 		}
 		if got := b.count(t, `SELECT count(*) FROM requests`); got != 0 {
 			t.Errorf("requests = %d, want 0", got)
@@ -227,4 +236,26 @@ func TestCancel(t *testing.T) {
 			t.Errorf("cancelled events = %d, want 1", got)
 		}
 	})
+}
+
+// An unknown tool's refusal names the tools the agent may use: all of them
+// as a list, the first 20 in its words.
+func TestUnknownToolRefusalNamesTheTools(t *testing.T) {
+	t.Parallel()
+	ref := RefusalFor(&UnknownToolError{Tool: "db.drop", Available: []string{"billing.credit", "crm.note"}})
+	if ref.Code != CodeUnknownTool || ref.Message != `Tool "db.drop" is not configured. Tools this agent may use: billing.credit, crm.note.` ||
+		!slices.Equal(ref.Tools, []string{"billing.credit", "crm.note"}) {
+		t.Errorf("refusal = %+v", ref)
+	}
+	var many []string
+	for i := range 25 {
+		many = append(many, fmt.Sprintf("tool.%02d", i))
+	}
+	ref = RefusalFor(&UnknownToolError{Tool: "db.drop", Available: many})
+	if !strings.Contains(ref.Message, "tool.19, and 5 more (GET /v1/tools lists them all).") || strings.Contains(ref.Message, "tool.20") || len(ref.Tools) != 25 {
+		t.Errorf("refusal of 25 tools = %+v", ref)
+	}
+	if ref := RefusalFor(&UnknownToolError{Tool: "db.drop"}); ref.Message != `Tool "db.drop" is not configured. No tool is configured.` {
+		t.Errorf("refusal without tools = %+v", ref)
+	}
 }

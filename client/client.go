@@ -67,8 +67,12 @@ const pollWait = 60 * time.Second
 // Request asks for the intent's write and returns the request: created
 // (201), or the one its key already names (200, Replayed set), whatever its
 // state. A network error or a 503 is retried with the same bytes, so it
-// cannot create a second request, until ctx ends.
+// cannot create a second request, until ctx ends. An IdempotencyKey
+// countersign would refuse is an *InvalidKeyError, and nothing is sent.
 func (c *Client) Request(ctx context.Context, in Intent) (*Request, error) {
+	if err := in.checkKey(); err != nil {
+		return nil, err
+	}
 	body, err := json.Marshal(in)
 	if err != nil {
 		return nil, fmt.Errorf("client: encoding intent: %w", err)
@@ -223,12 +227,13 @@ func decodeError(a answer) *APIError {
 			Errors    []Violation `json:"errors"`
 			RequestID string      `json:"request_id"`
 			Status    string      `json:"status"`
+			Tools     []string    `json:"tools"`
 		} `json:"error"`
 	}
 	e := &APIError{Status: a.status, RequestID: a.header.Get("Request-Id")}
 	if json.Unmarshal(a.body, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.Field, e.Errors = body.Error.Code, body.Error.Message, body.Error.Field, body.Error.Errors
-		e.FinalStatus = body.Error.Status
+		e.FinalStatus, e.Tools = body.Error.Status, body.Error.Tools
 		if body.Error.RequestID != "" {
 			e.RequestID = body.Error.RequestID
 		}

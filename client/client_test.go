@@ -8,6 +8,7 @@ import (
 	"github.com/countersign/countersign/internal/intentkey/intentkeytest"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,41 @@ func TestKeyMatchesTheSharedVectors(t *testing.T) {
 	} {
 		if _, err := client.Key(bad); err == nil {
 			t.Errorf("%s: Key accepted it", name)
+		}
+	}
+}
+
+// The client keys of the shared vectors: Key and Request refuse those the
+// server refuses, naming the Idempotency-Key and sending nothing, and take
+// the others as the key.
+func TestClientKeysMatchTheSharedVectors(t *testing.T) {
+	t.Parallel()
+	v := intentkeytest.Load(t).ClientKeys
+	sent := 0
+	c := client.New("http://127.0.0.1:9", agentToken, watch(t, func(*http.Request, *http.Response, error) { sent++ }))
+	intent := func(key string) client.Intent {
+		return client.Intent{RunID: "r-7f3a", Step: 6, Tool: "billing.credit",
+			Effect: json.RawMessage(`{"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}`), IdempotencyKey: key}
+	}
+	if derived, err := client.Key(intent("")); err != nil || derived != v.Derived {
+		t.Fatalf("the vectors' intent keys as %s, %v; want %s", derived, err, v.Derived)
+	}
+	for _, k := range v.Refused {
+		_, err := client.Key(intent(k.Key))
+		var keyErr *client.InvalidKeyError
+		if !errors.As(err, &keyErr) || !errors.Is(err, client.ErrInvalidRequest) || !strings.Contains(err.Error(), "Idempotency-Key") {
+			t.Errorf("%s: Key = %v, want an *InvalidKeyError naming the Idempotency-Key", k.Name, err)
+		}
+		if _, err := c.Request(context.Background(), intent(k.Key)); !errors.As(err, &keyErr) {
+			t.Errorf("%s: Request = %v, want an *InvalidKeyError", k.Name, err)
+		}
+	}
+	if sent != 0 {
+		t.Errorf("%d refused keys were sent", sent)
+	}
+	for _, k := range v.Accepted {
+		if got, err := client.Key(intent(k.Key)); err != nil || got != k.Key {
+			t.Errorf("%s: Key = %q, %v; want the key as given", k.Name, got, err)
 		}
 	}
 }
@@ -237,8 +273,9 @@ func TestTypedErrors(t *testing.T) {
 	}
 	unknown := credit(100)
 	unknown.Tool = "db.drop"
-	if _, err := c.Request(ctx, unknown); !errors.Is(err, client.ErrUnknownTool) {
-		t.Errorf("an unknown tool: %v", err)
+	if _, err := c.Request(ctx, unknown); !errors.Is(err, client.ErrUnknownTool) || !errors.As(err, &apiErr) ||
+		!slices.Equal(apiErr.Tools, []string{"billing.credit", "crm.note"}) || !strings.Contains(apiErr.Message, "billing.credit, crm.note") {
+		t.Errorf("an unknown tool: %v (%+v)", err, apiErr)
 	}
 	if _, err := client.New(g.URL, "not-a-token").Tools(ctx); !errors.Is(err, client.ErrUnauthorized) {
 		t.Errorf("a bad token: %v", err)

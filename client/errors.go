@@ -103,6 +103,8 @@ type APIError struct {
 	// FinalStatus is, for pruned, how the key's request ended (rejected,
 	// expired, cancelled, succeeded or failed).
 	FinalStatus string
+	// Tools are, for unknown_tool, the tools the agent may use.
+	Tools []string
 }
 
 // Error reads "countersign: code (status) at field: message (request_id

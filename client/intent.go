@@ -25,28 +25,71 @@ type Intent struct {
 	Summary      string `json:"summary,omitempty"`
 	Reason       string `json:"reason,omitempty"`
 	RequestedFor string `json:"requested_for,omitempty"`
-	// IdempotencyKey, when set (8 to 255 printable ASCII characters), is
-	// the key instead of the derived one: for a write the agent already
-	// tried under its own key before it had to ask.
+	// IdempotencyKey, when set, is the key instead of the derived one: for
+	// a write the agent already tried under its own key before it had to
+	// ask. It is 8 to 255 characters, each a letter, a digit or one of
+	// -_.:~/+=, and begins with wa_ (in any letter case) only when it is
+	// the derived key; Key and Client.Request refuse any other with an
+	// *InvalidKeyError, before sending anything.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
+// InvalidKeyError is an Intent's IdempotencyKey that countersign would
+// refuse (422 invalid_request naming the Idempotency-Key); Reason says why.
+// It matches ErrInvalidRequest, as the server's refusal would.
+type InvalidKeyError struct {
+	Reason string
+}
+
+func (e *InvalidKeyError) Error() string { return "client: " + e.Reason }
+
+// Is reports whether target is ErrInvalidRequest.
+func (e *InvalidKeyError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// checkKey refuses in's IdempotencyKey as countersign would. A key with the
+// derived keys' prefix is compared with the derived key; when the intent
+// has none (a number the server refuses), the server's refusal of the
+// intent is the answer.
+func (in Intent) checkKey() error {
+	if in.IdempotencyKey == "" {
+		return nil
+	}
+	if err := intentkey.CheckClientKeyForm(in.IdempotencyKey); err != nil {
+		return &InvalidKeyError{Reason: err.Error()}
+	}
+	if !intentkey.HasPrefixFold(in.IdempotencyKey) {
+		return nil
+	}
+	basis, err := in.basis()
+	if err != nil {
+		return nil
+	}
+	derived, err := intentkey.Key(basis)
+	if err != nil {
+		return nil
+	}
+	if err := intentkey.CheckClientKey(in.IdempotencyKey, derived); err != nil {
+		return &InvalidKeyError{Reason: err.Error()}
+	}
+	return nil
+}
+
 // Key returns the key countersign stores for the intent, computed offline:
-// its IdempotencyKey if set, else "wa_" + hex(sha256(JCS({"run", "step",
+// its IdempotencyKey if set (and one countersign takes), else "wa_" + hex(sha256(JCS({"run", "step",
 // "tool", "effect"}))), the same as the hook and `countersign key`. Like
 // them it refuses a number RFC 8785 would write as another value
 // (9007199254740993, 1e-400, 9007199254740993.0 as a json.Number), naming
 // it by its JSON Pointer: the hook would refuse the intent.
 func Key(in Intent) (string, error) {
-	if in.IdempotencyKey != "" {
-		if !intentkey.ValidClientKey(in.IdempotencyKey) {
-			return "", fmt.Errorf("client: IdempotencyKey must be 8 to 255 printable ASCII characters")
-		}
-		return in.IdempotencyKey, nil
-	}
 	basis, err := in.basis()
 	if err != nil {
 		return "", err
+	}
+	if in.IdempotencyKey != "" {
+		if err := in.checkKey(); err != nil {
+			return "", err
+		}
+		return in.IdempotencyKey, nil
 	}
 	return intentkey.Key(basis)
 }

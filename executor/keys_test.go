@@ -14,9 +14,10 @@ import (
 )
 
 // awkwardKeys are valid client keys that change when escaped for the wrong
-// part of a URL. The last is the one before it with spaces for pluses: a
-// space escaped as a plus in a path would verify it against the other's write.
-var awkwardKeys = []string{"inv 41 credit", "inv/42/credit", "inv%43%credit", "inv+44+credit", "inv 44 credit"}
+// part of a URL: a slash splits a path, a plus read from a query is a space,
+// and = : ~ mean something in one part or another. (Spaces and percent
+// signs are no longer valid in a client key.)
+var awkwardKeys = []string{"inv/42/credit", "inv+44+credit", "inv=45=credit", "inv:46~credit", "inv/47+credit=="}
 
 // verifyForms are the two places a verify URL can carry the key.
 var verifyForms = []struct{ name, path string }{
@@ -25,8 +26,8 @@ var verifyForms = []struct{ name, path string }{
 }
 
 // TestUncertainSendsUnderAwkwardKeys times out sends the provider has
-// already performed, under client keys with a space, a slash, a percent and a
-// plus, at a provider that ignores keys: the verify URL must ask for exactly
+// already performed, under client keys with a slash, a plus, an equals sign,
+// a colon and a tilde, at a provider that ignores keys: the verify URL must ask for exactly
 // that key, find the write, and nothing is sent twice.
 func TestUncertainSendsUnderAwkwardKeys(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
@@ -43,8 +44,8 @@ func TestUncertainSendsUnderAwkwardKeys(t *testing.T) {
 				b.provider.Set(providertest.Behavior{HangAfterProcess: true})
 				reqs := make([]store.Request, len(awkwardKeys))
 				for i, key := range awkwardKeys {
-					if !approvals.ValidClientKey(key) {
-						t.Fatalf("%q is not a valid client key", key)
+					if err := approvals.CheckClientKeyForm(key); err != nil {
+						t.Fatalf("%q is not a valid client key: %v", key, err)
 					}
 					reqs[i] = approveKey(t, b.review, fmt.Sprintf("run-awkward-%d", i), key)
 				}

@@ -23,6 +23,7 @@ type errorBody struct {
 		Field     string                `json:"field,omitempty"`
 		Errors    []approvals.Violation `json:"errors,omitempty"`
 		Status    string                `json:"status,omitempty"`
+		Tools     []string              `json:"tools,omitempty"`
 		RequestID string                `json:"request_id"`
 	} `json:"error"`
 }
@@ -68,7 +69,7 @@ func writeRefusal(w http.ResponseWriter, r *http.Request, ref approvals.Refusal)
 	var body errorBody
 	body.Error.Code, body.Error.Message, body.Error.Field = ref.Code, ref.Message, ref.Field
 	body.Error.Errors, body.Error.RequestID = ref.Errors, requestid.From(r.Context())
-	body.Error.Status = ref.Status
+	body.Error.Status, body.Error.Tools = ref.Status, ref.Tools
 	return writeJSON(w, Status(ref.Code), body)
 }
 

@@ -46,9 +46,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals
 		return writeRefusal(w, r, approvals.RefusalFor(&approvals.InputError{Code: approvals.CodeMalformedJSON, Message: "The body could not be read."}))
 	}
 	in, err := approvals.DecodeIntent(body)
+	headers := r.Header.Values("Idempotency-Key")
 	header := r.Header.Get("Idempotency-Key")
 	if err == nil {
-		err = applyKeyHeader(&in, header)
+		err = applyKeyHeader(&in, headers)
 	}
 	var req store.Request
 	var created bool
@@ -90,13 +91,18 @@ func namingKeyHeader(err error, header string) error {
 }
 
 // applyKeyHeader takes a client key from the Idempotency-Key header; it must
-// agree with the body's idempotency_key when both are sent.
-func applyKeyHeader(in *approvals.Intent, header string) error {
-	if header == "" {
+// agree with the body's idempotency_key when both are sent. Two headers are
+// refused: a proxy or a provider may read the other one.
+func applyKeyHeader(in *approvals.Intent, headers []string) error {
+	if len(headers) > 1 {
+		return invalid("Idempotency-Key", "send one Idempotency-Key header, not %d", len(headers))
+	}
+	if len(headers) == 0 || headers[0] == "" {
 		return nil
 	}
-	if !approvals.ValidClientKey(header) {
-		return invalid("Idempotency-Key", "the Idempotency-Key header must be 8 to 255 printable ASCII characters")
+	header := headers[0]
+	if err := approvals.CheckClientKeyForm(header); err != nil {
+		return invalid("Idempotency-Key", "%v", err)
 	}
 	if in.IdempotencyKey != "" && in.IdempotencyKey != header {
 		return invalid("Idempotency-Key", "idempotency_key and the Idempotency-Key header differ")

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -19,7 +20,7 @@ const (
 	summarySchema      = `{"type": "string", "description": "One line for the reviewer saying what the write does. Not part of the key."}`
 	reasonSchema       = `{"type": "string", "description": "Why the write is needed, for the reviewer. Not part of the key."}`
 	requestedForSchema = `{"type": "string", "description": "Who the write is for: a Slack user id (U…, W…) or local:name. That person may not approve it."}`
-	keySchema          = `{"type": "string", "minLength": 8, "maxLength": 255, "description": "Only when this write was already tried under a key of your own: that key, instead of the derived one."}`
+	keySchema          = `{"type": "string", "pattern": "^[A-Za-z0-9._~:/+=-]{8,255}$", "description": "Only when this write was already tried under a key of your own: that key, instead of the derived one. 8 to 255 letters, digits and -_.:~/+=; one beginning with wa_ must be the derived key."}`
 	refSchema          = `{"type": "object", "required": ["ref"], "additionalProperties": false, "properties": {"ref": {"type": "string", "description": "The request's key (wa_…) or id, as a request_* tool returned it."}}}`
 )
 
@@ -112,6 +113,11 @@ func (h *handlers) submit(ctx context.Context, args writeArgs) (*mcp.CallToolRes
 	ctx, cancel := context.WithTimeout(ctx, h.callTimeout)
 	defer cancel()
 	r, err := h.client.Request(ctx, in)
+	var keyErr *client.InvalidKeyError
+	if errors.As(err, &keyErr) {
+		// The client refuses the key as countersign would, before sending.
+		return argumentError("/idempotency_key", keyErr.Reason), nil
+	}
 	if err != nil {
 		return toolError(err), nil
 	}

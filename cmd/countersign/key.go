@@ -10,7 +10,8 @@ import (
 
 // printKey reads an intent as an agent would post it, from the one file
 // named in files or else from stdin, and prints the key the hook would store:
-// its idempotency_key if it has one, else the derived key.
+// its idempotency_key if it has one (and the hook would take it), else the
+// derived key.
 func printKey(files []string, stdin io.Reader, stdout io.Writer) error {
 	source, name := stdin, "stdin"
 	if len(files) == 1 && files[0] != "-" {
@@ -32,11 +33,17 @@ func printKey(files []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w", err)
 	}
-	key := in.IdempotencyKey
-	if key == "" {
-		if key, err = approvals.Key(in.Basis()); err != nil {
-			return err
+	derived, err := approvals.Key(in.Basis())
+	if err != nil {
+		return err
+	}
+	key := derived
+	if in.IdempotencyKey != "" {
+		// The hook's whole rule: a wa_ key must be the derived one.
+		if err := approvals.CheckClientKey(in.IdempotencyKey, derived); err != nil {
+			return fmt.Errorf("idempotency_key: %w", err)
 		}
+		key = in.IdempotencyKey
 	}
 	_, err = fmt.Fprintln(stdout, key)
 	return err

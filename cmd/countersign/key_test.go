@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"github.com/countersign/countersign/internal/intentkey/intentkeytest"
 	"strings"
 	"testing"
@@ -67,6 +68,31 @@ func TestKeyCommandPrintsTheClientKey(t *testing.T) {
 	}
 	if got := strings.TrimSpace(out.String()); got != "dispatch-4711-credit" {
 		t.Errorf("key = %s, want the client's key", got)
+	}
+}
+
+// `countersign key` takes and refuses client keys as the hook does (the
+// shared vectors' client keys), printing no key for a refused one.
+func TestKeyCommandChecksTheClientKey(t *testing.T) {
+	t.Parallel()
+	v := intentkeytest.Load(t).ClientKeys
+	intent := func(key string) *bytes.Reader {
+		quoted, _ := json.Marshal(key)
+		return bytes.NewReader([]byte(`{"run_id": "r-7f3a", "step": 6, "tool": "billing.credit",
+			"effect": {"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}, "idempotency_key": ` + string(quoted) + `}`))
+	}
+	for _, k := range v.Accepted {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"key"}, envFrom(nil), intent(k.Key), &out, &errOut); code != 0 || strings.TrimSpace(out.String()) != k.Key {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", k.Name, code, out.String(), errOut.String())
+		}
+	}
+	for _, k := range v.Refused {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"key"}, envFrom(nil), intent(k.Key), &out, &errOut)
+		if code != 1 || out.Len() != 0 || !strings.Contains(errOut.String(), "Idempotency-Key") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 naming the Idempotency-Key", k.Name, code, out.String(), errOut.String())
+		}
 	}
 }
 

@@ -163,17 +163,3 @@ func Short(key string) string {
 	}
 	return key[:12] + "…" + key[len(key)-4:]
 }
-
-// ValidClientKey reports whether a client-sent key is 8 to 255 printable
-// ASCII characters.
-func ValidClientKey(key string) bool {
-	if len(key) < 8 || len(key) > 255 {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x20 || key[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}

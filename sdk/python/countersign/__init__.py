@@ -24,6 +24,8 @@ from .errors import (
     AlreadyResolvedError,
     APIError,
     CallbackNotConfiguredError,
+    ConnectionError,
+    ConnectionTimeoutError,
     CountersignError,
     InternalError,
     InvalidEffectError,
@@ -47,18 +49,19 @@ from .errors import (
     Violation,
     WaitTimeout,
 )
-from .key import intent_key
+from .key import InvalidKeyError, check_client_key, intent_key
 from .request import Callback, Decision, Execution, Page, Policy, Request, RequestPolicy, Response, Tool, Vote
 from .signature import DEFAULT_TOLERANCE, verify_signature
 from .version import __version__
 
 __all__ = [
     "ERRORS", "DEFAULT_TOLERANCE", "APIError", "AlreadyDecidedError", "AlreadyResolvedError", "AsyncClient",
-    "Callback", "CallbackNotConfiguredError", "Client", "CountersignError", "Decision", "Execution",
-    "InternalError", "InvalidEffectError", "InvalidRequestError", "KeyReusedError", "MalformedJSONError",
-    "MethodNotAllowedError", "NoLongerApproverError", "NotApproverError", "NotFoundError", "NothingToRedriveError", "NumberError", "Page",
+    "Callback", "CallbackNotConfiguredError", "Client", "ConnectionError", "ConnectionTimeoutError",
+    "CountersignError", "Decision", "Execution", "InternalError", "InvalidEffectError", "InvalidKeyError",
+    "InvalidRequestError", "KeyReusedError", "MalformedJSONError", "MethodNotAllowedError",
+    "NoLongerApproverError", "NotApproverError", "NotFoundError", "NothingToRedriveError", "NumberError", "Page",
     "Policy", "PrunedError", "Request", "RequestPolicy", "Response", "SelfApprovalError", "SignatureError", "StaleCardError",
     "Tool", "TooLargeError", "UnauthorizedError", "UnavailableError", "UnknownToolError",
-    "UnsupportedMediaTypeError", "Violation", "Vote", "WaitTimeout", "__version__", "intent_key",
+    "UnsupportedMediaTypeError", "Violation", "Vote", "WaitTimeout", "__version__", "check_client_key", "intent_key",
     "verify_signature",
 ]

@@ -73,7 +73,7 @@ class AsyncClient:
         req: Request | None = None
         try:
             req = await self._transport.arun(calls.get(ref), deadline)
-            while not req.settled and (remaining := deadline - time.monotonic()) > 0:
+            while not req.settled and (remaining := deadline - time.monotonic()) >= calls.MIN_POLL:
                 req = await self._transport.arun(calls.poll(ref, req.version, remaining), deadline)
         except RETRIED as e:
             # Retries end only at the deadline: the wait is over.

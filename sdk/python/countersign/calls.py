@@ -9,11 +9,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from .canonical import dumps
+from .key import check_client_key, has_key_prefix, intent_key
 from .request import Page, Request, Tool
 from .transport import Answer, Call
 
 #: How long one long-poll asks the server to hold, in seconds.
 POLL_WAIT = 30
+
+#: The least time left, in seconds, that is worth another long-poll: the
+#: server holds whole milliseconds.
+MIN_POLL = 0.001
 
 
 def _json(answer: Answer) -> Any:
@@ -30,7 +35,12 @@ def _path(ref: str) -> str:
 
 def create(tool: str, effect: Mapping[str, Any], run_id: str, step: int | str, summary: str | None,
            reason: str | None, requested_for: str | None, idempotency_key: str | None) -> Call[Request]:
-    """POST /v1/requests. Safe to send again: the same bytes replay."""
+    """POST /v1/requests. Safe to send again: the same bytes replay. A client
+    key countersign would refuse raises InvalidKeyError here."""
+    if idempotency_key:
+        check_client_key(idempotency_key)
+        if has_key_prefix(idempotency_key):
+            check_client_key(idempotency_key, intent_key(run_id, step, tool, effect))
     intent: dict[str, Any] = {"run_id": run_id, "step": step, "tool": tool, "effect": effect}
     for name, value in (("summary", summary), ("reason", reason), ("requested_for", requested_for),
                         ("idempotency_key", idempotency_key)):
@@ -51,10 +61,13 @@ def get(ref: str) -> Call[Request]:
 
 def poll(ref: str, since: int, hold: float) -> Call[Request]:
     """GET /v1/requests/{ref}?wait=…&since=…: the request once its version
-    is past since or it is settled, or as it is when the hold ends."""
-    seconds = POLL_WAIT if hold >= POLL_WAIT else max(1, math.ceil(hold))
-    query = urllib.parse.urlencode({"wait": f"{seconds}s", "since": str(since)})
-    return Call("GET", f"{_path(ref)}?{query}", None, _request, hold=seconds)
+    is past since or it is settled, or as it is when the hold ends. The
+    server holds at most ``hold`` seconds (and POLL_WAIT), to the
+    millisecond below, so a wait with a timeout ends on time."""
+    millis = math.floor(min(hold, POLL_WAIT) * 1000)
+    wait = f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+    query = urllib.parse.urlencode({"wait": wait, "since": str(since)})
+    return Call("GET", f"{_path(ref)}?{query}", None, _request, hold=millis / 1000)
 
 
 def list_page(status: str | None, tool: str | None, run_id: str | None, settled: bool | None, limit: int | None,

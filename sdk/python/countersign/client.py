@@ -92,7 +92,7 @@ class Client:
         req: Request | None = None
         try:
             req = self._transport.run(calls.get(ref), deadline)
-            while not req.settled and (remaining := deadline - time.monotonic()) > 0:
+            while not req.settled and (remaining := deadline - time.monotonic()) >= calls.MIN_POLL:
                 req = self._transport.run(calls.poll(ref, req.version, remaining), deadline)
         except RETRIED as e:
             # Retries end only at the deadline: the wait is over.

@@ -86,9 +86,11 @@ class InvalidEffectError(APIError):
 
 
 class UnknownToolError(APIError):
-    """The configuration has no such tool."""
+    """The configuration has no such tool; ``tools`` are the tools this
+    agent may use (the message names them too)."""
 
     code = "unknown_tool"
+    tools: tuple[str, ...] = ()
 
 
 class KeyReusedError(APIError):
@@ -222,6 +224,20 @@ class WaitTimeout(CountersignError, TimeoutError):
         super().__init__(f"countersign: request {ref} was not settled when the wait ended")
 
 
+class ConnectionError(CountersignError, OSError):
+    """An exchange that never reached an answer: the connection failed (the
+    server is down, the name does not resolve) or it broke before the answer
+    was read. ``__cause__`` is the network layer's error. It is an OSError
+    too, so code that caught the bare network errors still catches it. (It
+    has the TypeScript SDK's name; import it as ``countersign.ConnectionError``
+    to keep the built-in one in view.)"""
+
+
+class ConnectionTimeoutError(ConnectionError, TimeoutError):
+    """An exchange whose answer did not come within the client's timeout
+    (and a long-poll's hold)."""
+
+
 class SignatureError(CountersignError):
     """A Countersign-Signature that does not prove countersign sent what it
     covers, with the secret, within the tolerance."""
@@ -246,6 +262,8 @@ def error_from(status: int, headers: Message, body: bytes) -> APIError:
     error = cls(status, code, message, field, violations, request_id, retry_after(headers.get("Retry-After")))
     if isinstance(error, PrunedError):
         error.final_status = envelope.get("status")
+    if isinstance(error, UnknownToolError):
+        error.tools = tuple(str(t) for t in envelope.get("tools") or ())
     return error
 
 

@@ -11,6 +11,47 @@ from .canonical import canonical
 #: Versions the key scheme; a new scheme gets a new prefix.
 PREFIX = "wa_"
 
+#: What a client key may hold besides ASCII letters and digits.
+CLIENT_KEY_PUNCTUATION = "-_.:~/+="
+
+_CLIENT_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789" + CLIENT_KEY_PUNCTUATION)
+_CLIENT_KEY_RULE = ("the Idempotency-Key (header or idempotency_key) must be 8 to 255 characters, each a letter, a digit or "
+                    "one of " + CLIENT_KEY_PUNCTUATION)
+
+
+class InvalidKeyError(ValueError):
+    """A client key countersign would refuse (422 ``invalid_request`` naming
+    the Idempotency-Key); ``Client.request`` raises it before sending
+    anything."""
+
+
+def check_client_key(key: str, derived: str | None = None) -> None:
+    """Raise InvalidKeyError unless countersign takes ``key`` as the client
+    key (``idempotency_key``) of an intent whose key is ``derived``.
+
+    A client key is 8 to 255 characters, each an ASCII letter, a digit or one
+    of ``-_.:~/+=``: it is sent to the provider as a header, which an HTTP
+    server may trim or fold, and it must arrive as the same string. One that
+    begins with ``wa_``, in any letter case, must be ``derived`` itself: the
+    prefix is the derived keys'. With ``derived`` None only the characters
+    and the length are checked.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"idempotency_key must be a str, not {type(key).__name__}")
+    if not 8 <= len(key) <= 255:
+        raise InvalidKeyError(f"{_CLIENT_KEY_RULE}; this one has {len(key)}")
+    for i, c in enumerate(key):
+        if c not in _CLIENT_KEY_CHARS:
+            raise InvalidKeyError(f"{_CLIENT_KEY_RULE}; character {i + 1} (U+{ord(c):04X}) is not")
+    if derived is not None and has_key_prefix(key) and key != derived:
+        raise InvalidKeyError(f"an Idempotency-Key (header or idempotency_key) that begins with {PREFIX}, in any letter "
+                              "case, must be the key this intent derives; send that key, none, or a key without the prefix")
+
+
+def has_key_prefix(key: str) -> bool:
+    """Whether key begins with the derived keys' prefix, in any letter case."""
+    return key[:len(PREFIX)].lower() == PREFIX
+
 
 def intent_key(run_id: str, step: int | str, tool: str, effect: Mapping[str, Any]) -> str:
     """Return the key countersign stores for this intent, without asking it.

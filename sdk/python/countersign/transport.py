@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from email.message import Message
 from typing import Generic, TypeVar
 
-from .errors import APIError, InternalError, UnavailableError, error_from
+from .errors import APIError, ConnectionError, ConnectionTimeoutError, InternalError, UnavailableError, error_from
 
 #: The most of an answer that is read.
 MAX_ANSWER_BYTES = 8 << 20
@@ -22,8 +22,9 @@ MAX_ANSWER_BYTES = 8 << 20
 T = TypeVar("T")
 
 #: What a call that may be sent again is sent again after: a network error
-#: or an answer of 503 (UnavailableError); a read also after a 500 (_pause).
-RETRIED = (OSError, http.client.HTTPException, UnavailableError)
+#: (ConnectionError) or an answer of 503 (UnavailableError); a read also
+#: after a 500 (_pause).
+RETRIED = (ConnectionError, UnavailableError)
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,11 @@ class Transport:
     """Sends calls to one countersign server as one agent.
 
     A call that may be sent again is, with the same bytes, after a network
-    error (an OSError: urllib.error.URLError, TimeoutError, ConnectionError)
-    or a 503 (a read also after a 500), following a jittered exponential
-    backoff, or the answer's Retry-After when that is longer, until its
-    deadline would pass; then the last error is raised.
+    error (raised as ConnectionError, or ConnectionTimeoutError when the
+    answer did not come in time) or a 503 (a read also after a 500),
+    following a jittered exponential backoff, or the answer's Retry-After
+    when that is longer, until its deadline would pass; then the last error
+    is raised.
     """
 
     def __init__(self, url: str, token: str, user_agent: str, *, timeout: float,
@@ -84,7 +86,7 @@ class Transport:
         while True:
             try:
                 return call.read(self.exchange(call))
-            except (OSError, http.client.HTTPException, APIError) as e:
+            except (ConnectionError, APIError) as e:
                 pause = self._pause(call, e, backoff, deadline)
             time.sleep(pause)
             backoff = min(2 * backoff, self.max_backoff)
@@ -96,7 +98,7 @@ class Transport:
         while True:
             try:
                 return call.read(await asyncio.to_thread(self.exchange, call))
-            except (OSError, http.client.HTTPException, APIError) as e:
+            except (ConnectionError, APIError) as e:
                 pause = self._pause(call, e, backoff, deadline)
             await asyncio.sleep(pause)
             backoff = min(2 * backoff, self.max_backoff)
@@ -128,9 +130,17 @@ class Transport:
         if call.body is not None:
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(self.base + call.path, data=call.body, headers=headers, method=call.method)
+        timeout = self.timeout + call.hold
         try:
-            with self._opener.open(req, timeout=self.timeout + call.hold) as resp:
+            with self._opener.open(req, timeout=timeout) as resp:
                 return Answer(resp.status, resp.headers, resp.read(MAX_ANSWER_BYTES))
         except urllib.error.HTTPError as e:
             with e:
                 raise error_from(e.code, e.headers, e.read(MAX_ANSWER_BYTES)) from None
+        except (OSError, http.client.HTTPException) as e:
+            # urllib's URLError wraps the socket's error as its reason.
+            reason = e.reason if isinstance(e, urllib.error.URLError) and isinstance(e.reason, BaseException) else e
+            what = f"countersign: {call.method} {call.path.split('?')[0]}"
+            if isinstance(reason, TimeoutError):
+                raise ConnectionTimeoutError(f"{what}: no answer within {timeout:g} s") from e
+            raise ConnectionError(f"{what}: {reason}") from e

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -103,6 +104,19 @@ class Fake:
         def answer(h: BaseHTTPRequestHandler) -> None:
             self.released.wait(seconds)
             h.close_connection = True
+
+        return answer
+
+    def hold_for_wait(self, body: Any) -> Answer:
+        """A long-poll's answer as countersign gives it when nothing
+        changes: body, once the call's ?wait= has passed (or when released)."""
+
+        def answer(h: BaseHTTPRequestHandler) -> None:
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(h.path).query)
+            wait = query.get("wait", ["0s"])[0]
+            seconds = int(wait[:-2]) / 1000 if wait.endswith("ms") else int(wait[:-1])
+            self.released.wait(seconds)
+            reply(200, body)(h)
 
         return answer
 

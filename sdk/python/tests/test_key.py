@@ -2,7 +2,7 @@ import math
 import unittest
 from decimal import Decimal
 
-from countersign import NumberError, intent_key
+from countersign import InvalidKeyError, NumberError, check_client_key, intent_key
 from countersign.canonical import canonical, dumps
 
 from .shared import load_json
@@ -35,6 +35,43 @@ class SharedVectorsTest(unittest.TestCase):
                     key_of(v["intent"])
                 self.assertEqual(caught.exception.pointer, v["pointer"])
                 self.assertIn(f" at {v['pointer']} ", str(caught.exception))
+
+
+class ClientKeysTest(unittest.TestCase):
+    """The client keys of the shared vectors: those countersign takes and
+    those it refuses (422 invalid_request naming the Idempotency-Key)."""
+
+    vectors = load_json("internal/intentkey/testdata/key-vectors.json")["client_keys"]
+
+    def test_the_vectors_are_sent_with_the_published_intent(self):
+        self.assertEqual(self.vectors["derived"], PUBLISHED)
+        self.assertEqual(intent_key("r-7f3a", 6, "billing.credit", EFFECT), self.vectors["derived"])
+
+    def test_accepted(self):
+        self.assertGreaterEqual(len(self.vectors["accepted"]), 10)
+        for v in self.vectors["accepted"]:
+            with self.subTest(v["name"]):
+                check_client_key(v["key"], self.vectors["derived"])
+
+    def test_refused(self):
+        self.assertGreaterEqual(len(self.vectors["refused"]), 30)
+        for v in self.vectors["refused"]:
+            with self.subTest(v["name"]), self.assertRaises(InvalidKeyError) as caught:
+                check_client_key(v["key"], self.vectors["derived"])
+            self.assertIn("Idempotency-Key", str(caught.exception))
+            self.assertIsInstance(caught.exception, ValueError)
+
+    def test_the_refusal_says_why(self):
+        for key, why in ((" " + PUBLISHED, "character 1 (U+0020) is not"), ("abcdefg", "this one has 7"),
+                         ("WA_" + PUBLISHED[3:], "must be the key this intent derives")):
+            with self.subTest(key), self.assertRaises(InvalidKeyError) as caught:
+                check_client_key(key, PUBLISHED)
+            self.assertIn(why, str(caught.exception))
+
+    def test_without_the_derived_key_only_the_form_is_checked(self):
+        check_client_key("WA_" + PUBLISHED[3:])
+        with self.assertRaises(InvalidKeyError):
+            check_client_key(" " + PUBLISHED)
 
 
 class NumbersTest(unittest.TestCase):

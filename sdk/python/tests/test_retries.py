@@ -1,11 +1,16 @@
 import asyncio
+import builtins
 import json
+import socket
 import time
 import unittest
+import urllib.error
 import urllib.parse
 
+import countersign
 from countersign import (
-    APIError, AsyncClient, Client, InternalError, KeyReusedError, UnavailableError, WaitTimeout, __version__,
+    APIError, AsyncClient, Client, CountersignError, InternalError, InvalidKeyError, KeyReusedError, UnavailableError,
+    WaitTimeout, __version__,
 )
 
 from .fake import Fake, hang_up, refusal, reply, representation
@@ -116,7 +121,11 @@ class WaitTest(unittest.TestCase):
         self.assertTrue(req.settled)
         self.assertEqual(req.status, "cancelled")
         queries = [urllib.parse.parse_qs(urllib.parse.urlsplit(c.path).query) for c in fake.calls]
-        self.assertEqual(queries, [{}, {"wait": ["10s"], "since": ["1"]}, {"wait": ["10s"], "since": ["2"]}])
+        self.assertEqual([q.get("since") for q in queries], [None, ["1"], ["2"]])
+        # Each poll holds what is left of the 10 s, to the millisecond below.
+        for q in queries[1:]:
+            millis = int(q["wait"][0].removesuffix("ms"))
+            self.assertTrue(q["wait"][0].endswith("ms") and 9000 < millis < 10000, q["wait"])
 
     def test_a_long_wait_holds_30_seconds_a_poll(self):
         fake = Fake(reply(200, representation(4)), reply(200, representation(5, "rejected", True)))
@@ -134,6 +143,25 @@ class WaitTest(unittest.TestCase):
         self.assertLess(time.monotonic() - started, 4)
         self.assertEqual(caught.exception.request.version, 1)
         self.assertIsInstance(caught.exception, TimeoutError)
+
+    def test_a_poll_holds_at_most_the_time_left(self):
+        for hold, wait in ((0.5, "500ms"), (0.4999, "499ms"), (1.0, "1s"), (2.0009, "2s"), (29.9999, "29999ms"),
+                           (30, "30s"), (45, "30s"), (float("inf"), "30s")):
+            with self.subTest(hold):
+                call = countersign.calls.poll("wa_x", 3, hold)
+                self.assertIn(f"wait={wait}&since=3", call.path)
+                self.assertLessEqual(call.hold, min(hold, 30))
+
+    def test_a_short_wait_returns_near_its_timeout(self):
+        # The fake holds each long-poll as long as its wait asks, as the
+        # server does, and the request stays pending.
+        fake = Fake()
+        self.addCleanup(fake.close)
+        fake.answers = [reply(200, representation(1)), fake.hold_for_wait(representation(1))]
+        started = time.monotonic()
+        with self.assertRaises(WaitTimeout):
+            Client(fake.url, "t").wait("wa_x", timeout=0.5)
+        self.assertLess(time.monotonic() - started, 0.9)
 
     def test_list_reads_page_after_page(self):
         fake = Fake(reply(200, {"data": [representation(1, id="a"), representation(1, id="b")], "next_cursor": "c1"}),
@@ -169,6 +197,66 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         task.cancel()
         with self.assertRaises(asyncio.CancelledError):
             await task
+
+
+class ConnectionTest(unittest.TestCase):
+    def closed_port_url(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def test_a_server_that_is_down_is_a_connection_error(self):
+        client = Client(self.closed_port_url(), "t", retry_for=0)
+        for call in (lambda: client.get("wa_x"), lambda: client.tools(),
+                     lambda: client.request(tool="t", run_id="r", step=1, effect={})):
+            with self.assertRaises(countersign.ConnectionError) as caught:
+                call()
+            e = caught.exception
+            self.assertIsInstance(e, CountersignError)
+            self.assertIsInstance(e, OSError)
+            self.assertNotIsInstance(e, countersign.ConnectionTimeoutError)
+            self.assertIsInstance(e.__cause__, urllib.error.URLError)
+            self.assertIsInstance(e.__cause__.reason, builtins.ConnectionRefusedError)
+            self.assertRegex(str(e), r"^countersign: (GET|POST) /v1/")
+
+    def test_a_wait_on_a_server_that_is_down_ends_at_its_timeout(self):
+        with self.assertRaises(WaitTimeout) as caught:
+            Client(self.closed_port_url(), "t").wait("wa_x", timeout=0.3)
+        self.assertIsInstance(caught.exception.__cause__, countersign.ConnectionError)
+
+    def test_an_answer_that_does_not_come_in_time_is_a_connection_timeout(self):
+        fake = Fake()
+        self.addCleanup(fake.close)
+        fake.answers = [fake.stall(5)]
+        with self.assertRaises(countersign.ConnectionTimeoutError) as caught:
+            Client(fake.url, "t", timeout=0.2, retry_for=0).get("wa_x")
+        self.assertIsInstance(caught.exception, countersign.ConnectionError)
+        self.assertIsInstance(caught.exception, TimeoutError)
+
+    def test_an_async_client_raises_it_too(self):
+        async def get():
+            return await AsyncClient(self.closed_port_url(), "t", retry_for=0).get("wa_x")
+
+        with self.assertRaises(countersign.ConnectionError):
+            asyncio.run(get())
+
+
+class ClientKeyTest(unittest.TestCase):
+    def test_a_client_key_countersign_would_refuse_is_not_sent(self):
+        fake = Fake(reply(201, representation()))
+        self.addCleanup(fake.close)
+        client = Client(fake.url, "t")
+        derived = "wa_d0290121a1bc5140c2f0e0dcb82f8a07d785742f014cc81ac67938ef379d634c"
+        effect = {"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}
+        for key in (" " + derived, derived + " ", "WA_" + derived[3:], "wa_" + "0" * 64, "short", "tab\there-123"):
+            with self.subTest(key), self.assertRaises(InvalidKeyError):
+                client.request(tool="billing.credit", run_id="r-7f3a", step=6, effect=effect, idempotency_key=key)
+        self.assertEqual(fake.calls, [])
+        # The derived key itself, and a key of the client's own, are sent.
+        client.request(tool="billing.credit", run_id="r-7f3a", step=6, effect=effect, idempotency_key=derived)
+        client.request(tool="billing.credit", run_id="r-7f3a", step=6, effect=effect, idempotency_key="dispatch:inv_8841/1")
+        self.assertEqual([json.loads(c.body)["idempotency_key"] for c in fake.calls], [derived, "dispatch:inv_8841/1"])
 
 
 if __name__ == "__main__":

@@ -10,14 +10,16 @@ import uuid
 from decimal import Decimal
 
 from countersign import (
-    AlreadyDecidedError, AsyncClient, CallbackNotConfiguredError, Client, InvalidEffectError, InvalidRequestError,
-    KeyReusedError, NotFoundError, NumberError, Request, SignatureError, UnauthorizedError, intent_key,
-    verify_signature,
+    AlreadyDecidedError, AsyncClient, CallbackNotConfiguredError, Client, InvalidEffectError, InvalidKeyError,
+    InvalidRequestError, KeyReusedError, NotFoundError, NumberError, Request, SignatureError, UnauthorizedError,
+    UnknownToolError, WaitTimeout, intent_key, verify_signature,
 )
 from countersign.calls import get
-from countersign.canonical import canonical
+from countersign.canonical import canonical, dumps
+from countersign.transport import Call
 
 from .local_server import CALLBACK_SECRET, CALLBACK_TOKEN, DISPATCH_SECRET, TOKEN, Relay, Server
+from .shared import load_json
 
 server: Server
 steps = itertools.count(1)
@@ -116,6 +118,40 @@ class ServerTest(unittest.TestCase):
                 req = self.client.request(tool="sdk.note", run_id=run, step=step, effect=effect)
                 self.assertEqual(req.key, intent_key(run, step, "sdk.note", effect))
                 self.assertEqual(req.step, step)
+
+    def test_the_server_refuses_every_client_key_the_sdk_refuses(self):
+        # Sent around the SDK's own check, to the server's.
+        vectors = load_json("internal/intentkey/testdata/key-vectors.json")["client_keys"]
+        run = run_id()
+        for step, v in enumerate(vectors["refused"]):
+            intent = {"run_id": run, "step": step, "tool": "sdk.credit", "effect": CREDIT, "idempotency_key": v["key"]}
+            with self.subTest(v["name"]):
+                with self.assertRaises(InvalidKeyError):
+                    self.client.request(tool="sdk.credit", run_id=run, step=step, effect=CREDIT, idempotency_key=v["key"])
+                raw = Call("POST", "/v1/requests", dumps(intent).encode(), lambda answer: answer)
+                with self.assertRaises(InvalidRequestError) as caught:
+                    self.client._transport.run(raw, time.monotonic() + 10)
+                self.assertEqual(caught.exception.field, "/idempotency_key")
+                self.assertIn("Idempotency-Key", caught.exception.message)
+        self.assertEqual(list(self.client.list(run_id=run)), [])
+        # The key this intent derives, sent as the client's own, is the key.
+        derived = intent_key(run, 1, "sdk.credit", CREDIT)
+        req = self.client.request(tool="sdk.credit", run_id=run, step=1, effect=CREDIT, idempotency_key=derived)
+        self.assertEqual(req.key, derived)
+
+    def test_an_unknown_tool_names_the_tools_the_agent_may_use(self):
+        with self.assertRaises(UnknownToolError) as caught:
+            self.client.request(tool="sdk.debit", run_id=run_id(), step=1, effect=CREDIT)
+        self.assertEqual(caught.exception.tools, ("sdk.credit", "sdk.note"))
+        self.assertIn("sdk.credit, sdk.note", caught.exception.message)
+
+    def test_a_short_wait_ends_near_its_timeout(self):
+        req = self.client.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
+        started = time.monotonic()
+        with self.assertRaises(WaitTimeout) as caught:
+            self.client.wait(req.key, timeout=0.5)
+        self.assertLess(time.monotonic() - started, 0.9)
+        self.assertEqual(caught.exception.request.status, "pending")
 
     def test_a_bad_token_is_unauthorized(self):
         stranger = Client(server.url, "not-a-token")

@@ -1,17 +1,17 @@
 // The calls of countersign's agent API, as the Client sends them.
 
 import { dumps } from "./canonical.js";
-import type { Effect, Step } from "./key.js";
+import { checkClientKey, hasKeyPrefix, intentKey, type Effect, type Step } from "./key.js";
 import { pageFromJSON, requestFromJSON, toolFromJSON, type Page, type Request, type Tool } from "./request.js";
 import type { Answer, Call } from "./transport.js";
 
 /** How long one long-poll asks the server to hold, in seconds. */
 export const POLL_WAIT = 30;
 
-/** What request() sends: the intent, and the words a reviewer reads. */
-export interface RequestParams {
+/** What request() sends: the intent, and the words a reviewer reads. E is the effect's type. */
+export interface RequestParams<E extends Effect = Effect> {
   tool: string;
-  effect: Effect;
+  effect: E;
   runId: string;
   step: Step;
   summary?: string;
@@ -34,12 +34,19 @@ function path(ref: string): string {
   return "/v1/requests/" + encodeURIComponent(ref);
 }
 
-function readRequest(answer: Answer): Request {
-  return requestFromJSON(JSON.parse(answer.body));
+function readRequest<E extends Effect>(answer: Answer): Request<E> {
+  return requestFromJSON<E>(JSON.parse(answer.body));
 }
 
-/** POST /v1/requests. Safe to send again: the same bytes replay. */
-export function create(p: RequestParams): Call<Request> {
+/**
+ * POST /v1/requests. Safe to send again: the same bytes replay. A client key
+ * countersign would refuse throws InvalidKeyError here.
+ */
+export function create<E extends Effect>(p: RequestParams<E>): Call<Request<E>> {
+  if (p.idempotencyKey !== undefined && p.idempotencyKey !== "") {
+    checkClientKey(p.idempotencyKey);
+    if (hasKeyPrefix(p.idempotencyKey)) checkClientKey(p.idempotencyKey, intentKey(p.runId, p.step, p.tool, p.effect));
+  }
   const intent: Record<string, unknown> = { run_id: p.runId, step: p.step, tool: p.tool, effect: p.effect };
   if (p.summary !== undefined) intent.summary = p.summary;
   if (p.reason !== undefined) intent.reason = p.reason;
@@ -53,25 +60,27 @@ export function create(p: RequestParams): Call<Request> {
     hold: 0,
     read: (answer) => {
       const replayed = answer.status === 200 && answer.headers.get("Idempotent-Replayed") === "true";
-      return requestFromJSON(JSON.parse(answer.body), replayed);
+      return requestFromJSON<E>(JSON.parse(answer.body), replayed);
     },
   };
 }
 
 /** GET /v1/requests/{ref}. */
-export function get(ref: string): Call<Request> {
-  return { method: "GET", path: path(ref), retry: true, hold: 0, read: readRequest };
+export function get<E extends Effect>(ref: string): Call<Request<E>> {
+  return { method: "GET", path: path(ref), retry: true, hold: 0, read: readRequest<E> };
 }
 
 /**
  * GET /v1/requests/{ref}?wait=…&since=…: the request once its version is
- * past since or it is settled, or as it is when the hold ends. remaining
- * is in milliseconds.
+ * past since or it is settled, or as it is when the hold ends. The server
+ * holds at most `remaining` milliseconds (and POLL_WAIT), to the millisecond
+ * below, so a wait with a timeout ends on time.
  */
-export function poll(ref: string, since: number, remaining: number): Call<Request> {
-  const seconds = remaining >= POLL_WAIT * 1000 ? POLL_WAIT : Math.max(1, Math.ceil(remaining / 1000));
-  const query = new URLSearchParams({ wait: `${seconds}s`, since: String(since) });
-  return { method: "GET", path: `${path(ref)}?${query}`, retry: true, hold: seconds * 1000, read: readRequest };
+export function poll<E extends Effect>(ref: string, since: number, remaining: number): Call<Request<E>> {
+  const millis = Math.floor(Math.min(remaining, POLL_WAIT * 1000));
+  const wait = millis % 1000 === 0 ? `${millis / 1000}s` : `${millis}ms`;
+  const query = new URLSearchParams({ wait, since: String(since) });
+  return { method: "GET", path: `${path(ref)}?${query}`, retry: true, hold: millis, read: readRequest<E> };
 }
 
 /** GET /v1/requests with the filters given. */

@@ -3,6 +3,7 @@
 import * as calls from "./calls.js";
 import type { ListParams, RequestParams } from "./calls.js";
 import { UnavailableError, WaitTimeoutError } from "./errors.js";
+import type { Effect } from "./key.js";
 import type { Page, Request, Tool } from "./request.js";
 import { ConnectionError, Transport, type Call } from "./transport.js";
 import { VERSION } from "./version.js";
@@ -67,13 +68,19 @@ export class Client {
    * idempotencyKey is given. A network error or a 503 sends the same bytes
    * again, which replays rather than creating a second request.
    */
-  async request(params: RequestParams, options: CallOptions = {}): Promise<Request> {
+  request(params: RequestParams, options?: CallOptions): Promise<Request>;
+  /**
+   * With the effect's type, `client.request<Credit>(…)`: the effect must be
+   * one, and the request's effect is typed as one.
+   */
+  request<E extends Effect>(params: RequestParams<E>, options?: CallOptions): Promise<Request<E>>;
+  async request<E extends Effect>(params: RequestParams<E>, options: CallOptions = {}): Promise<Request<E>> {
     return this.run(calls.create(params), options);
   }
 
-  /** Returns the request named by ref: its id or its full key. */
-  async get(ref: string, options: CallOptions = {}): Promise<Request> {
-    return this.run(calls.get(ref), options);
+  /** Returns the request named by ref: its id or its full key. E is the effect's type, if known. */
+  async get<E extends Effect = Record<string, unknown>>(ref: string, options: CallOptions = {}): Promise<Request<E>> {
+    return this.run(calls.get<E>(ref), options);
   }
 
   /**
@@ -108,24 +115,25 @@ export class Client {
    * it takes. A request whose write waits for a person (needs_review) is
    * not settled.
    */
-  async wait(ref: string, options: WaitOptions = {}): Promise<Request> {
+  async wait<E extends Effect = Record<string, unknown>>(ref: string, options: WaitOptions = {}): Promise<Request<E>> {
     const deadline = options.timeout === undefined ? Infinity : performance.now() + options.timeout;
     const { signal } = options;
-    let req: Request | undefined;
+    let req: Request<E> | undefined;
     try {
       // A plain read first: a settled request needs no poll, and its
       // version is where the first poll starts.
-      req = await this.transport.run(calls.get(ref), deadline, signal);
+      req = await this.transport.run(calls.get<E>(ref), deadline, signal);
       let remaining: number;
-      while (!req.settled && (remaining = deadline - performance.now()) > 0) {
-        req = await this.transport.run(calls.poll(ref, req.version, remaining), deadline, signal);
+      // The server holds whole milliseconds: less than one left is no poll.
+      while (!req.settled && (remaining = deadline - performance.now()) >= 1) {
+        req = await this.transport.run(calls.poll<E>(ref, req.version, remaining), deadline, signal);
       }
     } catch (e) {
       // Retries end only at the deadline: the wait is over.
-      if (e instanceof ConnectionError || e instanceof UnavailableError) throw new WaitTimeoutError(ref, req, { cause: e });
+      if (e instanceof ConnectionError || e instanceof UnavailableError) throw new WaitTimeoutError(ref, untyped(req), { cause: e });
       throw e;
     }
-    if (!req.settled) throw new WaitTimeoutError(ref, req);
+    if (!req.settled) throw new WaitTimeoutError(ref, untyped(req));
     return req;
   }
 
@@ -134,9 +142,12 @@ export class Client {
    * makes, in one. Retries resend the same intent, so the key never
    * changes; timeout bounds the wait.
    */
-  async requestAndWait(params: RequestParams, options: WaitOptions = {}): Promise<Request> {
-    const req = await this.request(params, options);
-    return req.settled ? req : this.wait(req.id, options);
+  requestAndWait(params: RequestParams, options?: WaitOptions): Promise<Request>;
+  /** With the effect's type, as request. */
+  requestAndWait<E extends Effect>(params: RequestParams<E>, options?: WaitOptions): Promise<Request<E>>;
+  async requestAndWait<E extends Effect>(params: RequestParams<E>, options: WaitOptions = {}): Promise<Request<E>> {
+    const req = await this.request<E>(params, options);
+    return req.settled ? req : this.wait<E>(req.id, options);
   }
 
   /** Withdraws a pending request; one no longer pending throws AlreadyDecidedError. Sent once. */
@@ -161,4 +172,10 @@ export class Client {
   private run<T>(call: Call<T>, options: CallOptions): Promise<T> {
     return this.transport.run(call, performance.now() + this.retryFor, options.signal);
   }
+}
+
+// untyped is a request as an error carries it: its effect's type was the
+// caller's word, which an error caught elsewhere does not know.
+function untyped(req: Request<object> | undefined): Request | undefined {
+  return req as Request | undefined;
 }

@@ -83,10 +83,11 @@ export class InvalidEffectError extends APIError {
   static override readonly code = "invalid_effect";
 }
 
-/** The configuration has no such tool. */
+/** The configuration has no such tool; `tools` are the tools this agent may use (the message names them too). */
 export class UnknownToolError extends APIError {
   override name = "UnknownToolError";
   static override readonly code = "unknown_tool";
+  tools: readonly string[] = [];
 }
 
 /** The key already names another write (or another agent's request); the intent must change. */
@@ -237,6 +238,7 @@ export function errorFrom(status: number, headers: Headers, body: string): APIEr
   let errors: Violation[] = [];
   let requestId = headers.get("Request-Id") ?? undefined;
   let finalStatus: string | undefined;
+  let tools: string[] = [];
   try {
     const envelope = (JSON.parse(body) as { error: Record<string, unknown> }).error;
     if (typeof envelope.code !== "string") throw new TypeError("no code");
@@ -247,6 +249,7 @@ export function errorFrom(status: number, headers: Headers, body: string): APIEr
     errors = list.map((v) => ({ field: String(v.field ?? ""), message: String(v.message ?? "") }));
     if (typeof envelope.request_id === "string" && envelope.request_id) requestId = envelope.request_id;
     if (typeof envelope.status === "string") finalStatus = envelope.status;
+    if (Array.isArray(envelope.tools)) tools = envelope.tools.map(String);
   } catch {
     // Not countersign's envelope: a proxy's page, say.
     message = `HTTP ${status}`;
@@ -255,6 +258,7 @@ export function errorFrom(status: number, headers: Headers, body: string): APIEr
   const cls = ERRORS[code] ?? APIError;
   const error = new cls({ status, code, message, field, errors, requestId, retryAfter: parseRetryAfter(headers.get("Retry-After")) });
   if (error instanceof PrunedError) error.finalStatus = finalStatus;
+  if (error instanceof UnknownToolError) error.tools = tools;
   return error;
 }
 

@@ -37,7 +37,9 @@ export {
   type Violation,
 } from "./errors.js";
 export { JsonNumber, parseJSON } from "./json-number.js";
-export { intentKey, KEY_PREFIX, type Effect, type Step } from "./key.js";
+export {
+  checkClientKey, CLIENT_KEY_PUNCTUATION, hasKeyPrefix, intentKey, InvalidKeyError, KEY_PREFIX, type Effect, type Step,
+} from "./key.js";
 export {
   requestFromJSON,
   type Callback,

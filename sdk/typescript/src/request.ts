@@ -56,8 +56,12 @@ export interface Vote {
   reason: string;
 }
 
-/** A request as GET /v1/requests/{ref} represents it. */
-export interface Request {
+/**
+ * A request as GET /v1/requests/{ref} represents it. E is the effect's type,
+ * for a caller that knows it (`client.get<Credit>(ref)`); the SDK does not
+ * check the effect against it.
+ */
+export interface Request<E extends object = Record<string, unknown>> {
   id: string;
   key: string;
   keyShort: string;
@@ -66,7 +70,7 @@ export interface Request {
   runId: string;
   step: number | string;
   tool: string;
-  effect: Record<string, unknown>;
+  effect: E;
   summary: string;
   reason: string;
   requestedBy: string;
@@ -162,13 +166,13 @@ function vote(d: JSONObject): Vote {
  * Reads a request's representation: an answer of the API, or the parsed
  * body of a callback (verify its signature first).
  */
-export function requestFromJSON(json: unknown, replayed = false): Request {
+export function requestFromJSON<E extends object = Record<string, unknown>>(json: unknown, replayed = false): Request<E> {
   const d = object(json, "a request");
   const exec = orNull(d.execution, execution, "execution");
   return {
     id: String(d.id), key: String(d.key), keyShort: String(d.key_short), status: d.status as Status,
     round: Number(d.round), runId: String(d.run_id), step: d.step as number | string, tool: String(d.tool),
-    effect: object(d.effect, "effect"), summary: String(d.summary ?? ""), reason: String(d.reason ?? ""),
+    effect: object(d.effect, "effect") as E, summary: String(d.summary ?? ""), reason: String(d.reason ?? ""),
     requestedBy: String(d.requested_by), requestedFor: (d.requested_for as string | undefined) ?? null,
     payloadHash: String(d.payload_hash), createdAt: time(d.created_at), expiresAt: time(d.expires_at),
     decision: orNull(d.decision, decision, "decision"), execution: exec, settled: d.settled === true,

@@ -47,6 +47,19 @@ export const hangUp: Answer = (req) => {
   req.socket.destroy();
 };
 
+/**
+ * A long-poll's answer as countersign gives it when nothing changes: body,
+ * once the call's ?wait= (a Go duration in s or ms) has passed.
+ */
+export function holdForWait(body: unknown): Answer {
+  return (req, res) => {
+    const wait = new URL(req.url ?? "", "http://x").searchParams.get("wait") ?? "0s";
+    const millis = wait.endsWith("ms") ? parseInt(wait, 10) : parseInt(wait, 10) * 1000;
+    const timer = setTimeout(() => reply(200, body)(req, res), millis);
+    res.on("close", () => clearTimeout(timer));
+  };
+}
+
 /** An answer that never comes: the connection stays open until the fake closes. */
 export const stall: Answer = () => {};
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { JsonNumber, NumberError, canonical, intentKey, parseJSON } from "@countersign/client";
+import { InvalidKeyError, JsonNumber, NumberError, canonical, checkClientKey, intentKey, parseJSON } from "@countersign/client";
 import { dumps } from "../src/canonical.js";
 import { sha256Hex } from "../src/sha256.js";
 import { loadExact } from "./shared.js";
@@ -30,6 +30,42 @@ describe("the shared key vectors (internal/intentkey/testdata/key-vectors.json)"
         v.name,
       );
     }
+  });
+});
+
+describe("the shared client keys (internal/intentkey/testdata/key-vectors.json)", () => {
+  const vectors = loadExact("internal/intentkey/testdata/key-vectors.json").client_keys;
+
+  test("are sent with the published intent", () => {
+    assert.equal(vectors.derived, PUBLISHED);
+    assert.equal(intentKey("r-7f3a", 6, "billing.credit", EFFECT), vectors.derived);
+  });
+
+  test("every accepted key", () => {
+    assert.ok(vectors.accepted.length >= 10);
+    for (const v of vectors.accepted) assert.doesNotThrow(() => checkClientKey(v.key, vectors.derived), v.name);
+  });
+
+  test("every refused key, naming the Idempotency-Key", () => {
+    assert.ok(vectors.refused.length >= 30);
+    for (const v of vectors.refused) {
+      assert.throws(
+        () => checkClientKey(v.key, vectors.derived),
+        (e: unknown) => e instanceof InvalidKeyError && e instanceof RangeError && e.message.includes("Idempotency-Key"),
+        v.name,
+      );
+    }
+  });
+
+  test("a refusal says why", () => {
+    for (const [key, why] of [
+      [" " + PUBLISHED, "character 1 (U+0020) is not"], ["abcdefg", "this one has 7"],
+      ["WA_" + PUBLISHED.slice(3), "must be the key this intent derives"],
+    ] as const) {
+      assert.throws(() => checkClientKey(key, PUBLISHED), (e: unknown) => e instanceof InvalidKeyError && e.message.includes(why), key);
+    }
+    // Without the derived key, only the form.
+    assert.doesNotThrow(() => checkClientKey("WA_" + PUBLISHED.slice(3)));
   });
 });
 

@@ -1,10 +1,14 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 
+import { createServer } from "node:net";
+
 import {
-  APIError, Client, ConnectionTimeoutError, InternalError, KeyReusedError, NumberError, UnavailableError, VERSION, WaitTimeoutError,
+  APIError, Client, ConnectionError, ConnectionTimeoutError, CountersignError, InternalError, InvalidKeyError, KeyReusedError,
+  NumberError, UnavailableError, UnknownToolError, VERSION, WaitTimeoutError,
 } from "@countersign/client";
-import { Fake, hangUp, refusal, reply, representation, stall, type Answer } from "./fake.js";
+import * as calls from "../src/calls.js";
+import { Fake, hangUp, holdForWait, refusal, reply, representation, stall, type Answer } from "./fake.js";
 
 const fakes: Fake[] = [];
 after(() => Promise.all(fakes.map((f) => f.close())));
@@ -156,9 +160,32 @@ describe("wait and list", () => {
     const req = await new Client({ url: f.url, token: "t" }).wait("wa_x", { timeout: 10_000 });
     assert.equal(req.settled, true);
     assert.equal(req.status, "cancelled");
-    assert.deepEqual(f.calls.map((c) => c.path), [
-      "/v1/requests/wa_x", "/v1/requests/wa_x?wait=10s&since=1", "/v1/requests/wa_x?wait=10s&since=2",
-    ]);
+    const queries = f.calls.map((c) => new URL(c.path, "http://x").searchParams);
+    assert.deepEqual(queries.map((q) => q.get("since")), [null, "1", "2"]);
+    // Each poll holds what is left of the 10 s, to the millisecond below.
+    for (const q of queries.slice(1)) {
+      const wait = q.get("wait") ?? "";
+      assert.match(wait, /^[0-9]+ms$/);
+      assert.ok(9000 < parseInt(wait, 10) && parseInt(wait, 10) < 10_000, wait);
+    }
+  });
+
+  test("a poll holds at most the time left", () => {
+    for (const [remaining, wait] of [
+      [500, "500ms"], [499.9, "499ms"], [1000, "1s"], [2000.9, "2s"], [29_999.9, "29999ms"], [30_000, "30s"], [45_000, "30s"], [Infinity, "30s"],
+    ] as const) {
+      const call = calls.poll("wa_x", 3, remaining);
+      assert.ok(call.path.endsWith(`?wait=${wait}&since=3`), `${remaining}: ${call.path}`);
+      assert.ok(call.hold <= Math.min(remaining, 30_000));
+    }
+  });
+
+  test("a short wait returns near its timeout", async () => {
+    // The fake holds each long-poll as long as its wait asks, as the server does.
+    const f = await fake(reply(200, representation(1)), holdForWait(representation(1)));
+    const started = performance.now();
+    await assert.rejects(new Client({ url: f.url, token: "t" }).wait("wa_x", { timeout: 500 }), WaitTimeoutError);
+    assert.ok(performance.now() - started < 900, `${performance.now() - started} ms`);
   });
 
   test("a long wait holds 30 seconds a poll", async () => {
@@ -209,5 +236,45 @@ describe("wait and list", () => {
     assert.deepEqual(f.calls.map((c) => c.path), [
       "/v1/requests?status=pending&settled=false&limit=2", "/v1/requests?status=pending&cursor=c1&settled=false&limit=2",
     ]);
+  });
+});
+
+describe("client keys and refusals", () => {
+  test("a client key countersign would refuse rejects the call, and nothing is sent", async () => {
+    const f = await fake(reply(201, representation()));
+    const client = new Client({ url: f.url, token: "t" });
+    const derived = "wa_d0290121a1bc5140c2f0e0dcb82f8a07d785742f014cc81ac67938ef379d634c";
+    for (const key of [" " + derived, derived + " ", "WA_" + derived.slice(3), "wa_" + "0".repeat(64), "short", "tab\there-123"]) {
+      await assert.rejects(
+        client.request({ tool: "billing.credit", runId: "r-7f3a", step: 6, effect: EFFECT, idempotencyKey: key }), InvalidKeyError, key,
+      );
+    }
+    assert.equal(f.calls.length, 0);
+    await client.request({ tool: "billing.credit", runId: "r-7f3a", step: 6, effect: EFFECT, idempotencyKey: derived });
+    await client.request({ tool: "billing.credit", runId: "r-7f3a", step: 6, effect: EFFECT, idempotencyKey: "dispatch:inv_8841/1" });
+    assert.deepEqual(f.calls.map((c) => JSON.parse(c.body).idempotency_key), [derived, "dispatch:inv_8841/1"]);
+  });
+
+  test("unknown_tool carries the tools the agent may use", async () => {
+    const f = await fake(refusal(422, "unknown_tool", { tools: ["billing.credit", "crm.note"] }));
+    await assert.rejects(new Client({ url: f.url, token: "t" }).request({ tool: "db.drop", runId: "r", step: 1, effect: {} }), (e: unknown) => {
+      assert.ok(e instanceof UnknownToolError);
+      assert.deepEqual(e.tools, ["billing.credit", "crm.note"]);
+      return true;
+    });
+  });
+
+  test("a server that is down is a ConnectionError", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer();
+      probe.listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    await assert.rejects(new Client({ url: `http://127.0.0.1:${port}`, token: "t", retryFor: 0 }).get("wa_x"), (e: unknown) => {
+      assert.ok(e instanceof ConnectionError && e instanceof CountersignError && !(e instanceof ConnectionTimeoutError));
+      return true;
+    });
   });
 });

@@ -6,15 +6,16 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import {
-  AlreadyDecidedError, CallbackNotConfiguredError, Client, InvalidEffectError, InvalidRequestError, JsonNumber,
-  KeyReusedError, NotFoundError, NumberError, SignatureError, UnauthorizedError, intentKey, requestFromJSON,
-  verifySignature,
+  AlreadyDecidedError, CallbackNotConfiguredError, Client, InvalidEffectError, InvalidKeyError, InvalidRequestError, JsonNumber,
+  KeyReusedError, NotFoundError, NumberError, SignatureError, UnauthorizedError, UnknownToolError, WaitTimeoutError, intentKey,
+  requestFromJSON, verifySignature,
 } from "@countersign/client";
-import { canonical } from "../src/canonical.js";
+import { canonical, dumps } from "../src/canonical.js";
 import * as calls from "../src/calls.js";
 import { REQUEST_MEMBERS } from "../src/request.js";
 import { Transport } from "../src/transport.js";
 import { CALLBACK_SECRET, CALLBACK_TOKEN, DISPATCH_SECRET, Server, TOKEN } from "./local-server.js";
+import { load } from "./shared.js";
 
 let server: Server;
 let client: Client;
@@ -113,6 +114,43 @@ describe("against countersign serve", () => {
       assert.throws(() => intentKey("r", 1, "sdk.note", { n: 1e20 }), NumberError);
       return e instanceof InvalidRequestError && e.field === "/effect/n";
     });
+  });
+
+  test("the server refuses every client key the SDK refuses", async () => {
+    const vectors = load("internal/intentkey/testdata/key-vectors.json").client_keys;
+    const transport = new Transport({ url: server.url, token: TOKEN, userAgent: "test", timeout: 10_000, fetch: globalThis.fetch });
+    const run = runId();
+    let step = 0;
+    for (const v of vectors.refused as { name: string; key: string }[]) {
+      step++;
+      await assert.rejects(client.request({ tool: "sdk.credit", runId: run, step, effect: CREDIT, idempotencyKey: v.key }), InvalidKeyError, v.name);
+      // Around the SDK's own check, to the server's.
+      const body = dumps({ run_id: run, step, tool: "sdk.credit", effect: CREDIT, idempotency_key: v.key });
+      await assert.rejects(transport.exchange({ method: "POST", path: "/v1/requests", body, retry: false, hold: 0, read: (a) => a }), (e: unknown) => {
+        assert.ok(e instanceof InvalidRequestError, v.name);
+        assert.equal(e.field, "/idempotency_key", v.name);
+        assert.ok(e.detail.includes("Idempotency-Key"), v.name);
+        return true;
+      });
+    }
+    const derived = intentKey(run, 0, "sdk.credit", CREDIT);
+    assert.equal((await client.request({ tool: "sdk.credit", runId: run, step: 0, effect: CREDIT, idempotencyKey: derived })).key, derived);
+  });
+
+  test("an unknown tool names the tools the agent may use", async () => {
+    await assert.rejects(client.request({ tool: "sdk.debit", runId: runId(), step: 1, effect: CREDIT }), (e: unknown) => {
+      assert.ok(e instanceof UnknownToolError);
+      assert.deepEqual(e.tools, ["sdk.credit", "sdk.note"]);
+      assert.ok(e.detail.includes("sdk.credit, sdk.note"));
+      return true;
+    });
+  });
+
+  test("a short wait ends near its timeout", async () => {
+    const req = await client.request({ tool: "sdk.credit", runId: runId(), step: 1, effect: CREDIT });
+    const started = performance.now();
+    await assert.rejects(client.wait(req.key, { timeout: 500 }), WaitTimeoutError);
+    assert.ok(performance.now() - started < 900, `${performance.now() - started} ms`);
   });
 
   test("the offline key is the server's", async () => {
