@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -44,17 +45,19 @@ var approvers = []string{"U1", "U2", "U3", "U4"}
 
 // run is one chaos run's state.
 type run struct {
-	opts     Options
-	db       *pgxpool.Pool
-	fleet    *fleet
-	slack    *bottest.Slack
-	keyed    *sandbox.Provider // honours keys; slow
-	unkeyed  *sandbox.Provider // ignores keys; verified by URL
-	agent    *agentEndpoint
-	flights  map[string]*inFlight // phase → requests in flight
-	started  time.Time
-	canaries atomic.Int64
-	reclicks atomic.Int64 // clicks answered 200 whose vote was not recorded
+	opts    Options
+	db      *pgxpool.Pool
+	fleet   *fleet
+	slack   *bottest.Slack
+	keyed   *sandbox.Provider // honours keys; slow
+	unkeyed *sandbox.Provider // ignores keys; verified by URL
+	// keyedLog and unkeyedLog are every write each provider received.
+	keyedLog, unkeyedLog *writeLog
+	agent                *agentEndpoint
+	flights              map[string]*inFlight // phase → requests in flight
+	started              time.Time
+	canaries             atomic.Int64
+	reclicks             atomic.Int64 // clicks answered 200 whose vote was not recorded
 
 	mu       sync.Mutex
 	intents  []*intent
@@ -62,6 +65,9 @@ type run struct {
 	stored   int                       // poisoned intents answered 2xx
 	replays  map[string]int            // replay answers by status
 	faults   []*fault
+	refused  map[string]bool // keys the key-aware provider refuses for good
+	answers  answerBook
+	waiting  int    // intents left pending on purpose
 	ranAgain int    // pruned keys whose replay was not answered 410
 	openWork string // what was still open when the drain last looked
 	err      error  // the first thing that made the run itself fail
@@ -84,7 +90,7 @@ func (r *run) failure() error {
 
 func newRun(opts Options) *run {
 	r := &run{opts: opts, poisoned: map[string]map[string]int{}, replays: map[string]int{},
-		flights: map[string]*inFlight{}}
+		flights: map[string]*inFlight{}, refused: map[string]bool{}}
 	for _, p := range phases {
 		r.flights[p] = &inFlight{}
 	}
@@ -192,16 +198,35 @@ func (r *run) agentLoop(ctx context.Context, agent int, votes *sync.WaitGroup) {
 			switch v := rand.Float64(); {
 			case v < 0.8:
 				in.Verdict = "approve"
-			case v < 0.9:
+				if tool == "chaos.keyed" && v < 0.04 {
+					r.refuse(in.Key) // the provider will decline it: it must end failed
+				}
+			case v < 0.9 || !r.leaveWaiting():
 				in.Verdict = "reject"
 			default:
-				in.Verdict = "wait" // left pending: its reminder comes due
+				in.Verdict = "wait" // left pending: its card and reminder must reach Slack
 			}
 			votes.Add(1)
 			go func() { defer votes.Done(); r.vote(in) }()
 		}
 		time.Sleep(time.Duration(20+rand.IntN(60)) * time.Millisecond)
 	}
+}
+
+// maxWaiting bounds the intents left pending on purpose: each one's card
+// and reminder must reach Slack by the end of the drain, at the one
+// channel's post a second.
+const maxWaiting = 12
+
+// leaveWaiting reports whether one more intent may be left pending.
+func (r *run) leaveWaiting() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiting >= maxWaiting {
+		return false
+	}
+	r.waiting++
+	return true
 }
 
 // acknowledge posts body as the agent of token until a replica
@@ -217,6 +242,7 @@ func (r *run) acknowledge(ctx context.Context, token, body, tool string) *intent
 		r.flights[phaseIntake].n.Add(1)
 		status, answer := post(base, token, body)
 		r.flights[phaseIntake].n.Add(-1)
+		r.answer("intake", status, answer)
 		switch {
 		case status == http.StatusCreated || status == http.StatusOK:
 			in := &intent{Body: body, Tool: tool, Token: token}
@@ -252,6 +278,7 @@ func (r *run) postPoison(ctx context.Context, n int) {
 			continue
 		}
 		status, answer := post(base, agentToken, poisons[kind](n))
+		r.answer("poison", status, answer)
 		if status == 0 || status >= 500 {
 			time.Sleep(50 * time.Millisecond)
 			continue
@@ -280,7 +307,8 @@ func (r *run) replayOne(ctx context.Context) {
 	in := r.intents[rand.IntN(len(r.intents))]
 	r.mu.Unlock()
 	if base := r.fleet.pick(); base != "" {
-		status, _ := post(base, in.Token, in.Body)
+		status, answer := post(base, in.Token, in.Body)
+		r.answer("replay", status, answer)
 		r.mu.Lock()
 		r.replays[fmt.Sprint(status)]++
 		r.mu.Unlock()
@@ -329,8 +357,13 @@ func (r *run) click(in *intent, user, action string) {
 		r.flights[phaseVoting].n.Add(1)
 		resp, err := httpClient.Do(req)
 		r.flights[phaseVoting].n.Add(-1)
+		if err != nil {
+			r.answer("click", 0, nil)
+		}
 		if err == nil {
+			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
+			r.answer("click", resp.StatusCode, answer)
 			if resp.StatusCode == http.StatusOK {
 				if r.recorded(in, user) {
 					return

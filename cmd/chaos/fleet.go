@@ -56,8 +56,9 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	r.slack = bottest.New(s)
 	r.keyed, r.unkeyed = sandbox.New(), sandbox.New()
 	r.keyed.Secret, r.unkeyed.Secret = []byte(dispatchSecret), []byte(dispatchSecret)
-	keyedURL := serveProvider(s, r.keyed, r.flights[phaseDispatch])
-	unkeyedURL := serveProvider(s, r.unkeyed, r.flights[phaseDispatch])
+	r.keyedLog, r.unkeyedLog = &writeLog{}, &writeLog{}
+	keyedURL := serveProvider(s, r.keyed, r.flights[phaseDispatch], r.keyedLog)
+	unkeyedURL := serveProvider(s, r.unkeyed, r.flights[phaseDispatch], r.unkeyedLog)
 	var agentURL string
 	r.agent, agentURL = newAgentEndpoint(s, 0.25)
 	r.flights[phaseCallback] = &r.agent.flight
