@@ -29,6 +29,7 @@ type Options struct {
 	Agents          int           // agents posting at once
 	Drain           time.Duration // the most the fleet gets to settle after the load
 	RestartPostgres bool          // restart PostgreSQL once, mid-run, when permitted
+	Mutant          string        // the planted bug the replicas run with (see mutants.go); "" for none
 	Log             func(format string, args ...any)
 }
 
@@ -39,6 +40,8 @@ const (
 	dispatchSecret = "chaos-dispatch-secret"
 	retentionFor   = 3 * time.Second
 	slowProvider   = 300 * time.Millisecond
+	// slowPastTimeout is longer than chaos.unkeyed's dispatch timeout (2s).
+	slowPastTimeout = 3 * time.Second
 )
 
 var approvers = []string{"U1", "U2", "U3", "U4"}
@@ -58,6 +61,9 @@ type run struct {
 	started              time.Time
 	canaries             atomic.Int64
 	reclicks             atomic.Int64 // clicks answered 200 whose vote was not recorded
+	// slowUnkeyed counts key-unaware approvals: the first and every tenth
+	// is answered past the dispatch timeout.
+	slowUnkeyed atomic.Int64
 
 	mu       sync.Mutex
 	intents  []*intent
@@ -200,6 +206,11 @@ func (r *run) agentLoop(ctx context.Context, agent int, votes *sync.WaitGroup) {
 				in.Verdict = "approve"
 				if tool == "chaos.keyed" && v < 0.04 {
 					r.refuse(in.Key) // the provider will decline it: it must end failed
+				}
+				if tool == "chaos.unkeyed" && r.slowUnkeyed.Add(1)%10 == 1 {
+					// Stored, then answered past the dispatch timeout: the
+					// outcome is unknown and only the verify URL may settle it.
+					r.unkeyed.SetFor(in.Key, sandbox.Behavior{Delay: slowPastTimeout, Times: 1})
 				}
 			case v < 0.9 || !r.leaveWaiting():
 				in.Verdict = "reject"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -21,14 +22,50 @@ import (
 	"github.com/countersign/countersign/store/storetest"
 )
 
-// buildCountersign builds this tree's countersign into dir.
-func buildCountersign(dir string) (string, error) {
-	path := filepath.Join(dir, "countersign")
-	out, err := exec.Command("go", "build", "-o", path, "github.com/countersign/countersign/cmd/countersign").CombinedOutput()
+// builds holds the binaries built by this process, by build tags: runs
+// of one process (the mutants, the tests) build each once.
+var builds struct {
+	sync.Mutex
+	dir   string
+	paths map[string]string
+}
+
+// buildCountersign builds this tree's countersign with tags (none: the
+// release build), once per process.
+func buildCountersign(tags string) (string, error) {
+	builds.Lock()
+	defer builds.Unlock()
+	if p, ok := builds.paths[tags]; ok {
+		return p, nil
+	}
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "chaos-build-")
+		if err != nil {
+			return "", err
+		}
+		builds.dir, builds.paths = dir, map[string]string{}
+	}
+	path := filepath.Join(builds.dir, "countersign-"+cmp.Or(tags, "release"))
+	args := []string{"build", "-o", path}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	out, err := exec.Command("go", append(args, "github.com/countersign/countersign/cmd/countersign")...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
+	builds.paths[tags] = path
 	return path, nil
+}
+
+// removeBuilds removes what buildCountersign built.
+func removeBuilds() {
+	builds.Lock()
+	defer builds.Unlock()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+		builds.dir, builds.paths = "", nil
+	}
 }
 
 // startFleet builds countersign from this tree and starts n replicas of
@@ -43,7 +80,11 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	}
 	s.Cleanup(func() { os.RemoveAll(dir) })
 	r.opts.Log("building countersign")
-	binary, err := buildCountersign(dir)
+	tags := ""
+	if r.opts.Mutant != "" {
+		tags = "chaosmutant"
+	}
+	binary, err := buildCountersign(tags)
 	if err != nil {
 		return err
 	}
@@ -71,6 +112,9 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 		"COUNTERSIGN_DISPATCH_SECRET=" + dispatchSecret, "SLACK_BOT_TOKEN=xoxb-chaos",
 		"SLACK_SIGNING_SECRET=" + slackSecret, "COUNTERSIGN_SLACK_API_URL=" + r.slack.URL() + "/",
 		"COUNTERSIGN_INBOX=off", "COUNTERSIGN_LISTEN=127.0.0.1:0"}
+	if r.opts.Mutant != "" {
+		env = append(env, mutantEnv+"="+r.opts.Mutant)
+	}
 	r.fleet = &fleet{}
 	starting := make(chan error, n)
 	for i := range n {

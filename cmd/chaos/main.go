@@ -49,6 +49,7 @@ func main() {
 	simulate := flag.Bool("simulate-day", false, "play a compressed day of traffic (bursty agents, reviewers at human speed, a replica killed at noon) and print the queues hour by hour")
 	dayLength := flag.Duration("day", 0, "wall time of the simulated day (default 4m30s)")
 	intents := flag.Int("intents", 0, "intents posted over the simulated day, replays included (default 400)")
+	mutants := flag.String("mutants", "", `run the short run once per planted bug ("all", or names separated by commas; see mutants.go) and fail if one survives`)
 	adminURL := flag.String("database-url", storetest.AdminURL(), "PostgreSQL server where a fresh database is created (and dropped after)")
 	flag.Parse()
 	os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", *adminURL)
@@ -71,6 +72,14 @@ func main() {
 		os.Exit(code)
 	}
 
+	defer removeBuilds()
+	if *mutants != "" {
+		code := runMutants(ctx, *mutants)
+		stop()
+		removeBuilds()
+		os.Exit(code)
+	}
+
 	opts := fullRun
 	if *short {
 		opts = shortRun
@@ -86,6 +95,7 @@ func main() {
 	opts.Log = printLine
 	began := time.Now()
 	figs, err := Run(ctx, opts)
+	removeBuilds()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
@@ -96,6 +106,40 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("ok: nothing lost, nothing twice")
+}
+
+// runMutants plays the short run once per planted bug in list, prints the
+// table of what caught each, and returns 1 when one survived.
+func runMutants(ctx context.Context, list string) int {
+	bugs, err := selectBugs(list)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	var results []mutantResult
+	for _, bug := range bugs {
+		printLine("=== planted bug %s: %s (%s)", bug.Name, bug.What, bug.Where)
+		opts := shortRun
+		opts.Log = printLine
+		res := runMutant(ctx, opts, bug)
+		printLine("%s", mutantTable([]mutantResult{res}))
+		results = append(results, res)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Printf("\n%s", mutantTable(results))
+	for _, m := range results {
+		if !m.caught() {
+			fmt.Println("FAIL: a planted bug survived the short run")
+			return 1
+		}
+	}
+	if len(results) < len(bugs) {
+		return 2
+	}
+	fmt.Printf("ok: all %d planted bugs caught\n", len(results))
+	return 0
 }
 
 func printLine(format string, args ...any) { fmt.Printf(format+"\n", args...) }
