@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,10 +74,11 @@ type run struct {
 	faults   []*fault
 	refused  map[string]bool // keys the key-aware provider refuses for good
 	answers  answerBook
-	waiting  int    // intents left pending on purpose
-	ranAgain int    // pruned keys whose replay was not answered 410
-	openWork string // what was still open when the drain last looked
-	err      error  // the first thing that made the run itself fail
+	cluster  *ownCluster // the PostgreSQL of the run's own, with -restart-postgres
+	waiting  int         // intents left pending on purpose
+	ranAgain int         // pruned keys whose replay was not answered 410
+	openWork string      // what was still open when the drain last looked
+	err      error       // the first thing that made the run itself fail
 }
 
 // fail records why the run cannot go on; the first reason wins.
@@ -109,6 +111,14 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	defer s.close()
 	defer recoverFailure(&err)
 	r := newRun(opts)
+	if opts.RestartPostgres {
+		// Restarting a server cuts every program's connections to it: the
+		// run restarts only a cluster it created.
+		if r.cluster, err = startOwnCluster(ctx, s, opts.Log); err != nil {
+			return figs, err
+		}
+		os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", r.cluster.URL())
+	}
 	if err := r.startFleet(ctx, s, replicas, configYAML); err != nil {
 		return figs, err
 	}

@@ -42,6 +42,8 @@ func (r *run) faultLoop(load, ctx context.Context) {
 	pgDone := !r.opts.RestartPostgres
 	if pgDone {
 		r.opts.Log("PostgreSQL restart skipped: not asked for (-restart-postgres=false; the short run never restarts it)")
+	} else {
+		r.opts.Log("PostgreSQL restart: halfway, on the run's own cluster (port %d)", r.cluster.port)
 	}
 	var restarts sync.WaitGroup
 	defer restarts.Wait()
@@ -169,21 +171,18 @@ func (r *run) waitCanaries() {
 	}
 }
 
-// restartPostgres restarts the database under load once, or says why not.
+// restartPostgres restarts the run's own PostgreSQL cluster under load
+// once.
 func (r *run) restartPostgres() {
-	argv, why := restartPlan(true, currentUser(), pgClusters)
-	if argv == nil {
-		r.opts.Log("PostgreSQL restart skipped: %s", why)
-		return
-	}
 	inFlight, began := r.inFlight(), time.Now()
-	out, err := runCommand(argv)
-	if err != nil {
-		r.fail(fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := r.cluster.restart(ctx); err != nil {
+		r.fail(err)
 		return
 	}
 	// Recovery counts from when PostgreSQL is back: how long the server
 	// takes to stop and start is not countersign's.
-	f := r.record(fmt.Sprintf("PostgreSQL restart (%s, took %s)", strings.Join(argv, " "), time.Since(began).Round(100*time.Millisecond)), inFlight)
+	f := r.record(fmt.Sprintf("PostgreSQL restart (the run's own cluster on port %d, took %s)", r.cluster.port, time.Since(began).Round(100*time.Millisecond)), inFlight)
 	go r.measureRecovery(f)
 }
