@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/countersign/countersign/sandbox"
 )
 
 // The phases a kill is aimed at: what the fleet is doing at the moment.
@@ -47,6 +50,8 @@ func (r *run) faultLoop(load, ctx context.Context) {
 	}
 	var restarts sync.WaitGroup
 	defer restarts.Wait()
+	restarts.Add(1)
+	go func() { defer restarts.Done(); r.providerOutage(load) }()
 	for i := range r.opts.Kills {
 		at := r.started.Add(every*time.Duration(i+1) - every/4 + time.Duration(rand.Int64N(int64(every/2))))
 		select {
@@ -74,8 +79,16 @@ func (r *run) faultLoop(load, ctx context.Context) {
 		}
 		victim := up[rand.IntN(len(up))]
 		inFlight := r.inFlight()
-		victim.kill()
-		f := r.record("kill -9 "+victim.name, inFlight)
+		what := "kill -9 "
+		if i%4 == 1 {
+			// Every fourth is graceful: SIGTERM, and the replica finishes
+			// what it claimed before it exits.
+			what = "SIGTERM "
+			victim.stop()
+		} else {
+			victim.kill()
+		}
+		f := r.record(what+victim.name, inFlight)
 		go r.measureRecovery(f)
 		restarts.Add(1)
 		go func() {
@@ -184,5 +197,26 @@ func (r *run) restartPostgres() {
 	// Recovery counts from when PostgreSQL is back: how long the server
 	// takes to stop and start is not countersign's.
 	f := r.record(fmt.Sprintf("PostgreSQL restart (the run's own cluster on port %d, took %s)", r.cluster.port, time.Since(began).Round(100*time.Millisecond)), inFlight)
+	go r.measureRecovery(f)
+}
+
+// outageFor is how long the key-aware provider answers every write 503.
+const outageFor = 2 * time.Second
+
+// providerOutage makes the key-aware provider answer every write 503 for
+// outageFor, a third into the load, then serve again: the writes retried
+// under their keys must each succeed once. Recovery counts from the end
+// of the outage.
+func (r *run) providerOutage(load context.Context) {
+	select {
+	case <-load.Done():
+		return
+	case <-time.After(time.Until(r.started.Add(r.opts.Load / 3))):
+	}
+	inFlight := r.inFlight()
+	r.keyed.Set(sandbox.Behavior{Status: http.StatusServiceUnavailable, Code: "unavailable"})
+	time.Sleep(outageFor)
+	r.keyed.Set(sandbox.Behavior{Delay: slowProvider})
+	f := r.record(fmt.Sprintf("key-aware provider answering 503 for %s, then serving", outageFor), inFlight)
 	go r.measureRecovery(f)
 }

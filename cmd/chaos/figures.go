@@ -198,12 +198,15 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	f.check("callback rows left undelivered", undelivered, 0)
 	f.check("keys that ran again after pruning (a replay not answered 410, or a write after the prune)", ranAgain, 0)
 
-	worst, kills := time.Duration(0), 0
+	worst, kills, terms := time.Duration(0), 0, 0
 	byPhase := map[string]int{}
 	for _, ft := range r.faults {
 		worst = max(worst, ft.Recovery)
 		if strings.HasPrefix(ft.What, "kill") {
 			kills++
+		}
+		if strings.HasPrefix(ft.What, "SIGTERM") {
+			terms++
 		}
 		for _, p := range ft.Phases {
 			byPhase[p]++
@@ -211,7 +214,8 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	}
 	f.Checked = append(f.Checked, Row{Name: "time to recover after a fault (max)", Value: worst.Round(10 * time.Millisecond).String(),
 		Want: "< " + maxRecovery.String(), OK: worst < maxRecovery})
-	f.Checked = append(f.Checked, Row{Name: "kills -9", Value: fmt.Sprint(kills), Want: fmt.Sprintf(">= %d", r.opts.MinKills), OK: kills >= r.opts.MinKills})
+	f.Checked = append(f.Checked, Row{Name: "replicas killed (kill -9, SIGTERM)", Value: fmt.Sprintf("%d (%d, %d)", kills+terms, kills, terms),
+		Want: fmt.Sprintf(">= %d, one SIGTERM", r.opts.MinKills), OK: kills+terms >= r.opts.MinKills && (terms > 0 || r.opts.Kills < 2)})
 	f.check("poisoned intents stored", r.stored, 0)
 	unstable := 0
 	for _, answers := range r.poisoned {
@@ -228,6 +232,11 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	}
 	f.check("approved writes left unsettled", unsettled, 0)
 
+	var recoveries []string
+	for _, ft := range r.faults {
+		recoveries = append(recoveries, fmt.Sprintf("%s %s", ft.What, ft.Recovery.Round(10*time.Millisecond)))
+	}
+	f.note("recovery per fault", "%s", strings.Join(recoveries, "; "))
 	var phaseList []string
 	for _, p := range phases {
 		phaseList = append(phaseList, fmt.Sprintf("%s %d", p, byPhase[p]))
