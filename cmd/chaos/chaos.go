@@ -143,7 +143,7 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	// Every replica serves again before the fleet drains.
 	for _, rep := range r.fleet.replicas {
 		if rep.url() == "" {
-			if err := rep.start(ctx); err != nil {
+			if err := rep.restart(ctx, opts.Log); err != nil {
 				return figs, err
 			}
 		}

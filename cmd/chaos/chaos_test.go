@@ -112,3 +112,26 @@ func TestFiguresOK(t *testing.T) {
 		t.Fatalf("a figure off passed:\n%s", f.Table())
 	}
 }
+
+// A replica that fails to start is started again, as a supervisor would,
+// rather than ending the run (or the simulated day).
+func TestReplicaRestartRetries(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "serve")
+	// Fails the first time, serves the second.
+	body := "#!/bin/sh\nif [ ! -e \"$MARK\" ]; then touch \"$MARK\"; echo 'database not ready' >&2; exit 1; fi\n" +
+		"echo '{\"msg\":\"listening\",\"addr\":\"127.0.0.1:9\"}' >&2\nexec sleep 60\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep := &replica{name: "replica-1", binary: script, env: []string{"MARK=" + filepath.Join(dir, "tried")}}
+	defer rep.stop()
+	var failures []string
+	err := rep.restart(context.Background(), func(format string, args ...any) { failures = append(failures, format) })
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if rep.url() != "http://127.0.0.1:9" || len(failures) != 1 {
+		t.Fatalf("serving at %q after %d failures; want 127.0.0.1:9 after 1", rep.url(), len(failures))
+	}
+}

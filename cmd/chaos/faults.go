@@ -94,7 +94,7 @@ func (r *run) faultLoop(load, ctx context.Context) {
 		go func() {
 			defer restarts.Done()
 			time.Sleep(time.Duration(300+rand.IntN(1200)) * time.Millisecond)
-			if err := victim.start(ctx); err != nil {
+			if err := victim.restart(ctx, r.opts.Log); err != nil {
 				r.fail(fmt.Errorf("restarting %s: %w", victim.name, err))
 			}
 		}()

@@ -162,7 +162,9 @@ func (r *replica) start(ctx context.Context) error {
 		return err
 	}
 	addr := make(chan string, 1)
+	exited := make(chan struct{}) // the output ended: the process is gone
 	go func() {
+		defer close(exited)
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -190,12 +192,32 @@ func (r *replica) start(ctx context.Context) error {
 		r.cmd, r.base = cmd, "http://"+a
 		r.mu.Unlock()
 		return nil
+	case <-exited:
 	case <-time.After(30 * time.Second):
 	case <-ctx.Done():
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	return fmt.Errorf("%s did not start listening:\n%s", r.name, r.tail())
+}
+
+// restartAttempts is how often a supervisor starts a replica that failed
+// to start before giving up.
+const restartAttempts = 3
+
+// restart starts the replica again as a supervisor would: a start that
+// fails (on a loaded machine, a replica can take longer than its 30 s to
+// listen) is tried again, up to restartAttempts times; log hears of each
+// failure.
+func (r *replica) restart(ctx context.Context, log func(string, ...any)) error {
+	var err error
+	for i := 1; i <= restartAttempts && ctx.Err() == nil; i++ {
+		if err = r.start(ctx); err == nil {
+			return nil
+		}
+		log("%s failed to start (attempt %d of %d): %s", r.name, i, restartAttempts, firstLine(err.Error()))
+	}
+	return err
 }
 
 // kill sends SIGKILL: nothing in the process gets to clean up.
