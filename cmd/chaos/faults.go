@@ -201,7 +201,10 @@ func (r *run) restartPostgres() {
 }
 
 // outageFor is how long the key-aware provider answers every write 503.
-const outageFor = 2 * time.Second
+const (
+	outageFor   = 2 * time.Second
+	outageFault = "key-aware provider answering 503"
+)
 
 // providerOutage makes the key-aware provider answer every write 503 for
 // outageFor, a third into the load, then serve again: the writes retried
@@ -217,6 +220,6 @@ func (r *run) providerOutage(load context.Context) {
 	r.keyed.Set(sandbox.Behavior{Status: http.StatusServiceUnavailable, Code: "unavailable"})
 	time.Sleep(outageFor)
 	r.keyed.Set(sandbox.Behavior{Delay: slowProvider})
-	f := r.record(fmt.Sprintf("key-aware provider answering 503 for %s, then serving", outageFor), inFlight)
+	f := r.record(fmt.Sprintf("%s for %s, then serving", outageFault, outageFor), inFlight)
 	go r.measureRecovery(f)
 }

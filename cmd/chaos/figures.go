@@ -19,6 +19,10 @@ import (
 // maxRecovery is the most a fault may take to be recovered from.
 const maxRecovery = 10 * time.Second
 
+// maxOutageRecovery is the most a new write may take to succeed once the
+// provider serves again after its outage.
+const maxOutageRecovery = 20 * time.Second
+
 // Row is one figure: its name, its value as printed, what it must be, and
 // whether it is.
 type Row struct {
@@ -200,7 +204,13 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 
 	worst, kills, terms := time.Duration(0), 0, 0
 	byPhase := map[string]int{}
+	outage := time.Duration(-1)
 	for _, ft := range r.faults {
+		if strings.HasPrefix(ft.What, outageFault) {
+			// New writes wait behind the retries' backoff: bounded apart.
+			outage = ft.Recovery
+			continue
+		}
 		worst = max(worst, ft.Recovery)
 		if strings.HasPrefix(ft.What, "kill") {
 			kills++
@@ -214,6 +224,10 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	}
 	f.Checked = append(f.Checked, Row{Name: "time to recover after a fault (max)", Value: worst.Round(10 * time.Millisecond).String(),
 		Want: "< " + maxRecovery.String(), OK: worst < maxRecovery})
+	if outage >= 0 {
+		f.Checked = append(f.Checked, Row{Name: "time to serve a new write after the provider outage", Value: outage.Round(10 * time.Millisecond).String(),
+			Want: "< " + maxOutageRecovery.String(), OK: outage < maxOutageRecovery})
+	}
 	f.Checked = append(f.Checked, Row{Name: "replicas killed (kill -9, SIGTERM)", Value: fmt.Sprintf("%d (%d, %d)", kills+terms, kills, terms),
 		Want: fmt.Sprintf(">= %d, one SIGTERM", r.opts.MinKills), OK: kills+terms >= r.opts.MinKills && (terms > 0 || r.opts.Kills < 2)})
 	f.check("poisoned intents stored", r.stored, 0)
