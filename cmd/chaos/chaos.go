@@ -124,7 +124,7 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	}
 	r.keyed.Set(sandbox.Behavior{Delay: slowProvider})
 	r.unkeyed.IgnoreKeys(true)
-	opts.Log("%d replicas serving; load for %s with %d kills -9", replicas, opts.Load, opts.Kills)
+	opts.Log("%d replicas serving; load for %s with %d replica faults (kill -9, every fourth a SIGTERM)", replicas, opts.Load, opts.Kills)
 
 	r.started = time.Now()
 	loadCtx, stopLoad := context.WithTimeout(ctx, opts.Load)

@@ -49,7 +49,7 @@ func main() {
 	// the run restarts only a cluster it creates for itself.
 	restart := flag.Bool("restart-postgres", false, "run on a PostgreSQL cluster of the run's own (initdb on a free port; needs the server binaries) and restart it once under load (full run; make chaos sets it)")
 	load := flag.Duration("load", 0, "how long the load lasts (default: 150s, or 15s with -short)")
-	kills := flag.Int("kills", -1, "kills -9 spread over the load (default: 24, or 4 with -short)")
+	kills := flag.Int("kills", -1, "replica faults spread over the load, every fourth a SIGTERM and the rest kill -9 (default: 24, or 4 with -short)")
 	simulate := flag.Bool("simulate-day", false, "play a compressed day of traffic (bursty agents, reviewers at human speed, a replica killed at noon) and print the queues hour by hour")
 	dayLength := flag.Duration("day", 0, "wall time of the simulated day (default 4m30s)")
 	intents := flag.Int("intents", 0, "intents posted over the simulated day, replays included (default 400)")
