@@ -75,10 +75,14 @@ type run struct {
 	refused  map[string]bool // keys the key-aware provider refuses for good
 	answers  answerBook
 	cluster  *ownCluster // the PostgreSQL of the run's own, with -restart-postgres
-	waiting  int         // intents left pending on purpose
-	ranAgain int         // pruned keys whose replay was not answered 410
-	openWork string      // what was still open when the drain last looked
-	err      error       // the first thing that made the run itself fail
+	// rewriteConfig writes the configuration file again, changed.
+	rewriteConfig func(change func(string) string) error
+	unreloaded    int    // replicas sent SIGHUP that did not reload
+	hupped        int    // replicas sent SIGHUP
+	waiting       int    // intents left pending on purpose
+	ranAgain      int    // pruned keys whose replay was not answered 410
+	openWork      string // what was still open when the drain last looked
+	err           error  // the first thing that made the run itself fail
 }
 
 // fail records why the run cannot go on; the first reason wins.

@@ -50,8 +50,9 @@ func (r *run) faultLoop(load, ctx context.Context) {
 	}
 	var restarts sync.WaitGroup
 	defer restarts.Wait()
-	restarts.Add(1)
+	restarts.Add(2)
 	go func() { defer restarts.Done(); r.providerOutage(load) }()
+	go func() { defer restarts.Done(); r.reconfigure(load) }()
 	for i := range r.opts.Kills {
 		at := r.started.Add(every*time.Duration(i+1) - every/4 + time.Duration(rand.Int64N(int64(every/2))))
 		select {
@@ -222,4 +223,44 @@ func (r *run) providerOutage(load context.Context) {
 	r.keyed.Set(sandbox.Behavior{Delay: slowProvider})
 	f := r.record(fmt.Sprintf("%s for %s, then serving", outageFault, outageFor), inFlight)
 	go r.measureRecovery(f)
+}
+
+// reconfigure, two thirds into the load, changes the configuration file
+// (the tools' reminders come 3 s after a card instead of 2 s) and sends
+// every serving replica SIGHUP: each must log that it reloaded, within
+// 10 s, unless it was killed meanwhile.
+func (r *run) reconfigure(load context.Context) {
+	select {
+	case <-load.Done():
+		return
+	case <-time.After(time.Until(r.started.Add(r.opts.Load * 2 / 3))):
+	}
+	if err := r.rewriteConfig(func(c string) string { return strings.ReplaceAll(c, "remind_after: 2s", "remind_after: 3s") }); err != nil {
+		r.fail(err)
+		return
+	}
+	inFlight := r.inFlight()
+	sent := map[*replica]hup{}
+	for _, rep := range r.fleet.replicas {
+		if before, ok := rep.hangUp(); ok {
+			sent[rep] = before
+		}
+	}
+	r.mu.Lock()
+	r.hupped += len(sent)
+	r.mu.Unlock()
+	f := r.record(fmt.Sprintf("SIGHUP to %d replicas, the configuration changed (remind_after 2s to 3s)", len(sent)), inFlight)
+	go r.measureRecovery(f)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sent) > 0 && time.Now().Before(deadline) {
+		for rep, before := range sent {
+			if done, alive := rep.reloaded(before); done || !alive {
+				delete(sent, rep)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.mu.Lock()
+	r.unreloaded += len(sent)
+	r.mu.Unlock()
 }

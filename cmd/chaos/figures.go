@@ -230,6 +230,8 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	}
 	f.Checked = append(f.Checked, Row{Name: "replicas killed (kill -9, SIGTERM)", Value: fmt.Sprintf("%d (%d, %d)", kills+terms, kills, terms),
 		Want: fmt.Sprintf(">= %d, one SIGTERM", r.opts.MinKills), OK: kills+terms >= r.opts.MinKills && (terms > 0 || r.opts.Kills < 2)})
+	f.Checked = append(f.Checked, Row{Name: "replicas sent SIGHUP that did not reload", Value: fmt.Sprintf("%d of %d", r.unreloaded, r.hupped),
+		Want: "0 of at least 1", OK: r.unreloaded == 0 && r.hupped > 0})
 	f.check("poisoned intents stored", r.stored, 0)
 	unstable := 0
 	for _, answers := range r.poisoned {

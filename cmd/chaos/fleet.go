@@ -108,6 +108,9 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	if err := os.WriteFile(path, []byte(config(keyedURL, unkeyedURL, agentURL)), 0o600); err != nil {
 		return err
 	}
+	r.rewriteConfig = func(change func(string) string) error {
+		return os.WriteFile(path, []byte(change(config(keyedURL, unkeyedURL, agentURL))), 0o600)
+	}
 	env := []string{"COUNTERSIGN_DATABASE_URL=" + dbURL, "COUNTERSIGN_CONFIG=" + path,
 		"COUNTERSIGN_DISPATCH_SECRET=" + dispatchSecret, "SLACK_BOT_TOKEN=xoxb-chaos",
 		"SLACK_SIGNING_SECRET=" + slackSecret, "COUNTERSIGN_SLACK_API_URL=" + r.slack.URL() + "/",
@@ -145,6 +148,8 @@ type replica struct {
 	// refusals are the log lines of clicks refused for a reason of the
 	// server's own (the database), the first few.
 	refusals []string
+	since    time.Time // when it last started listening
+	reloads  int       // "configuration reloaded" lines, over all its lives
 }
 
 var listening = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
@@ -177,6 +182,9 @@ func (r *replica) start(ctx context.Context) error {
 			if strings.Contains(line, `"msg":"recording a decision`) && len(r.refusals) < 3 {
 				r.refusals = append(r.refusals, line)
 			}
+			if strings.Contains(line, `"msg":"configuration reloaded"`) {
+				r.reloads++
+			}
 			r.mu.Unlock()
 			if m := listening.FindStringSubmatch(line); m != nil {
 				select {
@@ -189,7 +197,7 @@ func (r *replica) start(ctx context.Context) error {
 	select {
 	case a := <-addr:
 		r.mu.Lock()
-		r.cmd, r.base = cmd, "http://"+a
+		r.cmd, r.base, r.since = cmd, "http://"+a, time.Now()
 		r.mu.Unlock()
 		return nil
 	case <-exited:
@@ -218,6 +226,35 @@ func (r *replica) restart(ctx context.Context, log func(string, ...any)) error {
 		log("%s failed to start (attempt %d of %d): %s", r.name, i, restartAttempts, firstLine(err.Error()))
 	}
 	return err
+}
+
+// hangUp sends SIGHUP to a replica that has served for at least a second
+// (serve installs its SIGHUP handler just after it starts listening), and
+// returns how many reloads it had logged before; ok is false when it was
+// not sent.
+func (r *replica) hangUp() (before hup, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil || time.Since(r.since) < time.Second {
+		return hup{}, false
+	}
+	return hup{r.reloads, r.cmd}, r.cmd.Process.Signal(syscall.SIGHUP) == nil
+}
+
+// hup is the replica as a SIGHUP found it: its reloads so far, and which
+// process it was.
+type hup struct {
+	reloads int
+	cmd     *exec.Cmd
+}
+
+// reloaded reports whether the replica logged a reload since it had
+// logged before, and whether it is still the process that was signalled
+// (a kill meanwhile makes the question moot).
+func (r *replica) reloaded(before hup) (done, alive bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reloads > before.reloads, r.cmd == before.cmd
 }
 
 // kill sends SIGKILL: nothing in the process gets to clean up.
