@@ -13,6 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/countersign/countersign/internal/mutant"
 	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
@@ -258,6 +259,9 @@ func (b *Bot) post(ctx context.Context, channel string, row store.OutboxRow) (st
 		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(meta))
 	if err != nil {
 		return "", err
+	}
+	if mutant.Every("card-twice", 4) { // planted bug: the card posted twice
+		_, _, _ = b.slack.PostMessageContext(ctx, channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(meta))
 	}
 	if postedChannel == "" {
 		postedChannel = channel

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/internal/mutant"
 	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/internal/signature"
 	"github.com/countersign/countersign/internal/startstop"
@@ -234,6 +235,9 @@ func (d *Deliverer) send(ctx context.Context, row store.Callback) (int, string) 
 	target, ok := (*d.targets.Load())[row.Agent]
 	if !ok {
 		return 0, "the agent has no callback configured"
+	}
+	if mutant.Every("callback-dropped", 6) { // planted bug: recorded as delivered, never sent
+		return http.StatusNoContent, ""
 	}
 	body, err := d.cfg.Render(ctx, row)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/internal/mutant"
 	"github.com/countersign/countersign/store"
 )
 
@@ -285,6 +286,9 @@ func (e *Executor) observe(batch []store.Transition, applied []store.Applied) {
 // GetBody, so a connection that drops after the body was written surfaces as
 // an error here rather than as a silent second write.
 func (e *Executor) send(ctx context.Context, tool Tool, c store.Claim) Answer {
+	if !tool.KeyAware && mutant.Every("skip-unkeyed-write", 8) { // planted bug: not sent, recorded as refused
+		return Answer{Status: http.StatusUnprocessableEntity, Body: []byte(`{"error":{"code":"invalid_request"}}`)}
+	}
 	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
 	defer cancel()
 	var written atomic.Bool
@@ -305,6 +309,9 @@ func (e *Executor) send(ctx context.Context, tool Tool, c store.Claim) Answer {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", c.Key)
+	if tool.KeyAware && mutant.Every("key-plus-x", 8) { // planted bug: sent under another key
+		req.Header.Set("Idempotency-Key", c.Key+"x")
+	}
 	req.Header.Set("Countersign-Request-Id", c.RequestID)
 	req.Header.Set(SignatureHeader, Sign(e.secretsFor(tool), time.Now(), req, c.Snapshot))
 	resp, err := e.client.Do(req)

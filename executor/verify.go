@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/countersign/countersign/internal/mutant"
 	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
@@ -26,6 +27,9 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 	}
 	switch {
 	case tool.Verify != nil:
+		if mutant.On("resend-after-crash") { // planted bug: resent without asking the provider
+			return e.notDone(t, u, "verified"), true
+		}
 		// A key-unaware tool's first attempt may still land until its
 		// settle time has passed since the outcome became unknown (an
 		// expired claim's unknown is leased at once): a 404 read before

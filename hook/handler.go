@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/internal/mutant"
 	"github.com/countersign/countersign/store"
 )
 
@@ -70,6 +71,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals
 		return h.writeServiceError(w, r, err)
 	}
 	if created {
+		if mutant.Every("intake-500", 5) { // planted bug: stored, then answered 500
+			return writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]any{"code": "internal", "message": "planted"}})
+		}
 		h.metrics.Intake.WithLabelValues("created").Inc()
 		return writeJSON(w, http.StatusCreated, view)
 	}

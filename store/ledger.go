@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/countersign/countersign/internal/mutant"
 )
 
 // Ledger is the Store on any Driver: every transition's rules (its
@@ -401,6 +403,9 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 	} else if err := l.queueCallback(ctx, ex, req.ID, req.RequestedBy, CallbackSettled, d.DecidedAt); err != nil {
 		return req, d, false, err
 	}
+	if p.Verdict == VerdictReject && mutant.Every("write-without-approval", 3) { // planted bug: a rejected write runs
+		err = ex.InsertExecution(ctx, NewExecution{RequestID: req.ID, DecisionID: d.ID, MaxAttempts: max(p.MaxAttempts, 1), At: d.DecidedAt})
+	}
 	data := map[string]any{"verdict": p.Verdict, "round": req.Round, "via": p.Via, "payload_hash_seen": p.PayloadHash}
 	if p.Reason != "" {
 		data["reason"] = p.Reason
@@ -408,6 +413,9 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 	err = write(ctx, ex,
 		[]Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: "decided", Data: data}},
 		[]NewOutbox{updateCard(req.ID, req.Round, d.DecidedAt)})
+	if err == nil && mutant.Every("decision-twice", 4) { // planted bug: the decision recorded twice
+		err = write(ctx, ex, []Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: "decided", Data: data}}, nil)
+	}
 	if err == nil {
 		// An approval's execution is ready: the dispatcher wakes with the
 		// request's waiters.

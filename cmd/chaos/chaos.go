@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +30,7 @@ type Options struct {
 	Agents          int           // agents posting at once
 	Drain           time.Duration // the most the fleet gets to settle after the load
 	RestartPostgres bool          // restart PostgreSQL once, mid-run, when permitted
+	Mutant          string        // the planted bug the replicas run with (see mutants.go); "" for none
 	Log             func(format string, args ...any)
 }
 
@@ -38,23 +41,30 @@ const (
 	dispatchSecret = "chaos-dispatch-secret"
 	retentionFor   = 3 * time.Second
 	slowProvider   = 300 * time.Millisecond
+	// slowPastTimeout is longer than chaos.unkeyed's dispatch timeout (2s).
+	slowPastTimeout = 3 * time.Second
 )
 
 var approvers = []string{"U1", "U2", "U3", "U4"}
 
 // run is one chaos run's state.
 type run struct {
-	opts     Options
-	db       *pgxpool.Pool
-	fleet    *fleet
-	slack    *bottest.Slack
-	keyed    *sandbox.Provider // honours keys; slow
-	unkeyed  *sandbox.Provider // ignores keys; verified by URL
-	agent    *agentEndpoint
-	flights  map[string]*inFlight // phase → requests in flight
-	started  time.Time
-	canaries atomic.Int64
-	reclicks atomic.Int64 // clicks answered 200 whose vote was not recorded
+	opts    Options
+	db      *pgxpool.Pool
+	fleet   *fleet
+	slack   *bottest.Slack
+	keyed   *sandbox.Provider // honours keys; slow
+	unkeyed *sandbox.Provider // ignores keys; verified by URL
+	// keyedLog and unkeyedLog are every write each provider received.
+	keyedLog, unkeyedLog *writeLog
+	agent                *agentEndpoint
+	flights              map[string]*inFlight // phase → requests in flight
+	started              time.Time
+	canaries             atomic.Int64
+	reclicks             atomic.Int64 // clicks answered 200 whose vote was not recorded
+	// slowUnkeyed counts key-unaware approvals: the first and every tenth
+	// is answered past the dispatch timeout.
+	slowUnkeyed atomic.Int64
 
 	mu       sync.Mutex
 	intents  []*intent
@@ -62,9 +72,17 @@ type run struct {
 	stored   int                       // poisoned intents answered 2xx
 	replays  map[string]int            // replay answers by status
 	faults   []*fault
-	ranAgain int    // pruned keys whose replay was not answered 410
-	openWork string // what was still open when the drain last looked
-	err      error  // the first thing that made the run itself fail
+	refused  map[string]bool // keys the key-aware provider refuses for good
+	answers  answerBook
+	cluster  *ownCluster // the PostgreSQL of the run's own, with -restart-postgres
+	// rewriteConfig writes the configuration file again, changed.
+	rewriteConfig func(change func(string) string) error
+	unreloaded    int    // replicas sent SIGHUP that did not reload
+	hupped        int    // replicas sent SIGHUP
+	waiting       int    // intents left pending on purpose
+	ranAgain      int    // pruned keys whose replay was not answered 410
+	openWork      string // what was still open when the drain last looked
+	err           error  // the first thing that made the run itself fail
 }
 
 // fail records why the run cannot go on; the first reason wins.
@@ -84,7 +102,7 @@ func (r *run) failure() error {
 
 func newRun(opts Options) *run {
 	r := &run{opts: opts, poisoned: map[string]map[string]int{}, replays: map[string]int{},
-		flights: map[string]*inFlight{}}
+		flights: map[string]*inFlight{}, refused: map[string]bool{}}
 	for _, p := range phases {
 		r.flights[p] = &inFlight{}
 	}
@@ -97,12 +115,20 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	defer s.close()
 	defer recoverFailure(&err)
 	r := newRun(opts)
+	if opts.RestartPostgres {
+		// Restarting a server cuts every program's connections to it: the
+		// run restarts only a cluster it created.
+		if r.cluster, err = startOwnCluster(ctx, s, opts.Log); err != nil {
+			return figs, err
+		}
+		os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", r.cluster.URL())
+	}
 	if err := r.startFleet(ctx, s, replicas, configYAML); err != nil {
 		return figs, err
 	}
 	r.keyed.Set(sandbox.Behavior{Delay: slowProvider})
 	r.unkeyed.IgnoreKeys(true)
-	opts.Log("%d replicas serving; load for %s with %d kills -9", replicas, opts.Load, opts.Kills)
+	opts.Log("%d replicas serving; load for %s with %d replica faults (kill -9, every fourth a SIGTERM)", replicas, opts.Load, opts.Kills)
 
 	r.started = time.Now()
 	loadCtx, stopLoad := context.WithTimeout(ctx, opts.Load)
@@ -121,7 +147,7 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	// Every replica serves again before the fleet drains.
 	for _, rep := range r.fleet.replicas {
 		if rep.url() == "" {
-			if err := rep.start(ctx); err != nil {
+			if err := rep.restart(ctx, opts.Log); err != nil {
 				return figs, err
 			}
 		}
@@ -192,16 +218,40 @@ func (r *run) agentLoop(ctx context.Context, agent int, votes *sync.WaitGroup) {
 			switch v := rand.Float64(); {
 			case v < 0.8:
 				in.Verdict = "approve"
-			case v < 0.9:
+				if tool == "chaos.keyed" && v < 0.04 {
+					r.refuse(in.Key) // the provider will decline it: it must end failed
+				}
+				if tool == "chaos.unkeyed" && r.slowUnkeyed.Add(1)%10 == 1 {
+					// Stored, then answered past the dispatch timeout: the
+					// outcome is unknown and only the verify URL may settle it.
+					r.unkeyed.SetFor(in.Key, sandbox.Behavior{Delay: slowPastTimeout, Times: 1})
+				}
+			case v < 0.9 || !r.leaveWaiting():
 				in.Verdict = "reject"
 			default:
-				in.Verdict = "wait" // left pending: its reminder comes due
+				in.Verdict = "wait" // left pending: its card and reminder must reach Slack
 			}
 			votes.Add(1)
 			go func() { defer votes.Done(); r.vote(in) }()
 		}
 		time.Sleep(time.Duration(20+rand.IntN(60)) * time.Millisecond)
 	}
+}
+
+// maxWaiting bounds the intents left pending on purpose: each one's card
+// and reminder must reach Slack by the end of the drain, at the one
+// channel's post a second.
+const maxWaiting = 12
+
+// leaveWaiting reports whether one more intent may be left pending.
+func (r *run) leaveWaiting() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiting >= maxWaiting {
+		return false
+	}
+	r.waiting++
+	return true
 }
 
 // acknowledge posts body as the agent of token until a replica
@@ -217,6 +267,7 @@ func (r *run) acknowledge(ctx context.Context, token, body, tool string) *intent
 		r.flights[phaseIntake].n.Add(1)
 		status, answer := post(base, token, body)
 		r.flights[phaseIntake].n.Add(-1)
+		r.answer("intake", status, answer)
 		switch {
 		case status == http.StatusCreated || status == http.StatusOK:
 			in := &intent{Body: body, Tool: tool, Token: token}
@@ -252,6 +303,7 @@ func (r *run) postPoison(ctx context.Context, n int) {
 			continue
 		}
 		status, answer := post(base, agentToken, poisons[kind](n))
+		r.answer("poison", status, answer)
 		if status == 0 || status >= 500 {
 			time.Sleep(50 * time.Millisecond)
 			continue
@@ -280,7 +332,8 @@ func (r *run) replayOne(ctx context.Context) {
 	in := r.intents[rand.IntN(len(r.intents))]
 	r.mu.Unlock()
 	if base := r.fleet.pick(); base != "" {
-		status, _ := post(base, in.Token, in.Body)
+		status, answer := post(base, in.Token, in.Body)
+		r.answer("replay", status, answer)
 		r.mu.Lock()
 		r.replays[fmt.Sprint(status)]++
 		r.mu.Unlock()
@@ -329,8 +382,13 @@ func (r *run) click(in *intent, user, action string) {
 		r.flights[phaseVoting].n.Add(1)
 		resp, err := httpClient.Do(req)
 		r.flights[phaseVoting].n.Add(-1)
+		if err != nil {
+			r.answer("click", 0, nil)
+		}
 		if err == nil {
+			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
+			r.answer("click", resp.StatusCode, answer)
 			if resp.StatusCode == http.StatusOK {
 				if r.recorded(in, user) {
 					return

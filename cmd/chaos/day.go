@@ -367,7 +367,7 @@ func (d *day) noonKill(dayCtx, ctx context.Context) {
 	d.mu.Unlock()
 	d.opts.Log("12:00  kill -9 %s", victim.name)
 	time.Sleep(d.real(restartAfter))
-	if err := victim.start(ctx); err != nil {
+	if err := victim.restart(ctx, d.opts.Log); err != nil {
 		d.fail(fmt.Errorf("restarting %s: %w", victim.name, err))
 		return
 	}

@@ -29,9 +29,10 @@ func (f *inFlight) wrap(h http.Handler) http.Handler {
 func (f *inFlight) busy() bool { return f.n.Load() > 0 }
 
 // serveProvider serves a sandbox provider on loopback, counting writes in
-// flight.
-func serveProvider(s *scope, p *sandbox.Provider, flight *inFlight) string {
-	srv := httptest.NewServer(flight.wrap(p))
+// flight and recording each one in log before the provider sees it.
+func serveProvider(s *scope, p *sandbox.Provider, flight *inFlight, log *writeLog) string {
+	log.next = p
+	srv := httptest.NewServer(flight.wrap(log))
 	s.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -43,13 +44,13 @@ type agentEndpoint struct {
 	flight   inFlight
 
 	mu        sync.Mutex
-	delivered map[string]int  // delivery id → 2xx answers given
-	requests  map[string]bool // request ids with a callback answered 2xx
+	delivered map[string]int             // delivery id → 2xx answers given
+	requests  map[string]map[string]bool // request id → states told in callbacks answered 2xx
 	failed    int
 }
 
 func newAgentEndpoint(s *scope, failRate float64) (*agentEndpoint, string) {
-	a := &agentEndpoint{failRate: failRate, delivered: map[string]int{}, requests: map[string]bool{}}
+	a := &agentEndpoint{failRate: failRate, delivered: map[string]int{}, requests: map[string]map[string]bool{}}
 	srv := httptest.NewServer(a.flight.wrap(http.HandlerFunc(a.serve)))
 	s.Cleanup(srv.Close)
 	return a, srv.URL
@@ -57,7 +58,11 @@ func newAgentEndpoint(s *scope, failRate float64) (*agentEndpoint, string) {
 
 func (a *agentEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		ID string `json:"id"`
+		ID        string `json:"id"`
+		Status    string `json:"status"`
+		Execution *struct {
+			State string `json:"state"`
+		} `json:"execution"`
 	}
 	_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body)
 	id := r.Header.Get(callback.DeliveryHeader)
@@ -72,7 +77,14 @@ func (a *agentEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.delivered[id]++
-	a.requests[body.ID] = true
+	state := body.Status
+	if state == "approved" && body.Execution != nil {
+		state = body.Execution.State
+	}
+	if a.requests[body.ID] == nil {
+		a.requests[body.ID] = map[string]bool{}
+	}
+	a.requests[body.ID][state] = true
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -83,11 +95,16 @@ func (a *agentEndpoint) received(id string) bool {
 	return a.delivered[id] > 0
 }
 
-// heardOf reports whether a callback of request id was answered 2xx.
-func (a *agentEndpoint) heardOf(id string) bool {
+// outcomes returns the states callbacks of request id told, in deliveries
+// answered 2xx: the status, or the execution's state once approved.
+func (a *agentEndpoint) outcomes(id string) map[string]bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.requests[id]
+	out := map[string]bool{}
+	for s := range a.requests[id] {
+		out[s] = true
+	}
+	return out
 }
 
 func (a *agentEndpoint) failures() int {

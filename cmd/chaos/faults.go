@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/countersign/countersign/sandbox"
 )
 
 // The phases a kill is aimed at: what the fleet is doing at the moment.
@@ -42,9 +45,14 @@ func (r *run) faultLoop(load, ctx context.Context) {
 	pgDone := !r.opts.RestartPostgres
 	if pgDone {
 		r.opts.Log("PostgreSQL restart skipped: not asked for (-restart-postgres=false; the short run never restarts it)")
+	} else {
+		r.opts.Log("PostgreSQL restart: halfway, on the run's own cluster (port %d)", r.cluster.port)
 	}
 	var restarts sync.WaitGroup
 	defer restarts.Wait()
+	restarts.Add(2)
+	go func() { defer restarts.Done(); r.providerOutage(load) }()
+	go func() { defer restarts.Done(); r.reconfigure(load) }()
 	for i := range r.opts.Kills {
 		at := r.started.Add(every*time.Duration(i+1) - every/4 + time.Duration(rand.Int64N(int64(every/2))))
 		select {
@@ -72,14 +80,22 @@ func (r *run) faultLoop(load, ctx context.Context) {
 		}
 		victim := up[rand.IntN(len(up))]
 		inFlight := r.inFlight()
-		victim.kill()
-		f := r.record("kill -9 "+victim.name, inFlight)
+		what := "kill -9 "
+		if i%4 == 1 {
+			// Every fourth is graceful: SIGTERM, and the replica finishes
+			// what it claimed before it exits.
+			what = "SIGTERM "
+			victim.stop()
+		} else {
+			victim.kill()
+		}
+		f := r.record(what+victim.name, inFlight)
 		go r.measureRecovery(f)
 		restarts.Add(1)
 		go func() {
 			defer restarts.Done()
 			time.Sleep(time.Duration(300+rand.IntN(1200)) * time.Millisecond)
-			if err := victim.start(ctx); err != nil {
+			if err := victim.restart(ctx, r.opts.Log); err != nil {
 				r.fail(fmt.Errorf("restarting %s: %w", victim.name, err))
 			}
 		}()
@@ -169,21 +185,82 @@ func (r *run) waitCanaries() {
 	}
 }
 
-// restartPostgres restarts the database under load once, or says why not.
+// restartPostgres restarts the run's own PostgreSQL cluster under load
+// once.
 func (r *run) restartPostgres() {
-	argv, why := restartPlan(true, currentUser(), pgClusters)
-	if argv == nil {
-		r.opts.Log("PostgreSQL restart skipped: %s", why)
-		return
-	}
 	inFlight, began := r.inFlight(), time.Now()
-	out, err := runCommand(argv)
-	if err != nil {
-		r.fail(fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := r.cluster.restart(ctx); err != nil {
+		r.fail(err)
 		return
 	}
 	// Recovery counts from when PostgreSQL is back: how long the server
 	// takes to stop and start is not countersign's.
-	f := r.record(fmt.Sprintf("PostgreSQL restart (%s, took %s)", strings.Join(argv, " "), time.Since(began).Round(100*time.Millisecond)), inFlight)
+	f := r.record(fmt.Sprintf("PostgreSQL restart (the run's own cluster on port %d, took %s)", r.cluster.port, time.Since(began).Round(100*time.Millisecond)), inFlight)
 	go r.measureRecovery(f)
+}
+
+// outageFor is how long the key-aware provider answers every write 503.
+const (
+	outageFor   = 2 * time.Second
+	outageFault = "key-aware provider answering 503"
+)
+
+// providerOutage makes the key-aware provider answer every write 503 for
+// outageFor, a third into the load, then serve again: the writes retried
+// under their keys must each succeed once. Recovery counts from the end
+// of the outage.
+func (r *run) providerOutage(load context.Context) {
+	select {
+	case <-load.Done():
+		return
+	case <-time.After(time.Until(r.started.Add(r.opts.Load / 3))):
+	}
+	inFlight := r.inFlight()
+	r.keyed.Set(sandbox.Behavior{Status: http.StatusServiceUnavailable, Code: "unavailable"})
+	time.Sleep(outageFor)
+	r.keyed.Set(sandbox.Behavior{Delay: slowProvider})
+	f := r.record(fmt.Sprintf("%s for %s, then serving", outageFault, outageFor), inFlight)
+	go r.measureRecovery(f)
+}
+
+// reconfigure, two thirds into the load, changes the configuration file
+// (the tools' reminders come 3 s after a card instead of 2 s) and sends
+// every serving replica SIGHUP: each must log that it reloaded, within
+// 10 s, unless it was killed meanwhile.
+func (r *run) reconfigure(load context.Context) {
+	select {
+	case <-load.Done():
+		return
+	case <-time.After(time.Until(r.started.Add(r.opts.Load * 2 / 3))):
+	}
+	if err := r.rewriteConfig(func(c string) string { return strings.ReplaceAll(c, "remind_after: 2s", "remind_after: 3s") }); err != nil {
+		r.fail(err)
+		return
+	}
+	inFlight := r.inFlight()
+	sent := map[*replica]hup{}
+	for _, rep := range r.fleet.replicas {
+		if before, ok := rep.hangUp(); ok {
+			sent[rep] = before
+		}
+	}
+	r.mu.Lock()
+	r.hupped += len(sent)
+	r.mu.Unlock()
+	f := r.record(fmt.Sprintf("SIGHUP to %d replicas, the configuration changed (remind_after 2s to 3s)", len(sent)), inFlight)
+	go r.measureRecovery(f)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sent) > 0 && time.Now().Before(deadline) {
+		for rep, before := range sent {
+			if done, alive := rep.reloaded(before); done || !alive {
+				delete(sent, rep)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.mu.Lock()
+	r.unreloaded += len(sent)
+	r.mu.Unlock()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -21,14 +22,50 @@ import (
 	"github.com/countersign/countersign/store/storetest"
 )
 
-// buildCountersign builds this tree's countersign into dir.
-func buildCountersign(dir string) (string, error) {
-	path := filepath.Join(dir, "countersign")
-	out, err := exec.Command("go", "build", "-o", path, "github.com/countersign/countersign/cmd/countersign").CombinedOutput()
+// builds holds the binaries built by this process, by build tags: runs
+// of one process (the mutants, the tests) build each once.
+var builds struct {
+	sync.Mutex
+	dir   string
+	paths map[string]string
+}
+
+// buildCountersign builds this tree's countersign with tags (none: the
+// release build), once per process.
+func buildCountersign(tags string) (string, error) {
+	builds.Lock()
+	defer builds.Unlock()
+	if p, ok := builds.paths[tags]; ok {
+		return p, nil
+	}
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "chaos-build-")
+		if err != nil {
+			return "", err
+		}
+		builds.dir, builds.paths = dir, map[string]string{}
+	}
+	path := filepath.Join(builds.dir, "countersign-"+cmp.Or(tags, "release"))
+	args := []string{"build", "-o", path}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	out, err := exec.Command("go", append(args, "github.com/countersign/countersign/cmd/countersign")...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
+	builds.paths[tags] = path
 	return path, nil
+}
+
+// removeBuilds removes what buildCountersign built.
+func removeBuilds() {
+	builds.Lock()
+	defer builds.Unlock()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+		builds.dir, builds.paths = "", nil
+	}
 }
 
 // startFleet builds countersign from this tree and starts n replicas of
@@ -43,7 +80,11 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	}
 	s.Cleanup(func() { os.RemoveAll(dir) })
 	r.opts.Log("building countersign")
-	binary, err := buildCountersign(dir)
+	tags := ""
+	if r.opts.Mutant != "" {
+		tags = "chaosmutant"
+	}
+	binary, err := buildCountersign(tags)
 	if err != nil {
 		return err
 	}
@@ -56,8 +97,9 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	r.slack = bottest.New(s)
 	r.keyed, r.unkeyed = sandbox.New(), sandbox.New()
 	r.keyed.Secret, r.unkeyed.Secret = []byte(dispatchSecret), []byte(dispatchSecret)
-	keyedURL := serveProvider(s, r.keyed, r.flights[phaseDispatch])
-	unkeyedURL := serveProvider(s, r.unkeyed, r.flights[phaseDispatch])
+	r.keyedLog, r.unkeyedLog = &writeLog{}, &writeLog{}
+	keyedURL := serveProvider(s, r.keyed, r.flights[phaseDispatch], r.keyedLog)
+	unkeyedURL := serveProvider(s, r.unkeyed, r.flights[phaseDispatch], r.unkeyedLog)
 	var agentURL string
 	r.agent, agentURL = newAgentEndpoint(s, 0.25)
 	r.flights[phaseCallback] = &r.agent.flight
@@ -66,10 +108,16 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	if err := os.WriteFile(path, []byte(config(keyedURL, unkeyedURL, agentURL)), 0o600); err != nil {
 		return err
 	}
+	r.rewriteConfig = func(change func(string) string) error {
+		return os.WriteFile(path, []byte(change(config(keyedURL, unkeyedURL, agentURL))), 0o600)
+	}
 	env := []string{"COUNTERSIGN_DATABASE_URL=" + dbURL, "COUNTERSIGN_CONFIG=" + path,
 		"COUNTERSIGN_DISPATCH_SECRET=" + dispatchSecret, "SLACK_BOT_TOKEN=xoxb-chaos",
 		"SLACK_SIGNING_SECRET=" + slackSecret, "COUNTERSIGN_SLACK_API_URL=" + r.slack.URL() + "/",
 		"COUNTERSIGN_INBOX=off", "COUNTERSIGN_LISTEN=127.0.0.1:0"}
+	if r.opts.Mutant != "" {
+		env = append(env, mutantEnv+"="+r.opts.Mutant)
+	}
 	r.fleet = &fleet{}
 	starting := make(chan error, n)
 	for i := range n {
@@ -100,6 +148,8 @@ type replica struct {
 	// refusals are the log lines of clicks refused for a reason of the
 	// server's own (the database), the first few.
 	refusals []string
+	since    time.Time // when it last started listening
+	reloads  int       // "configuration reloaded" lines, over all its lives
 }
 
 var listening = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
@@ -117,7 +167,9 @@ func (r *replica) start(ctx context.Context) error {
 		return err
 	}
 	addr := make(chan string, 1)
+	exited := make(chan struct{}) // the output ended: the process is gone
 	go func() {
+		defer close(exited)
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -129,6 +181,9 @@ func (r *replica) start(ctx context.Context) error {
 			}
 			if strings.Contains(line, `"msg":"recording a decision`) && len(r.refusals) < 3 {
 				r.refusals = append(r.refusals, line)
+			}
+			if strings.Contains(line, `"msg":"configuration reloaded"`) {
+				r.reloads++
 			}
 			r.mu.Unlock()
 			if m := listening.FindStringSubmatch(line); m != nil {
@@ -142,15 +197,64 @@ func (r *replica) start(ctx context.Context) error {
 	select {
 	case a := <-addr:
 		r.mu.Lock()
-		r.cmd, r.base = cmd, "http://"+a
+		r.cmd, r.base, r.since = cmd, "http://"+a, time.Now()
 		r.mu.Unlock()
 		return nil
+	case <-exited:
 	case <-time.After(30 * time.Second):
 	case <-ctx.Done():
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	return fmt.Errorf("%s did not start listening:\n%s", r.name, r.tail())
+}
+
+// restartAttempts is how often a supervisor starts a replica that failed
+// to start before giving up.
+const restartAttempts = 3
+
+// restart starts the replica again as a supervisor would: a start that
+// fails (on a loaded machine, a replica can take longer than its 30 s to
+// listen) is tried again, up to restartAttempts times; log hears of each
+// failure.
+func (r *replica) restart(ctx context.Context, log func(string, ...any)) error {
+	var err error
+	for i := 1; i <= restartAttempts && ctx.Err() == nil; i++ {
+		if err = r.start(ctx); err == nil {
+			return nil
+		}
+		log("%s failed to start (attempt %d of %d): %s", r.name, i, restartAttempts, firstLine(err.Error()))
+	}
+	return err
+}
+
+// hangUp sends SIGHUP to a replica that has served for at least a second
+// (serve installs its SIGHUP handler just after it starts listening), and
+// returns how many reloads it had logged before; ok is false when it was
+// not sent.
+func (r *replica) hangUp() (before hup, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil || time.Since(r.since) < time.Second {
+		return hup{}, false
+	}
+	return hup{r.reloads, r.cmd}, r.cmd.Process.Signal(syscall.SIGHUP) == nil
+}
+
+// hup is the replica as a SIGHUP found it: its reloads so far, and which
+// process it was.
+type hup struct {
+	reloads int
+	cmd     *exec.Cmd
+}
+
+// reloaded reports whether the replica logged a reload since it had
+// logged before, and whether it is still the process that was signalled
+// (a kill meanwhile makes the question moot).
+func (r *replica) reloaded(before hup) (done, alive bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reloads > before.reloads, r.cmd == before.cmd
 }
 
 // kill sends SIGKILL: nothing in the process gets to clean up.
