@@ -76,6 +76,13 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	// flight: the lines are lost, not the writes. Go ends a program on a
 	// broken standard output or error unless SIGPIPE is handled.
 	signal.Ignore(syscall.SIGPIPE)
+	// SIGHUP is caught from the start, not once serve listens: Go's default
+	// for it ends the program, and an operator's reload may come while a
+	// replica is still starting. One that arrives early is handled once the
+	// loop below runs, and reads the file again then.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	logger := newLogger(loaded.LogFormat, stderr)
 	cfg, localToken, err := resolveConfig(loaded, "")
 	if err != nil {
@@ -109,9 +116,6 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if cfg.Local() {
 		printLocalBanner(stderr, a.http.base(), a.where, localToken, a.inboxURL)
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
