@@ -470,3 +470,52 @@ func TestMCPCommandNeedsTheServerAndTheToken(t *testing.T) {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 }
+
+// A configuration whose tools would share a typed MCP tool, or give one a
+// name longer than a model API takes, is refused, naming the tools.
+func TestConfigRefusesTypedToolNamesThatAreNotTheirOwn(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 57)
+	path := writeConfig(t, `
+agents:
+  - {name: billing-agent, token_sha256: "`+strings.Repeat("ab", 32)+`"}
+tools:
+  billing.credit:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/a"}
+    effect_schema: {type: object}
+  billing_credit:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/b"}
+    effect_schema: {type: object}
+  `+long+`:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/c"}
+    effect_schema: {type: object}
+  no.schema:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/d"}
+  no_schema:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/e"}
+`)
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": strings.Repeat("s", 32), "COUNTERSIGN_DATABASE_URL": "postgres://x/y"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	if err == nil {
+		t.Fatal("the configuration passed")
+	}
+	msg := err.Error()
+	for _, want := range []string{"tools.billing_credit: it and tools.billing.credit would both be the MCP tool request_billing_credit",
+		"tools." + long + ": its MCP tool request_" + long + " would be 65 characters"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q:\n%s", want, msg)
+		}
+	}
+	// Tools without an effect schema get no typed tool: nothing to collide.
+	if strings.Contains(msg, "no_schema") {
+		t.Errorf("tools without an effect schema were refused:\n%s", msg)
+	}
+}
