@@ -598,6 +598,8 @@ func TestMCPRefusalsAreTheEnvelope(t *testing.T) {
 		{"an id without a method", session, `{"jsonrpc": "2.0", "id": 7}`, nil, http.StatusUnprocessableEntity, "invalid_request"},
 		{"a batch holding one", session, `[` + list + `, {"jsonrpc": "2.0", "id": 8, "params": {}}]`, nil, http.StatusUnprocessableEntity, "invalid_request"},
 		{"no Accept", session, list, map[string]string{"Accept": ""}, http.StatusUnprocessableEntity, "invalid_request"},
+		{"headers over 64 KiB", session, list, map[string]string{"X-Padding": strings.Repeat("p", 70<<10)},
+			http.StatusRequestHeaderFieldsTooLarge, "too_large"},
 	} {
 		resp, body := mcpPost(t, g.base, mcpToken, c.session, c.body, c.header)
 		checkMCPEnvelope(t, c.what, resp, body, c.status, c.code)
