@@ -16,11 +16,27 @@ func (as Agents) AgentOnly(next func(w http.ResponseWriter, r *http.Request, age
 		authorization := r.Header.Get("Authorization")
 		agent, ok := as.Authenticate(authorization)
 		if !ok {
-			id := requestid.New()
-			w.Header().Set(requestid.Header, id)
-			refuseUnauthorized(w, r.WithContext(requestid.With(r.Context(), id)), authorization)
+			if requestid.From(r.Context()) == "" {
+				id := requestid.New()
+				w.Header().Set(requestid.Header, id)
+				r = r.WithContext(requestid.With(r.Context(), id))
+			}
+			refuseUnauthorized(w, r, authorization)
 			return
 		}
 		next(w, r, agent)
 	})
+}
+
+// Refuse answers a request of a surface served beside the API with the
+// API's error envelope (and the id requestid.Middleware gave it) at
+// status: Status(ref.Code), or where that surface must say more than the
+// code's usual status does (/mcp: 403 unauthorized for a valid token in
+// another agent's session, 431 too_large for headers).
+func Refuse(w http.ResponseWriter, r *http.Request, status int, ref approvals.Refusal) {
+	var body errorBody
+	body.Error.Code, body.Error.Message, body.Error.Field = ref.Code, ref.Message, ref.Field
+	body.Error.Errors, body.Error.RequestID, body.Error.Status = ref.Errors, requestid.From(r.Context()), ref.Status
+	body.Error.Tools = ref.Tools
+	writeJSON(w, status, body)
 }

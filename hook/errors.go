@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
-	"github.com/countersign/countersign/internal/requestid"
 )
 
 // errorBody is the one error envelope of the agent API.
@@ -66,11 +65,9 @@ func isJSON(contentType string) bool {
 // writeRefusal writes a refusal as the error envelope, with its code's
 // status and the request's id.
 func writeRefusal(w http.ResponseWriter, r *http.Request, ref approvals.Refusal) int {
-	var body errorBody
-	body.Error.Code, body.Error.Message, body.Error.Field = ref.Code, ref.Message, ref.Field
-	body.Error.Errors, body.Error.RequestID = ref.Errors, requestid.From(r.Context())
-	body.Error.Status, body.Error.Tools = ref.Status, ref.Tools
-	return writeJSON(w, Status(ref.Code), body)
+	status := Status(ref.Code)
+	Refuse(w, r, status, ref)
+	return status
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) int {

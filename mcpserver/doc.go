@@ -4,7 +4,7 @@
 // HTTP. It is a client of a countersign server (the Go client, package
 // client) and never touches a database: `countersign mcp` runs it over stdio
 // against COUNTERSIGN_URL, and `serve` mounts it at /mcp over streamable
-// HTTP for the agent whose bearer token the session carries.
+// HTTP for the agent whose bearer token each request carries.
 //
 // The tools, listed once when the server is built (the agent's tools as GET
 // /v1/tools lists them at that moment):

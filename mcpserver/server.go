@@ -55,19 +55,21 @@ func New(ctx context.Context, cfg Config) (*mcp.Server, error) {
 	for _, t := range h.fixedTools() {
 		server.AddTool(t.tool, t.handle)
 	}
+	names, skipped := typedNames(tools)
+	for _, tool := range skipped {
+		if cfg.Logger != nil {
+			cfg.Logger.Warn("a tool's typed MCP tool would take a fixed tool's name or another tool's, or be longer than 64 characters; request it with request_write",
+				slog.String("tool", tool))
+		}
+	}
 	for _, t := range tools {
-		if len(t.EffectSchema) == 0 {
+		name, ok := names[t.Name]
+		if !ok {
 			continue
 		}
-		typed, err := h.typedTool(t)
+		typed, err := h.typedTool(t, name)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
-		}
-		if typed == nil {
-			if cfg.Logger != nil {
-				cfg.Logger.Warn("a tool's typed MCP tool would take a fixed tool's name; request it with request_write", slog.String("tool", t.Name))
-			}
-			continue
 		}
 		server.AddTool(typed.tool, typed.handle)
 	}

@@ -44,11 +44,14 @@ func connect(t *testing.T, api http.Handler) *mcp.ClientSession {
 const toolsAnswer = `{"tools": [{"name": "billing.credit", "reversible": false, "policy": {"approvals": 1, "approvers": ["U0ANA"]},
 	"effect_schema": {"type": "object", "properties": {"amount_cents": {"type": "integer"}}}},
 	{"name": "notes.add", "reversible": true, "policy": {"approvals": 1, "approvers": ["U0ANA"]}},
-	{"name": "write", "reversible": true, "policy": {"approvals": 1, "approvers": ["U0ANA"]}, "effect_schema": {"type": "object"}}]}`
+	{"name": "write", "reversible": true, "policy": {"approvals": 1, "approvers": ["U0ANA"]}, "effect_schema": {"type": "object"}},
+	{"name": "crm.note", "reversible": true, "policy": {"approvals": 1, "approvers": ["U0ANA"]}, "effect_schema": {"type": "object"}},
+	{"name": "crm_note", "reversible": true, "policy": {"approvals": 1, "approvers": ["U0ANA"]}, "effect_schema": {"type": "object"}}]}`
 
 // Arguments a tool does not take are refused before anything is sent,
 // named as the API would name them; a typed tool writes with its own tool
-// only; and a tool named like a fixed one gets no typed tool.
+// only; and a tool named like a fixed one gets no typed tool, nor do two
+// tools whose names become one typed name (neither would be its own).
 func TestArgumentsAreCheckedBeforeAnythingIsSent(t *testing.T) {
 	t.Parallel()
 	var writes atomic.Int64
@@ -79,10 +82,20 @@ func TestArgumentsAreCheckedBeforeAnythingIsSent(t *testing.T) {
 	}{
 		{"request_billing_credit", map[string]any{"tool": "notes.add", "run_id": "r", "step": 1, "effect": map[string]any{}}, "/tool"},
 		{"request_write", map[string]any{"tool": "notes.add", "run_id": 7, "step": 1, "effect": map[string]any{}}, "/run_id"},
+		// A typed tool names the argument as it was sent, not as the
+		// server holds it.
+		{"request_billing_credit", map[string]any{"run_id": 7, "step": 1, "effect": map[string]any{}}, "/run_id"},
+		{"request_billing_credit", map[string]any{"run_id": "r", "step": 1, "effect": map[string]any{}, "summary": false}, "/summary"},
+		{"request_billing_credit", map[string]any{"tool": "", "run_id": "r", "step": 1, "effect": map[string]any{}}, "/tool"},
 		{"get_request", map[string]any{"ref": ""}, "/ref"},
 		{"cancel_request", map[string]any{"key": "wa_1"}, "/key"},
 		{"wait_for_outcome", map[string]any{"ref": "wa_1", "timeout_seconds": 601}, "/timeout_seconds"},
+		// 0 is refused, as the API refuses it, not taken for the default.
+		{"wait_for_outcome", map[string]any{"ref": "wa_1", "timeout_seconds": 0}, "/timeout_seconds"},
+		{"wait_for_outcome", map[string]any{"ref": "wa_1", "timeout_seconds": -1}, "/timeout_seconds"},
 		{"list_requests", map[string]any{"settled": "yes"}, "/settled"},
+		{"list_requests", map[string]any{"limit": 0}, "/limit"},
+		{"list_requests", map[string]any{"limit": 101}, "/limit"},
 	} {
 		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
 		if err != nil {

@@ -187,11 +187,12 @@ func (h *handlers) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return toolError(err), nil
 	}
+	typed, _ := typedNames(tools)
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = t.Name
-		if len(t.EffectSchema) > 0 {
-			names[i] += " (" + typedToolName(t.Name) + ")"
+		if name, ok := typed[t.Name]; ok {
+			names[i] += " (" + name + ")"
 		}
 	}
 	sentence := fmt.Sprintf("%d tools: %s.", len(tools), strings.Join(names, ", "))
@@ -201,14 +202,19 @@ func (h *handlers) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	return result(sentence, map[string]any{"tools": tools}), nil
 }
 
+// maxListLimit is the largest page list_requests asks for, the API's.
+const maxListLimit = 100
+
 // listArgs are list_requests' filters.
 type listArgs struct {
 	Status  string `json:"status"`
 	Tool    string `json:"tool"`
 	RunID   string `json:"run_id"`
 	Settled *bool  `json:"settled"`
-	Limit   int    `json:"limit"`
-	Cursor  string `json:"cursor"`
+	// Limit is nil when the model did not say: 0 is refused, as the API
+	// refuses limit=0, not taken for the default.
+	Limit  *int   `json:"limit"`
+	Cursor string `json:"cursor"`
 }
 
 func (h *handlers) listRequests(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -216,10 +222,17 @@ func (h *handlers) listRequests(ctx context.Context, req *mcp.CallToolRequest) (
 	if res := decodeArgs(req.Params.Arguments, &args); res != nil {
 		return res, nil
 	}
+	limit := 0 // the API's default
+	if args.Limit != nil {
+		if *args.Limit < 1 || *args.Limit > maxListLimit {
+			return argumentError("/limit", fmt.Sprintf("limit must be a whole number from 1 to %d", maxListLimit)), nil
+		}
+		limit = *args.Limit
+	}
 	ctx, cancel := context.WithTimeout(ctx, h.callTimeout)
 	defer cancel()
 	page, err := h.client.List(ctx, client.ListParams{Status: client.Status(args.Status), Tool: args.Tool, RunID: args.RunID,
-		Settled: args.Settled, Limit: args.Limit, Cursor: args.Cursor})
+		Settled: args.Settled, Limit: limit, Cursor: args.Cursor})
 	if err != nil {
 		return toolError(err), nil
 	}

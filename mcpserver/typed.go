@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,10 +14,13 @@ import (
 	"github.com/countersign/countersign/client"
 )
 
+// typedPrefix starts every typed tool's name.
+const typedPrefix = "request_"
+
 // typedToolName is the MCP tool of a configured tool: request_ and its name,
 // each character MCP names do not take (dots among them) an underscore.
 func typedToolName(tool string) string {
-	return "request_" + strings.Map(func(r rune) rune {
+	return typedPrefix + strings.Map(func(r rune) rune {
 		if r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
 			return r
 		}
@@ -23,17 +28,67 @@ func typedToolName(tool string) string {
 	}, tool)
 }
 
+// maxToolNameLength is the longest tool name the model APIs take.
+const maxToolNameLength = 64
+
+// CheckTypedToolNames reports every tool among tools (the names of the
+// tools with an effect schema, which get a typed tool) whose typed tool
+// would not be its own: two tools whose names become one typed name
+// (billing.credit and billing_credit: the one tool would write with the
+// other's schema and provider), and a typed name longer than the 64
+// characters a model API takes. Each error starts "tools.<name>: ".
+func CheckTypedToolNames(tools []string) error {
+	tools = slices.Sorted(slices.Values(tools))
+	var errs []error
+	first := map[string]string{}
+	for _, tool := range tools {
+		name := typedToolName(tool)
+		if len(name) > maxToolNameLength {
+			errs = append(errs, fmt.Errorf("tools.%s: its MCP tool %s would be %d characters, more than the %d a model API takes: shorten the tool's name to at most %d characters",
+				tool, name, len(name), maxToolNameLength, maxToolNameLength-len(typedPrefix)))
+			continue
+		}
+		if other, ok := first[name]; ok {
+			errs = append(errs, fmt.Errorf("tools.%s: it and tools.%s would both be the MCP tool %s: rename one of them (names differing only in characters other than letters, digits, _ and - become the same tool)",
+				tool, other, name))
+			continue
+		}
+		first[name] = tool
+	}
+	return errors.Join(errs...)
+}
+
+// typedNames is, for each tool with an effect schema, the name of its
+// typed tool; a tool whose typed tool would not be its own
+// (CheckTypedToolNames) has none, and neither does the tool it collides
+// with.
+func typedNames(tools []client.Tool) (names map[string]string, skipped []string) {
+	byName := map[string][]string{}
+	for _, t := range tools {
+		if len(t.EffectSchema) > 0 {
+			name := typedToolName(t.Name)
+			byName[name] = append(byName[name], t.Name)
+		}
+	}
+	names = map[string]string{}
+	for name, owners := range byName {
+		if len(owners) > 1 || len(name) > maxToolNameLength || fixedNames[name] {
+			skipped = append(skipped, owners...)
+			continue
+		}
+		names[owners[0]] = name
+	}
+	slices.Sort(skipped)
+	return names, skipped
+}
+
 // fixedNames are the fixed tools' names, which a typed tool may not take.
 var fixedNames = map[string]bool{"list_tools": true, "request_write": true, "get_request": true,
 	"list_requests": true, "wait_for_outcome": true, "cancel_request": true}
 
-// typedTool is the tool that requests t's writes, its effect described by
-// t's effect schema; nil when its name is a fixed tool's.
-func (h *handlers) typedTool(t client.Tool) (*served, error) {
-	name := typedToolName(t.Name)
-	if fixedNames[name] {
-		return nil, nil
-	}
+// typedTool is the tool name that requests t's writes, its effect
+// described by t's effect schema.
+func (h *handlers) typedTool(t client.Tool, name string) (*served, error) {
 	schema, err := inputSchema(t.EffectSchema)
 	if err != nil {
 		return nil, err
@@ -52,19 +107,21 @@ func (h *handlers) typedTool(t client.Tool) (*served, error) {
 			Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(!t.Reversible)},
 		},
 		handle: func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			var args struct {
-				writeArgs
-				// Tool is refused: the tool is this one's.
+			// Decoded as request_write's arguments, so a value at fault is
+			// named as it was sent (/run_id); a tool is refused, whatever
+			// its value: the tool is this one's.
+			var named struct {
 				Tool *json.RawMessage `json:"tool"`
 			}
+			if json.Unmarshal(req.Params.Arguments, &named) == nil && named.Tool != nil {
+				return argumentError("/tool", "this tool writes with "+tool+" only; use request_write to name another"), nil
+			}
+			var args writeArgs
 			if res := decodeArgs(req.Params.Arguments, &args); res != nil {
 				return res, nil
 			}
-			if args.Tool != nil {
-				return argumentError("/tool", "this tool writes with "+tool+" only; use request_write to name another"), nil
-			}
-			args.writeArgs.Tool = tool
-			return h.submit(ctx, args.writeArgs)
+			args.Tool = tool
+			return h.submit(ctx, args)
 		},
 	}, nil
 }

@@ -77,3 +77,25 @@ func TestInputSchemaNestsTheEffectSchema(t *testing.T) {
 		t.Error("a schema that is not an object was wrapped")
 	}
 }
+
+// Two tools whose names become one typed tool are refused, both named, as
+// is a typed name longer than a model API takes; a name of 56 characters
+// (64 with request_) is fine.
+func TestCheckTypedToolNames(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 56)
+	if err := mcpserver.CheckTypedToolNames([]string{"billing.credit", "notes.add", long}); err != nil {
+		t.Errorf("distinct names: %v", err)
+	}
+	err := mcpserver.CheckTypedToolNames([]string{"billing_credit", "notes.add", "billing.credit", long + "b"})
+	if err == nil {
+		t.Fatal("colliding and long names passed")
+	}
+	msg := err.Error()
+	for _, want := range []string{"tools.billing_credit: it and tools.billing.credit would both be the MCP tool request_billing_credit",
+		"tools." + long + "b: its MCP tool request_" + long + "b would be 65 characters"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error %q does not say %q", msg, want)
+		}
+	}
+}

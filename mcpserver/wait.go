@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,8 +21,10 @@ const (
 )
 
 type waitArgs struct {
-	Ref            string `json:"ref"`
-	TimeoutSeconds int    `json:"timeout_seconds"`
+	Ref string `json:"ref"`
+	// TimeoutSeconds is nil when the model did not say: 0 is refused, not
+	// taken for the default.
+	TimeoutSeconds *int `json:"timeout_seconds"`
 }
 
 // waitForOutcome long-polls the request until it is settled or the wait
@@ -37,11 +40,11 @@ func (h *handlers) waitForOutcome(ctx context.Context, req *mcp.CallToolRequest)
 		return argumentError("/ref", "ref is required: the request's key (wa_…) or id"), nil
 	}
 	wait := defaultWait
-	if args.TimeoutSeconds != 0 {
-		if args.TimeoutSeconds < 0 || time.Duration(args.TimeoutSeconds)*time.Second > MaxWait {
-			return argumentError("/timeout_seconds", "timeout_seconds must be between 1 and 600"), nil
+	if args.TimeoutSeconds != nil {
+		if secs := *args.TimeoutSeconds; secs < 1 || time.Duration(secs)*time.Second > MaxWait {
+			return argumentError("/timeout_seconds", fmt.Sprintf("timeout_seconds must be a whole number from 1 to %d", int(MaxWait.Seconds()))), nil
 		}
-		wait = time.Duration(args.TimeoutSeconds) * time.Second
+		wait = time.Duration(*args.TimeoutSeconds) * time.Second
 	}
 	deadline := time.Now().Add(wait)
 

@@ -409,7 +409,7 @@ func (c *Config) Validate() error {
 	for name, t := range c.File.Tools {
 		errs = append(errs, t.Validate(name, c.SlackBotToken != ""))
 	}
-	errs = append(errs, c.compileEffectSchemas())
+	errs = append(errs, c.compileEffectSchemas(), c.checkTypedToolNames())
 	return errors.Join(withLines(c.ConfigPath, c.positions, errs)...)
 }
 

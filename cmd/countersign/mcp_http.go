@@ -8,57 +8,78 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/hook"
+	"github.com/countersign/countersign/internal/requestid"
 	"github.com/countersign/countersign/mcpserver"
 )
 
-// mcpSessionIdle closes an MCP session nobody used for this long.
-const mcpSessionIdle = time.Hour
+// mcpMaxBody bounds an MCP message: the API's largest body, with room for
+// the JSON-RPC envelope around it.
+const mcpMaxBody = approvals.MaxBodyBytes + 64<<10
 
 // mcpHandler serves /mcp: MCP over streamable HTTP, behind the agent API's
-// bearer tokens. Each session is the agent whose token opened it (a request
-// of another agent for it is 403), and its tools call the agent API as that
-// agent, in process, through api: the same authentication, checks, metrics
-// and Request-Ids as over the network, with no second socket to this
-// process, whatever address it listens on.
+// bearer tokens. It keeps no session: each POST is served whole by a
+// server built for it, as the agent whose token it carries, and its tools
+// call the agent API in process through api (the same authentication,
+// checks, metrics and Request-Ids as over the network, with no second
+// socket to this process, whatever address it listens on). An initialize
+// is answered with a session id that says which agent opened it and when,
+// signed with a key derived from the dispatch secret every replica is
+// given, so any replica, and this one after a restart, serves the session;
+// another agent's token in it is 403. Every refusal is the API's envelope
+// with a Request-Id.
 func (a *app) mcpHandler(agents *hook.AgentSet, api http.Handler) http.Handler {
+	logger := a.logger.With("component", "mcp")
+	ids := mcpserver.NewSessionIDs(a.cfg.DispatchSecrets())
+	if len(a.cfg.DispatchSecrets()) == 0 {
+		logger.Warn("COUNTERSIGN_DISPATCH_SECRET is not set: MCP sessions over HTTP are this process's alone, and end when it stops")
+	}
 	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		c := client.New("http://countersign.invalid", bearerToken(r),
-			client.WithHTTPClient(&http.Client{Transport: inProcess{api}, Timeout: hook.MaxWait + 30*time.Second}))
-		server, err := mcpserver.New(r.Context(), mcpserver.Config{Client: c, Version: versionString(), Logger: a.logger.With("component", "mcp")})
-		if err != nil {
-			a.logger.Error("starting an MCP session", "error", err)
-			return nil // the SDK answers 400
-		}
+		server, _ := r.Context().Value(mcpServerKey{}).(*mcp.Server)
 		return server
 	}, &mcp.StreamableHTTPOptions{
-		Logger: a.logger.With("component", "mcp"), SessionTimeout: mcpSessionIdle,
+		Stateless: true, Logger: logger, MaxRequestBodyBytes: mcpMaxBody,
 		// The SDK refuses a loopback peer that names another host, against
 		// DNS rebinding; every call here needs the agent's token, which a
 		// rebinding page does not have, and a reverse proxy on this machine
 		// (forwarding the public Host) is a loopback peer naming another host.
 		DisableLocalhostProtection: true,
 	})
-	// The SDK ties a session to the TokenInfo's UserID it was opened with.
-	bound := auth.RequireBearerToken(func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		agent, ok := agents.Authenticate("Bearer " + token)
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: agent.Name}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
-	return agents.AgentOnly(func(w http.ResponseWriter, r *http.Request, _ approvals.Agent) {
+	return requestid.Middleware(agents.AgentOnly(func(w http.ResponseWriter, r *http.Request, agent approvals.Agent) {
 		// A tool call's answer streams until wait_for_outcome ends, longer
 		// than the server's write timeout allows the API's answers.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(mcpserver.MaxWait + time.Minute))
-		bound.ServeHTTP(w, r)
-	})
+		call, ok := a.admitMCP(w, r, agent, ids)
+		if !ok {
+			return
+		}
+		c := client.New("http://countersign.invalid", bearerToken(r),
+			client.WithHTTPClient(&http.Client{Transport: inProcess{api}, Timeout: hook.MaxWait + 30*time.Second}))
+		server, err := mcpserver.New(r.Context(), mcpserver.Config{Client: c, Version: versionString(), Logger: logger})
+		if err != nil {
+			refuseMCPServer(w, r, err)
+			return
+		}
+		if call.initialize {
+			w.Header().Set(mcpSessionHeader, ids.Issue(agent.Name, time.Now()))
+		}
+		r = r.WithContext(context.WithValue(r.Context(), mcpServerKey{}, server))
+		r.Body = io.NopCloser(bytes.NewReader(call.body))
+		sw := &sdkRefusals{ResponseWriter: w}
+		streamable.ServeHTTP(sw, r)
+		sw.finish(r)
+	}))
 }
+
+// mcpServerKey carries the server built for a request to the SDK's handler.
+type mcpServerKey struct{}
+
+// mcpSessionHeader names a session in MCP over HTTP.
+const mcpSessionHeader = "Mcp-Session-Id"
 
 // bearerToken is the token of the request's Authorization header, which
 // AgentOnly has checked.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/store/storetest"
 )
 
 // envMCPProcess makes the test binary run `countersign mcp` (TestMain), the
@@ -39,20 +40,14 @@ const (
 	mcpTool       = "mcp.credit"
 )
 
-// mcpGate is serve on the embedded store with a tool that has an effect
-// schema (with a local $ref), dispatching to a fake provider, and the
-// review inbox to approve through.
-type mcpGate struct {
-	base    string
-	logs    *syncBuffer
-	browser *http.Client
-}
+const mcpDispatchSecret = "mcp-test-dispatch-secret"
 
-func startMCPGate(t *testing.T) *mcpGate {
+// mcpConfig is the configuration of the MCP tests: two agents and a tool
+// with an effect schema (with a local $ref), dispatching to providerURL.
+func mcpConfig(t *testing.T, providerURL string) string {
 	t.Helper()
-	provider := providertest.Start(t, providertest.New())
 	sum := func(token string) string { s := sha256.Sum256([]byte(token)); return hex.EncodeToString(s[:]) }
-	cfgPath := writeConfig(t, fmt.Sprintf(`
+	return writeConfig(t, fmt.Sprintf(`
 agents:
   - {name: mcp-agent, token_sha256: %s}
   - {name: other-agent, token_sha256: %s}
@@ -71,11 +66,25 @@ tools:
         currency: {$ref: "#/$defs/currency"}
       $defs:
         currency: {enum: [USD, EUR]}
-`, sum(mcpToken), sum(mcpOtherToken), mcpTool, defaultInboxReviewer, provider.URL))
+`, sum(mcpToken), sum(mcpOtherToken), mcpTool, defaultInboxReviewer, providerURL))
+}
+
+// mcpGate is serve on the embedded store with a tool that has an effect
+// schema (with a local $ref), dispatching to a fake provider, and the
+// review inbox to approve through.
+type mcpGate struct {
+	base    string
+	logs    *syncBuffer
+	browser *http.Client
+}
+
+func startMCPGate(t *testing.T) *mcpGate {
+	t.Helper()
+	provider := providertest.Start(t, providertest.New())
 	base, logs := startServeWith(t, envFrom(map[string]string{
-		"COUNTERSIGN_CONFIG":          cfgPath,
+		"COUNTERSIGN_CONFIG":          mcpConfig(t, provider.URL),
 		"COUNTERSIGN_DATA_DIR":        t.TempDir(),
-		"COUNTERSIGN_DISPATCH_SECRET": "mcp-test-dispatch-secret",
+		"COUNTERSIGN_DISPATCH_SECRET": mcpDispatchSecret,
 		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
 		"COUNTERSIGN_LOG_FORMAT":      "json",
 	}))
@@ -409,27 +418,9 @@ func TestMCPOverHTTPIsTheAgents(t *testing.T) {
 	g := startMCPGate(t)
 	post := func(token, session, body string) (*http.Response, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, g.base+"/mcp", strings.NewReader(body))
-		// As a reverse proxy on this machine forwards it.
-		req.Host = "countersign.example.com"
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp, raw
+		return mcpPost(t, g.base, token, session, body, nil)
 	}
-	initialize := `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}`
+	initialize := mcpInitialize
 	for token, challenge := range map[string]string{"": `Bearer realm="countersign"`, "not-a-token": `Bearer realm="countersign", error="invalid_token"`} {
 		resp, body := post(token, "", initialize)
 		var envelope struct {
@@ -451,9 +442,8 @@ func TestMCPOverHTTPIsTheAgents(t *testing.T) {
 		t.Fatalf("initialize = %d, session %q: %s", resp.StatusCode, session, body)
 	}
 	list := `{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}`
-	if resp, body := post(mcpOtherToken, session, list); resp.StatusCode != http.StatusForbidden {
-		t.Errorf("another agent's call in the session = %d %s", resp.StatusCode, body)
-	}
+	resp, body = post(mcpOtherToken, session, list)
+	checkMCPEnvelope(t, "another agent's call in the session", resp, body, http.StatusForbidden, "unauthorized")
 	if resp, body := post(mcpToken, session, list); resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("request_mcp_credit")) {
 		t.Errorf("the agent's own call in its session = %d %s", resp.StatusCode, body)
 	}
@@ -468,5 +458,272 @@ func TestMCPCommandNeedsTheServerAndTheToken(t *testing.T) {
 		strings.NewReader(""), &stdout, &stderr)
 	if code != 1 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "COUNTERSIGN_TOKEN") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+}
+
+// A configuration whose tools would share a typed MCP tool, or give one a
+// name longer than a model API takes, is refused, naming the tools.
+func TestConfigRefusesTypedToolNamesThatAreNotTheirOwn(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 57)
+	path := writeConfig(t, `
+agents:
+  - {name: billing-agent, token_sha256: "`+strings.Repeat("ab", 32)+`"}
+tools:
+  billing.credit:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/a"}
+    effect_schema: {type: object}
+  billing_credit:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/b"}
+    effect_schema: {type: object}
+  `+long+`:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/c"}
+    effect_schema: {type: object}
+  no.schema:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/d"}
+  no_schema:
+    approvers: [U1]
+    dispatch: {url: "http://127.0.0.1:9/e"}
+`)
+	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": strings.Repeat("s", 32), "COUNTERSIGN_DATABASE_URL": "postgres://x/y"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	if err == nil {
+		t.Fatal("the configuration passed")
+	}
+	msg := err.Error()
+	for _, want := range []string{"tools.billing_credit: it and tools.billing.credit would both be the MCP tool request_billing_credit",
+		"tools." + long + ": its MCP tool request_" + long + " would be 65 characters"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q:\n%s", want, msg)
+		}
+	}
+	// Tools without an effect schema get no typed tool: nothing to collide.
+	if strings.Contains(msg, "no_schema") {
+		t.Errorf("tools without an effect schema were refused:\n%s", msg)
+	}
+}
+
+const mcpInitialize = `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}`
+
+// mcpPost posts body to base's /mcp as the agent of token, in session
+// (none when empty), with the headers a streamable HTTP client sends, as a
+// reverse proxy on this machine forwards them; header adds or replaces
+// (an empty value removes).
+func mcpPost(t *testing.T, base, token, session, body string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	req.Host = "countersign.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	for k, v := range header {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	if m, ok := header["Method"]; ok {
+		req.Method = m
+		req.Header.Del("Method")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp, raw
+}
+
+// checkMCPEnvelope holds that an answer is the API's refusal: status, the
+// error envelope with code, and its request_id the Request-Id header's.
+func checkMCPEnvelope(t *testing.T, what string, resp *http.Response, body []byte, status int, code string) {
+	t.Helper()
+	var envelope struct {
+		Error struct {
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			RequestID string `json:"request_id"`
+		} `json:"error"`
+	}
+	err := json.Unmarshal(body, &envelope)
+	if resp.StatusCode != status || err != nil || envelope.Error.Code != code || envelope.Error.Message == "" ||
+		envelope.Error.RequestID == "" || envelope.Error.RequestID != resp.Header.Get("Request-Id") ||
+		resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("%s: %d (want %d %s), Content-Type %q, Request-Id %q: %s", what, resp.StatusCode, status, code,
+			resp.Header.Get("Content-Type"), resp.Header.Get("Request-Id"), body)
+	}
+}
+
+// Every refusal of /mcp is the API's envelope with a Request-Id, as
+// every route's is; a message that is neither a request nor a response,
+// and a body in another charset, are refused as the API would.
+func TestMCPRefusalsAreTheEnvelope(t *testing.T) {
+	t.Parallel()
+	g := startMCPGate(t)
+	resp, body := mcpPost(t, g.base, mcpToken, "", mcpInitialize, nil)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize = %d, session %q: %s", resp.StatusCode, session, body)
+	}
+	list := `{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}`
+	for _, c := range []struct {
+		what, session, body string
+		header              map[string]string
+		status              int
+		code                string
+	}{
+		{"text/plain", session, list, map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType, "unsupported_media_type"},
+		{"charset=utf-16", session, list, map[string]string{"Content-Type": "application/json; charset=utf-16"}, http.StatusUnsupportedMediaType, "unsupported_media_type"},
+		{"malformed JSON", session, `{"jsonrpc": "2.0", "id": 2,`, nil, http.StatusBadRequest, "malformed_json"},
+		{"an unknown session", "cs1.AAAA.BBBB", list, nil, http.StatusNotFound, "not_found"},
+		{"a session of another server", "2f1c0e9a-7b7d-4c1e-9a55-0b9d1f7a3c21", list, nil, http.StatusNotFound, "not_found"},
+		{"too large", session, `{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"x": "` + strings.Repeat("a", 2<<20) + `"}}`, nil,
+			http.StatusRequestEntityTooLarge, "too_large"},
+		{"GET", session, "", map[string]string{"Method": http.MethodGet}, http.StatusMethodNotAllowed, "method_not_allowed"},
+		{"an id without a method", session, `{"jsonrpc": "2.0", "id": 7}`, nil, http.StatusUnprocessableEntity, "invalid_request"},
+		{"a batch holding one", session, `[` + list + `, {"jsonrpc": "2.0", "id": 8, "params": {}}]`, nil, http.StatusUnprocessableEntity, "invalid_request"},
+		{"no Accept", session, list, map[string]string{"Accept": ""}, http.StatusUnprocessableEntity, "invalid_request"},
+		{"headers over 64 KiB", session, list, map[string]string{"X-Padding": strings.Repeat("p", 70<<10)},
+			http.StatusRequestHeaderFieldsTooLarge, "too_large"},
+	} {
+		resp, body := mcpPost(t, g.base, mcpToken, c.session, c.body, c.header)
+		checkMCPEnvelope(t, c.what, resp, body, c.status, c.code)
+	}
+	resp, body = mcpPost(t, g.base, mcpOtherToken, session, list, nil)
+	checkMCPEnvelope(t, "another agent's token in the session", resp, body, http.StatusForbidden, "unauthorized")
+
+	// A response (an id and a result) is still taken, and charset=utf-8 is fine.
+	if resp, body := mcpPost(t, g.base, mcpToken, session, `{"jsonrpc": "2.0", "id": 9, "result": {}}`, nil); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("a response = %d %s", resp.StatusCode, body)
+	}
+	if resp, body := mcpPost(t, g.base, mcpToken, session, list, map[string]string{"Content-Type": "application/json; charset=UTF-8"}); resp.StatusCode != http.StatusOK ||
+		!bytes.Contains(body, []byte("request_mcp_credit")) {
+		t.Errorf("charset=UTF-8 = %d %s", resp.StatusCode, body)
+	}
+}
+
+// startServeUntil runs serve with env until the returned stop is called
+// (or the test ends), and returns its base URL.
+func startServeUntil(t *testing.T, env map[string]string) (base string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, []string{"serve"}, envFrom(env), nil, io.Discard, logs) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case code := <-exited:
+			if code != 0 {
+				t.Errorf("serve exited %d: %s", code, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop after its context ended")
+		}
+	}
+	t.Cleanup(stop)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if addr, ok := listeningAddr([]byte(line)); ok {
+				return "http://" + addr, stop
+			}
+		}
+		select {
+		case code := <-exited:
+			stopped = true
+			t.Fatalf("serve exited %d: %s", code, logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve never listened: %s", logs.String())
+	return "", nil
+}
+
+// mcpCallTool calls tool with args in session on base, as the agent of
+// token, and returns the answer's body (an SSE event or JSON).
+func mcpCallTool(t *testing.T, base, token, session, tool, args string) (int, []byte) {
+	t.Helper()
+	resp, body := mcpPost(t, base, token, session,
+		`{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "`+tool+`", "arguments": `+args+`}}`, nil)
+	return resp.StatusCode, body
+}
+
+// A session opened on one replica is served by another on the same
+// database, and stays its agent's there.
+func TestMCPSessionCrossesReplicas(t *testing.T) {
+	t.Parallel()
+	provider := providertest.Start(t, providertest.New())
+	env := map[string]string{
+		"COUNTERSIGN_DATABASE_URL":    storetest.NewURL(t),
+		"COUNTERSIGN_CONFIG":          mcpConfig(t, provider.URL),
+		"COUNTERSIGN_DISPATCH_SECRET": mcpDispatchSecret,
+		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
+		"COUNTERSIGN_LOG_FORMAT":      "json",
+	}
+	a, _ := startServeUntil(t, env)
+	b, _ := startServeUntil(t, env)
+	resp, body := mcpPost(t, a, mcpToken, "", mcpInitialize, nil)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize on A = %d, session %q: %s", resp.StatusCode, session, body)
+	}
+	write := `{"tool": "` + mcpTool + `", "run_id": "run-replicas", "step": 1, "effect": {"invoice": "inv_1", "amount_cents": 100, "currency": "USD"}}`
+	code, body := mcpCallTool(t, b, mcpToken, session, "request_write", write)
+	if code != http.StatusOK || !bytes.Contains(body, []byte(`pending review`)) || bytes.Contains(body, []byte(`"isError":true`)) {
+		t.Fatalf("request_write on B in A's session = %d %s", code, body)
+	}
+	// And back on A, the request B stored.
+	code, body = mcpCallTool(t, a, mcpToken, session, "list_requests", `{"run_id": "run-replicas"}`)
+	if code != http.StatusOK || !bytes.Contains(body, []byte(`1 requests; no more pages`)) {
+		t.Errorf("list_requests on A = %d %s", code, body)
+	}
+	resp, body = mcpPost(t, b, mcpOtherToken, session, `{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}`, nil)
+	checkMCPEnvelope(t, "another agent's token in the session on B", resp, body, http.StatusForbidden, "unauthorized")
+}
+
+// A client keeps its session across a restart of the server: the next
+// call after it is served.
+func TestMCPSessionSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	provider := providertest.Start(t, providertest.New())
+	env := map[string]string{
+		"COUNTERSIGN_CONFIG":          mcpConfig(t, provider.URL),
+		"COUNTERSIGN_DATA_DIR":        t.TempDir(),
+		"COUNTERSIGN_DISPATCH_SECRET": mcpDispatchSecret,
+		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
+		"COUNTERSIGN_LOG_FORMAT":      "json",
+	}
+	base, stop := startServeUntil(t, env)
+	resp, body := mcpPost(t, base, mcpToken, "", mcpInitialize, nil)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize = %d, session %q: %s", resp.StatusCode, session, body)
+	}
+	stop()
+	base, _ = startServeUntil(t, env)
+	code, body := mcpCallTool(t, base, mcpToken, session, "list_tools", `{}`)
+	if code != http.StatusOK || !bytes.Contains(body, []byte(mcpTool+" (request_mcp_credit)")) {
+		t.Errorf("list_tools after the restart = %d %s", code, body)
 	}
 }

@@ -375,12 +375,12 @@ type httpServer struct {
 func newHTTPServer(h http.Handler, ln net.Listener, logger *slog.Logger) *httpServer {
 	return &httpServer{
 		server: &http.Server{
-			Handler:           h,
+			Handler:           refuseLargeHeaders(h),
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       15 * time.Second,
 			WriteTimeout:      hook.MaxWait + 15*time.Second, // long-polls answer within MaxWait
 			IdleTimeout:       2 * time.Minute,
-			MaxHeaderBytes:    64 << 10,
+			MaxHeaderBytes:    readHeaderBytes, // refuseLargeHeaders refuses past maxHeaderBytes
 		},
 		ln: ln, logger: logger, announce: "listening", served: make(chan error, 1),
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"net/http"
 )
 
 // Header is the response header that carries the id.
@@ -32,6 +33,20 @@ func With(ctx context.Context, id string) context.Context {
 func From(ctx context.Context) string {
 	id, _ := ctx.Value(contextKey{}).(string)
 	return id
+}
+
+// Middleware names every request next serves: a fresh id in the
+// Request-Id header and in the request's context, for its error bodies and
+// log lines. A request already named keeps its id.
+func Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if From(r.Context()) == "" {
+			id := New()
+			w.Header().Set(Header, id)
+			r = r.WithContext(With(r.Context(), id))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Handler wraps h so that a record logged with a context carrying an id

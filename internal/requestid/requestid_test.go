@@ -5,9 +5,23 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"testing"
 )
+
+// Middleware names a request once: the header and the context agree, and
+// a request already named keeps its id.
+func TestMiddlewareNamesEachRequestOnce(t *testing.T) {
+	var seen string
+	h := Middleware(Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = From(r.Context()) })))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if got := rec.Header().Values(Header); len(got) != 1 || got[0] != seen || !regexp.MustCompile(`^req_[0-9a-f]{24}$`).MatchString(seen) {
+		t.Errorf("Request-Id %v, context %q", got, seen)
+	}
+}
 
 func TestNewIsFreshAndWellFormed(t *testing.T) {
 	seen := map[string]bool{}
