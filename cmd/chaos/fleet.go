@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -111,7 +113,14 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	r.rewriteConfig = func(change func(string) string) error {
 		return os.WriteFile(path, []byte(change(config(keyedURL, unkeyedURL, agentURL))), 0o600)
 	}
-	env := []string{"COUNTERSIGN_DATABASE_URL=" + dbURL, "COUNTERSIGN_CONFIG=" + path,
+	// Three replicas at serve's default pool of 20 would hold up to 60 of
+	// a server's connections, which make test shares with packages
+	// running beside this one; the load needs far fewer.
+	replicaURL, err := withPoolSize(dbURL, replicaPoolSize)
+	if err != nil {
+		return err
+	}
+	env := []string{"COUNTERSIGN_DATABASE_URL=" + replicaURL, "COUNTERSIGN_CONFIG=" + path,
 		"COUNTERSIGN_DISPATCH_SECRET=" + dispatchSecret, "SLACK_BOT_TOKEN=xoxb-chaos",
 		"SLACK_SIGNING_SECRET=" + slackSecret, "COUNTERSIGN_SLACK_API_URL=" + r.slack.URL() + "/",
 		"COUNTERSIGN_INBOX=off", "COUNTERSIGN_LISTEN=127.0.0.1:0"}
@@ -338,4 +347,19 @@ func (f *fleet) pickTwo() (string, string) {
 		}
 	}
 	return a, a
+}
+
+// replicaPoolSize is each replica's pool_max_conns.
+const replicaPoolSize = 10
+
+// withPoolSize sets pool_max_conns on a database URL.
+func withPoolSize(dbURL string, size int) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", fmt.Errorf("parsing the database URL: %w", err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(size))
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }

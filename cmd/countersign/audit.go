@@ -172,18 +172,7 @@ func auditAnchor(ctx context.Context, file string, getenv func(string) string, s
 		r       store.AuditReport
 	)
 	now := time.Now()
-	if file == "" {
-		summary, r, err = writeAnchor(ctx, s, stdout, now)
-	} else {
-		err = writeAnchorFile(file, func(w io.Writer) (bool, error) {
-			var werr error
-			summary, r, werr = writeAnchor(ctx, s, w, now)
-			return r.Bad == nil && r.BadCheckpoint == nil, werr
-		})
-		if errors.Is(err, errNoAnchor) {
-			err = nil
-		}
-	}
+	summary, r, err = takeAnchor(ctx, s, file, stdout, now)
 	switch {
 	case err != nil:
 		return err

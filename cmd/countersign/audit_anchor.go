@@ -105,6 +105,24 @@ func writeAnchor(ctx context.Context, db store.Store, w io.Writer, now time.Time
 	return s, r, bw.Flush()
 }
 
+// takeAnchor verifies the trail and writes its anchor to file, whole or
+// not at all, or to w when no file is named. A trail that does not verify
+// is told by the report, and leaves the file as it was.
+func takeAnchor(ctx context.Context, db store.Store, file string, w io.Writer, now time.Time) (s anchorSummary, r store.AuditReport, err error) {
+	if file == "" {
+		return writeAnchor(ctx, db, w, now)
+	}
+	err = writeAnchorFile(file, func(w io.Writer) (bool, error) {
+		var werr error
+		s, r, werr = writeAnchor(ctx, db, w, now)
+		return r.Bad == nil && r.BadCheckpoint == nil, werr
+	})
+	if errors.Is(err, errNoAnchor) {
+		err = nil
+	}
+	return s, r, err
+}
+
 // writeAnchorFile writes an anchor to path as write gives it, atomically:
 // to a new file (0600) beside it, renamed over path once complete and
 // synced, so path holds the previous anchor or the new one, never a part.
@@ -363,18 +381,7 @@ func (a *auditAnchorer) runOnce(ctx context.Context) error {
 		err error
 	)
 	now := a.now()
-	if a.file == "" {
-		s, r, err = writeAnchor(ctx, a.db, io.Discard, now)
-	} else {
-		err = writeAnchorFile(a.file, func(w io.Writer) (bool, error) {
-			var werr error
-			s, r, werr = writeAnchor(ctx, a.db, w, now)
-			return r.Bad == nil && r.BadCheckpoint == nil, werr
-		})
-		if errors.Is(err, errNoAnchor) {
-			err = nil
-		}
-	}
+	s, r, err = takeAnchor(ctx, a.db, a.file, io.Discard, now)
 	switch {
 	case err != nil:
 		return err
