@@ -68,6 +68,7 @@ type run struct {
 
 	mu       sync.Mutex
 	intents  []*intent
+	waiters  []*waiter
 	poisoned map[string]map[string]int // kind → "status code" → times
 	stored   int                       // poisoned intents answered 2xx
 	replays  map[string]int            // replay answers by status
@@ -133,13 +134,15 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	r.started = time.Now()
 	loadCtx, stopLoad := context.WithTimeout(ctx, opts.Load)
 	defer stopLoad()
-	var load, votes sync.WaitGroup
+	var load, votes, waiting sync.WaitGroup
 	for a := range opts.Agents {
 		load.Add(1)
 		go func() { defer load.Done(); r.agentLoop(loadCtx, a, &votes) }()
 	}
 	load.Add(1)
 	go func() { defer load.Done(); r.faultLoop(loadCtx, ctx) }()
+	load.Add(1)
+	go func() { defer load.Done(); r.waiterLoop(loadCtx, &votes, &waiting) }()
 	load.Wait()
 	votes.Wait()
 	r.waitCanaries()
@@ -154,6 +157,7 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	}
 	opts.Log("load over after %s; draining", time.Since(r.started).Round(time.Second))
 	drained := r.drain(ctx)
+	waiting.Wait()
 	opts.Log("drained; replaying pruned keys")
 	r.replayPruned(ctx)
 	opts.Log("counting")
