@@ -76,6 +76,12 @@ type run struct {
 	refused  map[string]bool // keys the key-aware provider refuses for good
 	answers  answerBook
 	cluster  *ownCluster // the PostgreSQL of the run's own, with -restart-postgres
+	role     string      // the database role the fleet connects as, the run's own
+	// connLimited is true while the role may not connect; connRefused
+	// counts the answers 503 unavailable meanwhile, connCut the
+	// backends cut when it began.
+	connLimited          bool
+	connRefused, connCut int
 	// rewriteConfig writes the configuration file again, changed.
 	rewriteConfig func(change func(string) string) error
 	unreloaded    int    // replicas sent SIGHUP that did not reload
