@@ -77,6 +77,13 @@ type run struct {
 	answers  answerBook
 	cluster  *ownCluster // the PostgreSQL of the run's own, with -restart-postgres
 	role     string      // the database role the fleet connects as, the run's own
+	ownerURL string      // the run's database as its owner
+	// dir, binary and replicaEnv are the fleet's files, build and
+	// environment, for the replica on the restored copy.
+	dir, binary string
+	replicaEnv  []string
+	pgTools     string // where pg_dump and pg_restore are
+	backupFile  string // the pg_dump taken under load, once taken
 	// connLimited is true while the role may not connect; connRefused
 	// counts the answers 503 unavailable meanwhile, connCut the
 	// backends cut when it began.
@@ -130,6 +137,9 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 		}
 		os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", r.cluster.URL())
 	}
+	if r.pgTools, err = r.dumpToolsDir(); err != nil {
+		return figs, err
+	}
 	if err := r.startFleet(ctx, s, replicas, configYAML); err != nil {
 		return figs, err
 	}
@@ -149,6 +159,8 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	go func() { defer load.Done(); r.faultLoop(loadCtx, ctx) }()
 	load.Add(1)
 	go func() { defer load.Done(); r.waiterLoop(loadCtx, &votes, &waiting) }()
+	load.Add(1)
+	go func() { defer load.Done(); r.takeBackup(loadCtx) }()
 	load.Wait()
 	votes.Wait()
 	r.waitCanaries()
@@ -167,7 +179,15 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	opts.Log("drained; replaying pruned keys")
 	r.replayPruned(ctx)
 	opts.Log("counting")
-	return r.figures(ctx, drained)
+	if figs, err = r.figures(ctx, drained); err != nil {
+		return figs, err
+	}
+	// As an operator restores: every replica stopped first.
+	for _, rep := range r.fleet.replicas {
+		rep.stop()
+	}
+	opts.Log("restoring the backup into a fresh database")
+	return figs, r.restoreCopy(ctx, s, &figs)
 }
 
 func configYAML(keyedURL, unkeyedURL, agentURL string) string {

@@ -90,12 +90,14 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	if err != nil {
 		return err
 	}
+	r.dir, r.binary = dir, binary
 	r.opts.Log("creating the database")
 	dbURL := storetest.NewURL(s)
 	if r.db, err = pgxpool.New(ctx, dbURL); err != nil {
 		return err
 	}
 	s.Cleanup(r.db.Close)
+	r.ownerURL = dbURL
 	// The fleet connects as a role of the run's own, prepared as an
 	// operator would (migrate --app-role): the connection-limit fault
 	// changes that role alone.
@@ -126,6 +128,7 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	if r.opts.Mutant != "" {
 		env = append(env, mutantEnv+"="+r.opts.Mutant)
 	}
+	r.replicaEnv = env
 	r.fleet = &fleet{}
 	starting := make(chan error, n)
 	for i := range n {
