@@ -158,7 +158,9 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	load.Add(1)
 	go func() { defer load.Done(); r.faultLoop(loadCtx, ctx) }()
 	load.Add(1)
-	go func() { defer load.Done(); r.waiterLoop(loadCtx, &votes, &waiting) }()
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	go func() { defer load.Done(); r.waiterLoop(loadCtx, waitCtx, &votes, &waiting) }()
 	load.Add(1)
 	go func() { defer load.Done(); r.takeBackup(loadCtx) }()
 	load.Wait()
@@ -175,12 +177,18 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	}
 	opts.Log("load over after %s; draining", time.Since(r.started).Round(time.Second))
 	drained := r.drain(ctx)
+	// A waiting client has a little longer than the drain to hear.
+	time.AfterFunc(waiterSlack, stopWaiting)
 	waiting.Wait()
 	opts.Log("drained; replaying pruned keys")
 	r.replayPruned(ctx)
 	opts.Log("counting")
 	if figs, err = r.figures(ctx, drained); err != nil {
 		return figs, err
+	}
+	if !figs.OK() {
+		opts.Log("restore of the backup skipped: a figure already failed")
+		return figs, nil
 	}
 	// As an operator restores: every replica stopped first.
 	for _, rep := range r.fleet.replicas {

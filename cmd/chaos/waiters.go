@@ -35,16 +35,16 @@ type waiter struct {
 	problem string // why it saw none
 }
 
-// waiterSlack is how long a waiter may wait past the load: the drain's
-// time, and then some.
-const waiterSlack = 20 * time.Second
+// waiterSlack is how long a waiter may wait past the drain.
+const waiterSlack = 10 * time.Second
 
 var longPollClient = &http.Client{Timeout: 40 * time.Second}
 
 // waiterLoop starts the waiting clients spread over the load: each posts an
 // intent, starts waiting on it, and approves it only once a fault has
-// struck (or 10 s passed), so the wait spans the fault.
-func (r *run) waiterLoop(load context.Context, votes, waiting *sync.WaitGroup) {
+// struck (or 10 s passed), so the wait spans the fault. Each waits until
+// waitCtx ends.
+func (r *run) waiterLoop(load, waitCtx context.Context, votes, waiting *sync.WaitGroup) {
 	every := r.opts.Load / time.Duration(len(waiterKinds)+1)
 	for i, kind := range waiterKinds {
 		select {
@@ -66,7 +66,7 @@ func (r *run) waiterLoop(load context.Context, votes, waiting *sync.WaitGroup) {
 		r.waiters = append(r.waiters, w)
 		faultsBefore := len(r.faults)
 		r.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Load+r.opts.Drain+waiterSlack)
+		ctx, cancel := context.WithCancel(waitCtx)
 		waiting.Add(1)
 		go func() { defer waiting.Done(); defer cancel(); r.wait(ctx, w) }()
 		votes.Add(1)
