@@ -66,18 +66,20 @@ type run struct {
 	// is answered past the dispatch timeout.
 	slowUnkeyed atomic.Int64
 
-	mu       sync.Mutex
-	intents  []*intent
-	waiters  []*waiter
-	poisoned map[string]map[string]int // kind → "status code" → times
-	stored   int                       // poisoned intents answered 2xx
-	replays  map[string]int            // replay answers by status
-	faults   []*fault
-	refused  map[string]bool // keys the key-aware provider refuses for good
-	answers  answerBook
-	cluster  *ownCluster // the PostgreSQL of the run's own, with -restart-postgres
-	role     string      // the database role the fleet connects as, the run's own
-	ownerURL string      // the run's database as its owner
+	mu      sync.Mutex
+	intents []*intent
+	waiters []*waiter
+	// waitingOn counts the waiting clients' requests open on each replica.
+	waitingOn map[string]int
+	poisoned  map[string]map[string]int // kind → "status code" → times
+	stored    int                       // poisoned intents answered 2xx
+	replays   map[string]int            // replay answers by status
+	faults    []*fault
+	refused   map[string]bool // keys the key-aware provider refuses for good
+	answers   answerBook
+	cluster   *ownCluster // the PostgreSQL of the run's own, with -restart-postgres
+	role      string      // the database role the fleet connects as, the run's own
+	ownerURL  string      // the run's database as its owner
 	// dir, binary and replicaEnv are the fleet's files, build and
 	// environment, for the replica on the restored copy.
 	dir, binary string
@@ -116,7 +118,7 @@ func (r *run) failure() error {
 
 func newRun(opts Options) *run {
 	r := &run{opts: opts, poisoned: map[string]map[string]int{}, replays: map[string]int{},
-		flights: map[string]*inFlight{}, refused: map[string]bool{}}
+		flights: map[string]*inFlight{}, refused: map[string]bool{}, waitingOn: map[string]int{}}
 	for _, p := range phases {
 		r.flights[p] = &inFlight{}
 	}

@@ -82,6 +82,10 @@ func (r *run) faultLoop(load, ctx context.Context) {
 			continue
 		}
 		victim := up[rand.IntN(len(up))]
+		if w := r.waitedOn(up); w != nil && i%2 == 0 {
+			// Every other kill strikes where a client waits, when one does.
+			victim = w
+		}
 		inFlight := r.inFlight()
 		what := "kill -9 "
 		if i%4 == 1 {

@@ -161,12 +161,7 @@ func (r *run) waitLongPoll(ctx context.Context, w *waiter) (string, error) {
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		req.Header.Set("Authorization", "Bearer "+agentToken)
-		status, body := 0, []byte(nil)
-		if resp, err := longPollClient.Do(req); err == nil {
-			body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			status = resp.StatusCode
-		}
+		status, body := r.waitOn(base, req)
 		r.answer(w.kind, status, body)
 		switch {
 		case status == http.StatusOK:
@@ -204,7 +199,23 @@ func (t fleetTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	out := req.Clone(req.Context())
 	out.URL.Scheme, out.URL.Host, out.Host = "http", strings.TrimPrefix(base, "http://"), ""
+	r := t.r
+	r.mu.Lock()
+	r.waitingOn[base]++
+	r.mu.Unlock()
 	resp, err := http.DefaultTransport.RoundTrip(out)
+	if err == nil {
+		// Counted until the answer is read: the long-poll's wait is there.
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if rerr != nil {
+			resp, err = nil, rerr
+		}
+	}
+	r.mu.Lock()
+	r.waitingOn[base]--
+	r.mu.Unlock()
 	status := 0
 	if err == nil {
 		status = resp.StatusCode
@@ -212,11 +223,10 @@ func (t fleetTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if status == 0 || status >= 500 {
 		var body []byte
 		if err == nil {
-			body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
+			body, _ = io.ReadAll(resp.Body)
 			resp.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		t.r.answer("SDK", status, body)
+		r.answer("SDK", status, body)
 	}
 	return resp, err
 }
@@ -255,12 +265,7 @@ func (r *run) waitMCP(ctx context.Context, w *waiter) (string, error) {
 		req.Header.Set("Authorization", "Bearer "+agentToken)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		status, body := 0, []byte(nil)
-		if resp, err := longPollClient.Do(req); err == nil {
-			body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			status = resp.StatusCode
-		}
+		status, body := r.waitOn(base, req)
 		r.answer(w.kind, status, body)
 		switch {
 		case status == http.StatusOK:
@@ -369,4 +374,41 @@ func (r *run) judgeWaiters(f *Figures, ledger ledgerView) {
 	f.Checked = append(f.Checked, Row{Name: "waiting clients (long-poll, SDK, MCP) across a fault", Value: fmt.Sprintf("%d of %d", spanned, len(r.waiters)),
 		Want: ">= 3", OK: spanned >= 3})
 	f.note("waiting clients", "%s", strings.Join(lines, "; "))
+}
+
+// waitOn sends a waiting client's request to base and reads the answer,
+// counting the client as waiting on base meanwhile: some kills are aimed at
+// a replica a client waits on. Status 0 is no answer.
+func (r *run) waitOn(base string, req *http.Request) (int, []byte) {
+	r.mu.Lock()
+	r.waitingOn[base]++
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.waitingOn[base]--
+		r.mu.Unlock()
+	}()
+	resp, err := longPollClient.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, nil
+	}
+	return resp.StatusCode, body
+}
+
+// waitedOn returns a replica among up that a waiting client waits on, or
+// nil.
+func (r *run) waitedOn(up []*replica) *replica {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rep := range up {
+		if u := rep.url(); u != "" && r.waitingOn[u] > 0 {
+			return rep
+		}
+	}
+	return nil
 }
