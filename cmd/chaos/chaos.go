@@ -193,9 +193,7 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 		return figs, nil
 	}
 	// As an operator restores: every replica stopped first.
-	for _, rep := range r.fleet.replicas {
-		rep.stop()
-	}
+	r.fleet.stop()
 	opts.Log("restoring the backup into a fresh database")
 	return figs, r.restoreCopy(ctx, s, &figs)
 }

@@ -129,11 +129,12 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 		env = append(env, mutantEnv+"="+r.opts.Mutant)
 	}
 	r.replicaEnv = env
-	r.fleet = &fleet{}
+	f := &fleet{}
+	r.fleet = f
+	s.Cleanup(f.stop)
 	starting := make(chan error, n)
 	for i := range n {
 		rep := &replica{name: fmt.Sprintf("replica-%d", i+1), binary: binary, env: env}
-		s.Cleanup(rep.stop)
 		r.fleet.replicas = append(r.fleet.replicas, rep)
 		go func() { starting <- rep.start(ctx) }()
 	}
@@ -332,6 +333,17 @@ func (r *replica) tail() string {
 
 // fleet is the replicas on one database.
 type fleet struct{ replicas []*replica }
+
+// stop stops every replica at once, each with SIGTERM: each finishes
+// what it holds, then exits.
+func (f *fleet) stop() {
+	var wg sync.WaitGroup
+	for _, r := range f.replicas {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.stop() }()
+	}
+	wg.Wait()
+}
 
 // pick returns the base URL of a random replica that is serving, or "" when
 // none is.
