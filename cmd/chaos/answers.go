@@ -34,6 +34,9 @@ func (r *run) answer(what string, status int, body []byte) {
 		r.answers.classes = map[string]int{}
 	}
 	r.answers.classes[class]++
+	if r.connLimited && status == http.StatusServiceUnavailable && errorCode(body) == "unavailable" {
+		r.connRefused++
+	}
 	if status >= 500 && !(status == http.StatusServiceUnavailable && errorCode(body) == "unavailable") {
 		r.answers.bad++
 		if len(r.answers.samples) < 3 {

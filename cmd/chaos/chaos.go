@@ -66,15 +66,31 @@ type run struct {
 	// is answered past the dispatch timeout.
 	slowUnkeyed atomic.Int64
 
-	mu       sync.Mutex
-	intents  []*intent
-	poisoned map[string]map[string]int // kind → "status code" → times
-	stored   int                       // poisoned intents answered 2xx
-	replays  map[string]int            // replay answers by status
-	faults   []*fault
-	refused  map[string]bool // keys the key-aware provider refuses for good
-	answers  answerBook
-	cluster  *ownCluster // the PostgreSQL of the run's own, with -restart-postgres
+	mu      sync.Mutex
+	intents []*intent
+	waiters []*waiter
+	// waitingOn counts the waiting clients' requests open on each replica.
+	waitingOn map[string]int
+	poisoned  map[string]map[string]int // kind → "status code" → times
+	stored    int                       // poisoned intents answered 2xx
+	replays   map[string]int            // replay answers by status
+	faults    []*fault
+	refused   map[string]bool // keys the key-aware provider refuses for good
+	answers   answerBook
+	cluster   *ownCluster // the PostgreSQL of the run's own, with -restart-postgres
+	role      string      // the database role the fleet connects as, the run's own
+	ownerURL  string      // the run's database as its owner
+	// dir, binary and replicaEnv are the fleet's files, build and
+	// environment, for the replica on the restored copy.
+	dir, binary string
+	replicaEnv  []string
+	pgTools     string // where pg_dump and pg_restore are
+	backupFile  string // the pg_dump taken under load, once taken
+	// connLimited is true while the role may not connect; connRefused
+	// counts the answers 503 unavailable meanwhile, connCut the
+	// backends cut when it began.
+	connLimited          bool
+	connRefused, connCut int
 	// rewriteConfig writes the configuration file again, changed.
 	rewriteConfig func(change func(string) string) error
 	unreloaded    int    // replicas sent SIGHUP that did not reload
@@ -102,7 +118,7 @@ func (r *run) failure() error {
 
 func newRun(opts Options) *run {
 	r := &run{opts: opts, poisoned: map[string]map[string]int{}, replays: map[string]int{},
-		flights: map[string]*inFlight{}, refused: map[string]bool{}}
+		flights: map[string]*inFlight{}, refused: map[string]bool{}, waitingOn: map[string]int{}}
 	for _, p := range phases {
 		r.flights[p] = &inFlight{}
 	}
@@ -123,6 +139,9 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 		}
 		os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", r.cluster.URL())
 	}
+	if r.pgTools, err = r.dumpToolsDir(); err != nil {
+		return figs, err
+	}
 	if err := r.startFleet(ctx, s, replicas, configYAML); err != nil {
 		return figs, err
 	}
@@ -133,13 +152,19 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	r.started = time.Now()
 	loadCtx, stopLoad := context.WithTimeout(ctx, opts.Load)
 	defer stopLoad()
-	var load, votes sync.WaitGroup
+	var load, votes, waiting sync.WaitGroup
 	for a := range opts.Agents {
 		load.Add(1)
 		go func() { defer load.Done(); r.agentLoop(loadCtx, a, &votes) }()
 	}
 	load.Add(1)
 	go func() { defer load.Done(); r.faultLoop(loadCtx, ctx) }()
+	load.Add(1)
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	go func() { defer load.Done(); r.waiterLoop(loadCtx, waitCtx, &votes, &waiting) }()
+	load.Add(1)
+	go func() { defer load.Done(); r.takeBackup(loadCtx) }()
 	load.Wait()
 	votes.Wait()
 	r.waitCanaries()
@@ -154,10 +179,23 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	}
 	opts.Log("load over after %s; draining", time.Since(r.started).Round(time.Second))
 	drained := r.drain(ctx)
+	// A waiting client has a little longer than the drain to hear.
+	time.AfterFunc(waiterSlack, stopWaiting)
+	waiting.Wait()
 	opts.Log("drained; replaying pruned keys")
 	r.replayPruned(ctx)
 	opts.Log("counting")
-	return r.figures(ctx, drained)
+	if figs, err = r.figures(ctx, drained); err != nil {
+		return figs, err
+	}
+	if !figs.OK() {
+		opts.Log("restore of the backup skipped: a figure already failed")
+		return figs, nil
+	}
+	// As an operator restores: every replica stopped first.
+	r.fleet.stop()
+	opts.Log("restoring the backup into a fresh database")
+	return figs, r.restoreCopy(ctx, s, &figs)
 }
 
 func configYAML(keyedURL, unkeyedURL, agentURL string) string {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/countersign/countersign/sandbox"
 )
 
@@ -50,8 +52,9 @@ func (r *run) faultLoop(load, ctx context.Context) {
 	}
 	var restarts sync.WaitGroup
 	defer restarts.Wait()
-	restarts.Add(2)
+	restarts.Add(3)
 	go func() { defer restarts.Done(); r.providerOutage(load) }()
+	go func() { defer restarts.Done(); r.connectionLimit(load) }()
 	go func() { defer restarts.Done(); r.reconfigure(load) }()
 	for i := range r.opts.Kills {
 		at := r.started.Add(every*time.Duration(i+1) - every/4 + time.Duration(rand.Int64N(int64(every/2))))
@@ -79,6 +82,10 @@ func (r *run) faultLoop(load, ctx context.Context) {
 			continue
 		}
 		victim := up[rand.IntN(len(up))]
+		if w := r.waitedOn(up); w != nil && i%2 == 0 {
+			// Every other kill strikes where a client waits, when one does.
+			victim = w
+		}
 		inFlight := r.inFlight()
 		what := "kill -9 "
 		if i%4 == 1 {
@@ -263,4 +270,57 @@ func (r *run) reconfigure(load context.Context) {
 	r.mu.Lock()
 	r.unreloaded += len(sent)
 	r.mu.Unlock()
+}
+
+const (
+	connLimitFor   = 2 * time.Second
+	connLimitFault = "the fleet's database role at CONNECTION LIMIT 0"
+)
+
+// connectionLimit, two fifths into the load, sets the fleet's role (the
+// run's own; no other) to CONNECTION LIMIT 0 and cuts that role's backends
+// on the run's database, for connLimitFor: no replica can reach the
+// database, and every answer meanwhile must be 503 unavailable or a
+// success. Then the limit is lifted (retried until it takes: the role must
+// never stay locked out); recovery counts from there.
+func (r *run) connectionLimit(load context.Context) {
+	select {
+	case <-load.Done():
+		return
+	case <-time.After(time.Until(r.started.Add(r.opts.Load * 2 / 5))):
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	role := pgx.Identifier{r.role}.Sanitize()
+	inFlight := r.inFlight()
+	if _, err := r.db.Exec(ctx, "ALTER ROLE "+role+" CONNECTION LIMIT 0"); err != nil {
+		r.fail(fmt.Errorf("limiting the fleet's role: %w", err))
+		return
+	}
+	r.mu.Lock()
+	r.connLimited = true
+	r.mu.Unlock()
+	var cut int
+	err := r.db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE usename = $1 AND datname = current_database()`, r.role).Scan(&cut)
+	if err != nil {
+		r.opts.Log("cutting the fleet's backends: %v", err)
+	}
+	time.Sleep(connLimitFor)
+	for {
+		_, err := r.db.Exec(ctx, "ALTER ROLE "+role+" CONNECTION LIMIT -1")
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			r.fail(fmt.Errorf("lifting the fleet's connection limit: %w", err))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.mu.Lock()
+	r.connLimited, r.connCut = false, cut
+	r.mu.Unlock()
+	f := r.record(fmt.Sprintf("%s for %s (%d backends cut), then lifted", connLimitFault, connLimitFor, cut), inFlight)
+	go r.measureRecovery(f)
 }

@@ -268,6 +268,7 @@ func (r *run) figures(ctx context.Context, drained time.Duration) (Figures, erro
 	sort.Strings(poisonList)
 	f.note("poisoned intents", "%s", strings.Join(poisonList, "; "))
 	r.answerFigures(&f)
+	r.connLimitFigures(&f)
 	f.note("replays by answer", "%v", r.replays)
 	f.note("clicks answered 200 but not recorded", "%d (pressed again; the clicker is told to try again)", r.reclicks.Load())
 	unusual := map[string]int{}
@@ -438,4 +439,21 @@ func (r *run) describeOpenWork(ctx context.Context) string {
 	var posts int
 	_ = r.db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state = 'pending'`).Scan(&posts)
 	return fmt.Sprintf("executions %s; callbacks pending %s; Slack posts pending %d", execs, callbacks, posts)
+}
+
+// connLimitFigures checks the connection-limit fault bit: backends cut,
+// answers refused 503 unavailable while the role could not connect.
+func (r *run) connLimitFigures(f *Figures) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ft := range r.faults {
+		if strings.HasPrefix(ft.What, connLimitFault) {
+			// Agents post every few tens of milliseconds: some reach a
+			// replica while it cannot connect, or the fault did not bite.
+			f.Checked = append(f.Checked, Row{Name: "answers 503 unavailable while the fleet's role could not connect", Value: fmt.Sprint(r.connRefused),
+				Want: ">= 1", OK: r.connRefused >= 1})
+			f.note("the connection-limit fault", "%d backends cut, %d answers 503 unavailable while the role could not connect, recovered %s after it was lifted",
+				r.connCut, r.connRefused, ft.Recovery.Round(10*time.Millisecond))
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/countersign/countersign/bot/bottest"
@@ -90,12 +91,20 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	if err != nil {
 		return err
 	}
+	r.dir, r.binary = dir, binary
 	r.opts.Log("creating the database")
 	dbURL := storetest.NewURL(s)
 	if r.db, err = pgxpool.New(ctx, dbURL); err != nil {
 		return err
 	}
 	s.Cleanup(r.db.Close)
+	r.ownerURL = dbURL
+	// The fleet connects as a role of the run's own, prepared as an
+	// operator would (migrate --app-role): the connection-limit fault
+	// changes that role alone.
+	if dbURL, err = r.prepareRole(ctx, s, binary, dbURL); err != nil {
+		return err
+	}
 	r.slack = bottest.New(s)
 	r.keyed, r.unkeyed = sandbox.New(), sandbox.New()
 	r.keyed.Secret, r.unkeyed.Secret = []byte(dispatchSecret), []byte(dispatchSecret)
@@ -127,11 +136,13 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	if r.opts.Mutant != "" {
 		env = append(env, mutantEnv+"="+r.opts.Mutant)
 	}
-	r.fleet = &fleet{}
+	r.replicaEnv = env
+	f := &fleet{}
+	r.fleet = f
+	s.Cleanup(f.stop)
 	starting := make(chan error, n)
 	for i := range n {
 		rep := &replica{name: fmt.Sprintf("replica-%d", i+1), binary: binary, env: env}
-		s.Cleanup(rep.stop)
 		r.fleet.replicas = append(r.fleet.replicas, rep)
 		go func() { starting <- rep.start(ctx) }()
 	}
@@ -220,15 +231,23 @@ func (r *replica) start(ctx context.Context) error {
 
 // restartAttempts is how often a supervisor starts a replica that failed
 // to start before giving up.
-const restartAttempts = 3
+const restartAttempts = 4
 
 // restart starts the replica again as a supervisor would: a start that
 // fails (on a loaded machine, a replica can take longer than its 30 s to
-// listen) is tried again, up to restartAttempts times; log hears of each
-// failure.
+// listen; while the database refuses the fleet's role, serve exits at
+// once) is tried again after a pause growing by a second each time, up to
+// restartAttempts times; log hears of each failure.
 func (r *replica) restart(ctx context.Context, log func(string, ...any)) error {
 	var err error
 	for i := 1; i <= restartAttempts && ctx.Err() == nil; i++ {
+		if i > 1 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(i-1) * time.Second):
+			}
+		}
 		if err = r.start(ctx); err == nil {
 			return nil
 		}
@@ -323,6 +342,17 @@ func (r *replica) tail() string {
 // fleet is the replicas on one database.
 type fleet struct{ replicas []*replica }
 
+// stop stops every replica at once, each with SIGTERM: each finishes
+// what it holds, then exits.
+func (f *fleet) stop() {
+	var wg sync.WaitGroup
+	for _, r := range f.replicas {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.stop() }()
+	}
+	wg.Wait()
+}
+
 // pick returns the base URL of a random replica that is serving, or "" when
 // none is.
 func (f *fleet) pick() string {
@@ -361,5 +391,38 @@ func withPoolSize(dbURL string, size int) (string, error) {
 	q := u.Query()
 	q.Set("pool_max_conns", strconv.Itoa(size))
 	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// prepareRole runs `countersign migrate --app-role` on the run's database
+// for a role named after it, which s drops at the end (with what it was
+// granted there), and returns dbURL as that role.
+func (r *run) prepareRole(ctx context.Context, s *scope, binary, dbURL string) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", err
+	}
+	r.role = "chaos_" + strings.TrimPrefix(u.Path, "/")
+	cmd := exec.CommandContext(ctx, binary, "migrate", "--app-role", r.role)
+	cmd.Env = append(os.Environ(), "COUNTERSIGN_DATABASE_URL="+dbURL)
+	out, err := cmd.CombinedOutput()
+	s.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		role := pgx.Identifier{r.role}.Sanitize()
+		// DROP OWNED revokes what the role was granted in this database
+		// (it owns nothing), so that it can be dropped.
+		if _, err := r.db.Exec(ctx, "DROP OWNED BY "+role); err != nil {
+			r.opts.Log("dropping the run's role %s: %v", r.role, err)
+			return
+		}
+		if _, err := r.db.Exec(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
+			r.opts.Log("dropping the run's role %s: %v", r.role, err)
+		}
+	})
+	if err != nil {
+		return "", fmt.Errorf("countersign migrate --app-role %s: %v\n%s", r.role, err, out)
+	}
+	u.User = url.User(r.role)
 	return u.String(), nil
 }

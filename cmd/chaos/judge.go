@@ -253,6 +253,7 @@ func (r *run) judge(ctx context.Context, f *Figures) error {
 	}
 	r.judgeCallbacks(f, ledger)
 	r.judgeClicks(f, ledger)
+	r.judgeWaiters(f, ledger)
 	return nil
 }
 

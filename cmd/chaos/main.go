@@ -6,7 +6,10 @@
 // endpoint fails some deliveries, reminders and retention running
 // throughout, while replicas are killed with SIGKILL (and, with
 // -restart-postgres, a PostgreSQL cluster the run creates for itself is
-// restarted once). Every write that reaches a provider is judged against
+// restarted once), the fleet's own database role is refused connections
+// for 2 s, long-poll, SDK and MCP clients wait on intents across kills, and
+// a pg_dump taken under load is restored and served after the run, with
+// the same providers. Every write that reaches a provider is judged against
 // the ledger; with -mutants it runs once per bug planted in the core code
 // and fails if one is not caught. It prints the figures as a table
 // and exits 1 when one is not what it must be. Everything listens on
