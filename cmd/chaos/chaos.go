@@ -85,6 +85,7 @@ type run struct {
 	dir, binary string
 	replicaEnv  []string
 	pgTools     string // where pg_dump and pg_restore are
+	front       *front // the balancer the stdio MCP client talks through
 	backupFile  string // the pg_dump taken under load, once taken
 	// connLimited is true while the role may not connect; connRefused
 	// counts the answers 503 unavailable meanwhile, connCut the
@@ -143,6 +144,9 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 		return figs, err
 	}
 	if err := r.startFleet(ctx, s, replicas, configYAML); err != nil {
+		return figs, err
+	}
+	if r.front, err = r.startFront(s); err != nil {
 		return figs, err
 	}
 	r.keyed.Set(sandbox.Behavior{Delay: slowProvider})

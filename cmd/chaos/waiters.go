@@ -17,12 +17,13 @@ import (
 
 // Clients that wait on an approved intent while replicas die under them:
 // long-polls of GET /v1/requests/{key}?wait=30s, the Go client's Wait, and
-// MCP's wait_for_outcome over HTTP. Each re-polls on another replica after
+// MCP's wait_for_outcome over HTTP and over stdio (`countersign mcp`,
+// through a balancer in front of the fleet). Each re-polls on another replica after
 // an error, as an agent behind a load balancer would, and must see its
 // intent's final outcome, the one the ledger has, before the run ends.
 
 // waiterKinds are the waiting clients, one started at each turn.
-var waiterKinds = []string{"long-poll", "SDK", "MCP over HTTP", "long-poll"}
+var waiterKinds = []string{"long-poll", "SDK", "MCP over HTTP", "MCP over stdio", "long-poll"}
 
 // waiter is one client waiting on one intent.
 type waiter struct {
@@ -96,6 +97,8 @@ func (r *run) wait(ctx context.Context, w *waiter) {
 		seen, err = r.waitSDK(ctx, w)
 	case "MCP over HTTP":
 		seen, err = r.waitMCP(ctx, w)
+	case "MCP over stdio":
+		seen, err = r.waitMCPStdio(ctx, w)
 	default:
 		seen, err = r.waitLongPoll(ctx, w)
 	}
@@ -371,7 +374,7 @@ func (r *run) judgeWaiters(f *Figures, ledger ledgerView) {
 		lines = append(lines, fmt.Sprintf("%s saw %s (%d faults while waiting, %d attempts retried)", w.kind, w.seen, w.faults, w.retries))
 	}
 	f.check("waiting clients that did not see the ledger's final state", wrong, 0)
-	f.Checked = append(f.Checked, Row{Name: "waiting clients (long-poll, SDK, MCP) across a fault", Value: fmt.Sprintf("%d of %d", spanned, len(r.waiters)),
+	f.Checked = append(f.Checked, Row{Name: "waiting clients (long-poll, SDK, MCP over HTTP and stdio) across a fault", Value: fmt.Sprintf("%d of %d", spanned, len(r.waiters)),
 		Want: ">= 3", OK: spanned >= 3})
 	f.note("waiting clients", "%s", strings.Join(lines, "; "))
 }
