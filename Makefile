@@ -1,6 +1,9 @@
 # countersign: make run, make test, make bench, make verify.
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/countersign?sslmode=disable
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
+# The linter make test and make verify run: staticcheck's default checks, at
+# a pinned version (fetched through the module proxy on first use).
+STATICCHECK = go run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: chaos chaos-mutants simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list bench-waiters bench-retention bench-scale peers fuzz
 
@@ -27,6 +30,7 @@ run:
 test:
 	scripts/test-deps
 	go vet ./...
+	$(STATICCHECK) ./...
 	go test $(GO_TEST_FLAGS) ./...
 	go test -short -run '^$$' -bench . -benchtime 1x -timeout 5m ./...
 	cd bench/peers && go build ./... && go vet ./... && go test $(GO_TEST_FLAGS) ./...
@@ -41,10 +45,12 @@ clean-test-databases:
 
 lint: verify
 
-# gofmt, go vet and go mod tidy must leave the tree unchanged.
+# gofmt, go vet and go mod tidy must leave the tree unchanged, and
+# staticcheck find nothing.
 verify:
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt would change the files above"; exit 1)
 	go vet ./...
+	$(STATICCHECK) ./...
 	go mod tidy -diff
 	cd bench/peers && go vet ./... && go mod tidy -diff
 
