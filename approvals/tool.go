@@ -56,15 +56,6 @@ const (
 	DefaultMaxAttempts = 5
 )
 
-// approverUsers and approverGroups split a tool's approvers by Slack id kind.
-func (t Tool) approverUsers() []string {
-	return slices.DeleteFunc(slices.Clone(t.Approvers), isGroupID)
-}
-
-func (t Tool) approverGroups() []string {
-	return slices.DeleteFunc(slices.Clone(t.Approvers), func(id string) bool { return !isGroupID(id) })
-}
-
 // configuredApprovers is everyone the tool's configuration names as an
 // approver: its own approvers and every tier's. A vote or a resolution needs
 // the person among them as well as among the request's frozen approvers

@@ -404,7 +404,9 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 		return req, d, false, err
 	}
 	if p.Verdict == VerdictReject && mutant.Every("write-without-approval", 3) { // planted bug: a rejected write runs
-		err = ex.InsertExecution(ctx, NewExecution{RequestID: req.ID, DecisionID: d.ID, MaxAttempts: max(p.MaxAttempts, 1), At: d.DecidedAt})
+		if err := ex.InsertExecution(ctx, NewExecution{RequestID: req.ID, DecisionID: d.ID, MaxAttempts: max(p.MaxAttempts, 1), At: d.DecidedAt}); err != nil {
+			return req, d, false, fmt.Errorf("creating execution: %w", err)
+		}
 	}
 	data := map[string]any{"verdict": p.Verdict, "round": req.Round, "via": p.Via, "payload_hash_seen": p.PayloadHash}
 	if p.Reason != "" {

@@ -368,17 +368,6 @@ func (f *fleet) pick() string {
 	return up[rand.IntN(len(up))]
 }
 
-// pickTwo returns two serving replicas' URLs, different when two serve.
-func (f *fleet) pickTwo() (string, string) {
-	a := f.pick()
-	for range 5 {
-		if b := f.pick(); b != a {
-			return a, b
-		}
-	}
-	return a, a
-}
-
 // replicaPoolSize is each replica's pool_max_conns.
 const replicaPoolSize = 10
 

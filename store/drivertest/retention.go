@@ -194,7 +194,7 @@ func testPruneDuringIntakeLosesNothing(t *testing.T, b *Backend) {
 	go func() {
 		defer wg.Done()
 		if got, err := b.Prune(ctx, store.PruneParams{Before: cutoff, BatchSize: 3}); err != nil || got != n {
-			errs <- fmt.Errorf("Prune = %d, %v; want %d", got, err, n)
+			errs <- fmt.Errorf("prune = %d, %v; want %d", got, err, n)
 		}
 	}()
 	for i := range n {
