@@ -3,12 +3,10 @@ package executor
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/countersign/countersign/internal/mutant"
-	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
 
@@ -26,7 +24,7 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 		return escalate(t, CodeUnverifiable, "the tool "+u.Tool+" is no longer configured, so the outcome cannot be verified"), true
 	}
 	switch {
-	case tool.Verify != nil:
+	case tool.Verifier != nil:
 		if mutant.On("resend-after-crash") { // planted bug: resent without asking the provider
 			return e.notDone(t, u, "verified"), true
 		}
@@ -45,23 +43,19 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 				return t, false
 			}
 		}
-		status, body, err := e.get(ctx, tool, tool.Verify, u.Key, u.RequestID)
+		v, err := verifyWith(ctx, tool, u.Execution)
 		switch {
-		case err == nil && status == http.StatusOK:
-			ref := parseBody(body).ref
+		case err == nil && v.Found:
 			t.To, t.Event = store.ExecSucceeded, "succeeded"
-			t.Status, t.Body, t.ProviderRef = status, body, ref
-			t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "status": status, "provider_ref": ref}
+			t.Status, t.Body, t.ProviderRef = v.Status, v.Body, v.ProviderRef
+			t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "status": v.Status, "provider_ref": v.ProviderRef}
 			log.Info("verified: the provider has the write")
 			return t, true
-		case err == nil && status == http.StatusNotFound:
+		case err == nil:
 			log.Info("verified: the provider does not have the write")
 			return e.notDone(t, u, "verified"), true
 		}
-		reason := "the verify URL answered " + strconv.Itoa(status)
-		if err != nil {
-			reason = "the verify URL could not be read: " + outbound.Describe(err)
-		}
+		reason := err.Error()
 		if u.DBNow.Sub(u.UpdatedAt) < e.window {
 			log.Warn("verification inconclusive; will ask again", slog.String("reason", reason))
 			return t, false
