@@ -114,7 +114,7 @@ func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
 // of tools that can be neither verified nor safely resent commit durably.
 func (e *Executor) record(ctx context.Context, batch []store.Transition, verifiable bool) error {
 	p := store.TransitionParams{
-		From: store.ExecClaimed, Worker: e.worker, Actor: "executor:" + e.worker, Now: e.now(),
+		From: store.ExecClaimed, Worker: e.worker, Actor: store.ExecutorActor(e.worker), Now: e.now(),
 		AsyncCommit: verifiable,
 	}
 	applied, err := e.db.TransitionExecutions(ctx, p, batch)
@@ -217,26 +217,26 @@ func (e *Executor) transitionFor(t store.Transition, maxAttempts int, cl sender.
 	t.EventData = data
 	switch cl.Outcome {
 	case sender.OutcomeSucceeded:
-		t.To, t.Event = store.ExecSucceeded, "succeeded"
+		t.To = store.ExecSucceeded
 	case sender.OutcomeRetry:
 		if t.Attempt >= maxAttempts {
 			data["exhausted"] = true
-			t.To, t.Event, t.Reply = store.ExecFailed, "failed", "failed"
+			t.To = store.ExecFailed
 			t.Code, t.Error = cl.Code, "gave up after "+strconv.Itoa(t.Attempt)+" attempts: "+cl.Message
 			return t
 		}
 		delay := max(e.backoff(t.Attempt), cl.RetryAfter)
 		data["retry_in_ms"] = delay.Milliseconds()
-		t.To, t.Event, t.Delay = store.ExecReady, "attempt", delay
+		t.To, t.Delay = store.ExecReady, delay
 		t.Code, t.Error = cl.Code, cl.Message
 	case sender.OutcomeVerify:
-		t.To, t.Event = store.ExecUnknown, "unknown"
+		t.To = store.ExecUnknown
 		t.Code, t.Error = cl.Code, cl.Message
 	case sender.OutcomeFatal:
-		t.To, t.Event, t.Reply = store.ExecFailed, "failed", "failed"
+		t.To = store.ExecFailed
 		t.Code, t.Error = cl.Code, cl.Message
 	case sender.OutcomeReview:
-		t.To, t.Event, t.Reply = store.ExecNeedsReview, "needs_review", "needs_review"
+		t.To = store.ExecNeedsReview
 		t.Code, t.Error = cl.Code, cl.Message
 	}
 	return t
@@ -244,7 +244,7 @@ func (e *Executor) transitionFor(t store.Transition, maxAttempts int, cl sender.
 
 // escalate sends a claimed execution to a human without sending anything.
 func escalate(t store.Transition, code, msg string) store.Transition {
-	t.To, t.Event, t.Reply = store.ExecNeedsReview, "needs_review", "needs_review"
+	t.To = store.ExecNeedsReview
 	t.Code, t.Error = code, msg
 	t.EventData = map[string]any{"attempt": t.Attempt, "code": code}
 	return t

@@ -23,7 +23,7 @@ func (e *Executor) verifyFirst(ctx context.Context, tool Tool, c store.Claim, ba
 		switch {
 		case err == nil && v.Found:
 			t = base
-			t.To, t.Event = store.ExecSucceeded, "succeeded"
+			t.To = store.ExecSucceeded
 			t.Status, t.Body, t.ProviderRef = v.Status, v.Body, v.ProviderRef
 			t.EventData = map[string]any{"attempt": c.Attempts, "verified": true, "restored": true, "status": v.Status, "provider_ref": v.ProviderRef}
 			log.Info("verified before sending after a restore: the provider has the write; nothing was sent")
@@ -42,7 +42,7 @@ func (e *Executor) verifyFirst(ctx context.Context, tool Tool, c store.Claim, ba
 		}
 		t = base
 		delay := e.backoff(c.Attempts)
-		t.To, t.Event, t.Delay = store.ExecReady, "attempt", delay
+		t.To, t.Delay = store.ExecReady, delay
 		t.Code, t.Error = CodeUnverifiable, msg
 		t.EventData = map[string]any{"attempt": c.Attempts, "restored": true, "code": CodeUnverifiable, "retry_in_ms": delay.Milliseconds()}
 		log.Warn("could not verify before sending after a restore; will ask again", slog.String("reason", reason))

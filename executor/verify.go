@@ -26,7 +26,7 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 	switch {
 	case tool.Verifier != nil:
 		if mutant.On("resend-after-crash") { // planted bug: resent without asking the provider
-			return e.notDone(t, u, "verified"), true
+			return e.notDone(t, u), true
 		}
 		// A key-unaware tool's first attempt may still land until its
 		// settle time has passed since the outcome became unknown (an
@@ -46,14 +46,14 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 		v, err := verifyWith(ctx, tool, u.Execution)
 		switch {
 		case err == nil && v.Found:
-			t.To, t.Event = store.ExecSucceeded, "succeeded"
+			t.To = store.ExecSucceeded
 			t.Status, t.Body, t.ProviderRef = v.Status, v.Body, v.ProviderRef
 			t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "status": v.Status, "provider_ref": v.ProviderRef}
 			log.Info("verified: the provider has the write")
 			return t, true
 		case err == nil:
 			log.Info("verified: the provider does not have the write")
-			return e.notDone(t, u, "verified"), true
+			return e.notDone(t, u), true
 		}
 		reason := err.Error()
 		if u.DBNow.Sub(u.UpdatedAt) < e.window {
@@ -67,7 +67,7 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 		if u.Attempts >= u.MaxAttempts {
 			return escalate(t, CodeExhausted, "the outcome is unknown and no attempts are left for a same-key resend"), true
 		}
-		t.To, t.Event = store.ExecReady, "resend"
+		t.To, t.Resend = store.ExecReady, true
 		if u.LastCode != nil {
 			t.Code = *u.LastCode
 		}
@@ -80,14 +80,14 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 
 // notDone moves an unknown the provider does not have back to ready, or to
 // failed when no attempts are left.
-func (e *Executor) notDone(t store.Transition, u store.Unknown, event string) store.Transition {
+func (e *Executor) notDone(t store.Transition, u store.Unknown) store.Transition {
 	if u.Attempts >= u.MaxAttempts {
-		t.To, t.Event, t.Reply = store.ExecFailed, "failed", "failed"
+		t.To = store.ExecFailed
 		t.Code, t.Error = CodeExhausted, "the provider does not have the write and all "+strconv.Itoa(u.MaxAttempts)+" attempts are used"
 		t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "found": false, "exhausted": true}
 		return t
 	}
-	t.To, t.Event = store.ExecReady, event
+	t.To = store.ExecReady
 	t.Code, t.Error = CodeNotDone, "the provider does not have the write"
 	t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "found": false}
 	return t

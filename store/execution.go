@@ -128,7 +128,8 @@ type SupersedeParams struct {
 }
 
 // Transition moves one execution out of the state the caller holds it in,
-// with what to record on the row, in the audit trail and in the outbox.
+// with what to record on the row and in its audit event's data. The Ledger
+// picks the event's kind and the thread reply it owes from the move.
 type Transition struct {
 	ExecutionID int64
 	// Attempt is the attempts value the caller saw. A row whose count moved on
@@ -146,10 +147,11 @@ type Transition struct {
 	Error string
 	// Delay sets next_attempt_at to now plus Delay.
 	Delay     time.Duration
-	Event     string
 	EventData map[string]any
-	// Reply, when set, also queues a thread reply with this reason.
-	Reply string
+	// Resend marks a move from unknown to ready that resends under the same
+	// key without asking the provider (it honours keys), rather than after
+	// the provider said it does not have the write.
+	Resend bool
 }
 
 // TransitionParams names who moves the rows and from which state.
