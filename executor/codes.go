@@ -1,6 +1,9 @@
 package executor
 
-import "github.com/countersign/countersign/executor/sender"
+import (
+	"github.com/countersign/countersign/executor/sender"
+	"github.com/countersign/countersign/store"
+)
 
 // Codes the executor itself records, whatever the sender.
 const (
@@ -8,7 +11,7 @@ const (
 	CodeSnapshotMismatch = "snapshot_mismatch"  // stored bytes do not hash to the approved hash
 	CodeApprovalExpired  = "approval_expired"   // decision older than approval_ttl
 	CodePrecondition     = "precondition_failed"
-	CodeClaimTimeout     = "claim_timeout"
+	CodeClaimTimeout     = store.CodeClaimTimeout
 	CodeClaimTooShort    = "claim_too_short" // released unsent: the claim would end mid-send
 	CodeNotDone          = "verified_not_done"
 	CodeUnverifiable     = "unverifiable"

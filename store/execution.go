@@ -113,6 +113,12 @@ type ResolveParams struct {
 	Action      string
 	By          string
 	Now         *time.Time
+	// Grant and ClearVerifyFirst are set by the Ledger (callers leave them
+	// zero): the attempts a resend allows past those used (the cap rises to
+	// attempts + Grant when lower), and whether the row's verify_first flag
+	// is cleared.
+	Grant            int
+	ClearVerifyFirst bool
 }
 
 // SupersedeParams names a claimed execution that must not run as approved.

@@ -552,6 +552,12 @@ func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, e
 	if !IsUUID(p.RequestID) {
 		return false, ErrNotFound
 	}
+	p.Grant, p.ClearVerifyFirst = 0, false
+	if p.To == ExecReady {
+		// A human who has it resent has looked: it is sent, not verified
+		// again, and may be sent once more whatever attempts it used.
+		p.Grant, p.ClearVerifyFirst = resendGrant, true
+	}
 	err = l.inTx(ctx, func(ex Executor) error {
 		r, ok, err := ex.ResolveExecution(ctx, p)
 		if err != nil {
@@ -587,6 +593,17 @@ func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, e
 	return resolved, nil
 }
 
+// resendGrant is how many more attempts a human's resend allows past those
+// the execution has used.
+const resendGrant = 1
+
+// CodeClaimTimeout is the last_code of an execution whose claim expired
+// before its outcome was recorded.
+const CodeClaimTimeout = "claim_timeout"
+
+// claimTimeoutError is its last_error.
+const claimTimeoutError = "the claim expired before an outcome was recorded"
+
 // ExpireClaims moves up to limit claims past their claim_expires_at to
 // unknown, each with its audit event and card update, and returns how many
 // moved. The worker that held such a claim may have sent the write or not;
@@ -594,7 +611,7 @@ func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, e
 // back to ready.
 func (l *Ledger) ExpireClaims(ctx context.Context, now *time.Time, limit int) (moved int, err error) {
 	err = l.inTx(ctx, func(ex Executor) error {
-		expired, err := ex.ExpireClaimRows(ctx, now, limit)
+		expired, err := ex.ExpireClaimRows(ctx, now, limit, CodeClaimTimeout, claimTimeoutError)
 		if err != nil {
 			return fmt.Errorf("expiring claims: %w", err)
 		}
@@ -603,7 +620,7 @@ func (l *Ledger) ExpireClaims(ctx context.Context, now *time.Time, limit int) (m
 		for _, e := range expired {
 			o.add(Owed{
 				Events: []Event{{Actor: ReconcilerActor, Kind: EventUnknown,
-					Data: map[string]any{"attempt": e.Attempts, "execution_id": e.ExecutionID, "code": "claim_timeout", "held_by": e.HeldBy}}},
+					Data: map[string]any{"attempt": e.Attempts, "execution_id": e.ExecutionID, "code": CodeClaimTimeout, "held_by": e.HeldBy}}},
 				Outbox:     []NewOutbox{cardUpdate()},
 				WakeChange: true,
 			}, e.RequestID, e.Round, e.At)
