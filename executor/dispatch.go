@@ -264,7 +264,7 @@ func (e *Executor) observe(batch []store.Transition, applied []store.Applied) {
 				slog.Int("attempt", t.Attempt), slog.String("state", string(t.To)))
 			continue
 		}
-		if settled(t.To) {
+		if endsExecution(t.To) {
 			e.metrics.Executions.WithLabelValues(string(t.To), e.codeLabel(t.Code)).Inc()
 		}
 		if t.To == store.ExecFailed || t.To == store.ExecNeedsReview {

@@ -70,8 +70,10 @@ func (e *Executor) codeLabel(code string) string {
 	return "other"
 }
 
-// settled reports whether a state ends a logical execution, for counting.
-func settled(s store.ExecState) bool {
+// endsExecution reports whether a state ends a logical execution, for
+// counting: the states that settle a request (store.Settled) and those that
+// hand it to a new round or a person.
+func endsExecution(s store.ExecState) bool {
 	switch s {
 	case store.ExecSucceeded, store.ExecFailed, store.ExecSuperseded, store.ExecNeedsReview:
 		return true
