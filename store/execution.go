@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // ExecState is where an approved write stands; values equal the SQL values.
 type ExecState string
@@ -15,6 +18,18 @@ const (
 	ExecNeedsReview ExecState = "needs_review"
 	ExecSuperseded  ExecState = "superseded"
 )
+
+// execStates is every execution state, for a rule that ranges over them.
+var execStates = []ExecState{ExecReady, ExecClaimed, ExecSucceeded, ExecFailed, ExecUnknown, ExecNeedsReview, ExecSuperseded}
+
+// Retired reports whether an execution in s will never run again: it
+// succeeded or failed (store.Settled), or a new round superseded it. Every
+// other execution is live. The statements and partial indexes that select
+// the live ones list the retired states in SQL, where an index predicate
+// must be a constant; TestLiveExecutionsAsInGo holds each list to this.
+func (s ExecState) Retired() bool {
+	return s == ExecSuperseded || slices.Contains(settledStates, s)
+}
 
 // Execution is the executor's record of one approved round of a request.
 type Execution struct {

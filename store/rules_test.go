@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,50 @@ func TestDriversSpellNoRules(t *testing.T) {
 				t.Errorf("%s inserts events with the literal %s: the Ledger builds an event's kind, actor and data", name, lit)
 			}
 		}
+	}
+}
+
+// The live executions (those not Retired) are selected in SQL by the list
+// of retired states, a constant so a partial index can serve them: in the
+// drivers' statements and in the migrations' indexes. Each list names
+// exactly the states Retired reports, so a change of the rule in Go fails
+// here until every statement and index follows it.
+func TestLiveExecutionsAsInGo(t *testing.T) {
+	var want []string
+	for _, s := range execStates {
+		if s.Retired() {
+			want = append(want, string(s))
+		}
+	}
+	slices.Sort(want)
+	notIn := regexp.MustCompile(`state NOT IN \(([^)]*)\)`)
+	var files []string
+	for _, pattern := range []string{"postgres/*.sql", "embedded/*.sql", "../migrations/postgres/*.sql", "../migrations/sqlite/*.sql"} {
+		found, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, found...)
+	}
+	lists := 0
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range notIn.FindAllStringSubmatch(string(raw), -1) {
+			var got []string
+			for _, v := range strings.Split(m[1], ",") {
+				got = append(got, strings.Trim(strings.TrimSpace(v), "'"))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: %s lists %v; the retired states are %v (ExecState.Retired)", name, m[0], got, want)
+			}
+			lists++
+		}
+	}
+	if lists == 0 {
+		t.Fatal("no list of retired states found: the test reads nothing")
 	}
 }
