@@ -81,7 +81,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	tool, err := s.eligible(ctx, req, d.DecidedBy, d.Verdict)
 	if err != nil {
 		if reason, refused := refusedBecause(err); refused {
-			s.refuse(ctx, req, d.DecidedBy, "decision_refused", reason, d.attrs())
+			s.refuse(ctx, req, d.DecidedBy, store.EventDecisionRefused, reason, d.attrs())
 		}
 		return Outcome{}, err
 	}
@@ -304,7 +304,7 @@ func (s *Service) AuthorizeResolution(ctx context.Context, r Resolution) (store.
 	}
 	if err := s.MayVote(ctx, req, r.By, store.VerdictApprove); err != nil {
 		if reason, refused := refusedBecause(err); refused {
-			s.refuse(ctx, req, r.By, "resolution_refused", reason,
+			s.refuse(ctx, req, r.By, store.EventResolutionRefused, reason,
 				map[string]any{"action": r.Action, "execution_id": r.ExecutionID, "via": r.Via})
 		}
 		return store.Request{}, err
@@ -320,12 +320,12 @@ func (d Decision) attrs() map[string]any {
 // resolution_refused, reason why. Every refusal of a person's attempt is
 // audited here, whatever surface it came from. The refusal changes no state,
 // so a failure to audit it is logged rather than returned.
-func (s *Service) refuse(ctx context.Context, req store.Request, actor, kind, reason string, data map[string]any) {
+func (s *Service) refuse(ctx context.Context, req store.Request, actor string, kind store.EventKind, reason string, data map[string]any) {
 	data["reason"] = reason
 	err := s.DB.AppendEvent(ctx, store.Event{RequestID: req.ID, Actor: actor, Kind: kind, Data: data})
-	s.Logger.Warn(strings.ReplaceAll(kind, "_", " "), slog.String("key", req.Key), slog.String("by", actor), slog.String("reason", reason))
+	s.Logger.Warn(strings.ReplaceAll(string(kind), "_", " "), slog.String("key", req.Key), slog.String("by", actor), slog.String("reason", reason))
 	if err != nil {
-		s.Logger.Error("auditing a refused attempt", slog.String("key", req.Key), slog.String("kind", kind), slog.String("error", err.Error()))
+		s.Logger.Error("auditing a refused attempt", slog.String("key", req.Key), slog.String("kind", string(kind)), slog.String("error", err.Error()))
 	}
 }
 

@@ -70,7 +70,7 @@ func (s *Service) nudgeTool(ctx context.Context, tool Tool, kind store.NudgeKind
 			return total, err
 		}
 		for _, n := range queued {
-			s.Logger.Info("request "+n.Kind.Event(), slog.String("request_id", n.RequestID), slog.Int("round", n.Round),
+			s.Logger.Info("request "+string(n.Kind.Event()), slog.String("request_id", n.RequestID), slog.Int("round", n.Round),
 				slog.Any("mention", n.Mention))
 		}
 		total += len(queued)

@@ -256,7 +256,7 @@ func (s *Service) Cancel(ctx context.Context, agent Agent, ref string) (store.Re
 	if err != nil {
 		return store.Request{}, err
 	}
-	actor := "agent:" + agent.Name
+	actor := store.AgentActor(agent.Name)
 	req, cancelled, err := s.DB.CancelRequest(ctx, req.ID, actor, s.now())
 	if err != nil {
 		return store.Request{}, err

@@ -48,11 +48,10 @@ type cardView struct {
 // settled reports whether the card can no longer change.
 func (v cardView) settled() bool {
 	switch {
-	case v.State == "superseded", v.State == string(store.RequestRejected),
-		v.State == string(store.RequestExpired), v.State == string(store.RequestCancelled):
+	case v.State == "superseded", store.Settled(store.RequestStatus(v.State), ""):
 		return true
 	case v.Execution != nil:
-		return v.Execution.State == store.ExecSucceeded || v.Execution.State == store.ExecFailed
+		return store.Settled(store.RequestApproved, v.Execution.State)
 	}
 	return false
 }

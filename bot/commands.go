@@ -184,7 +184,7 @@ func detailText(d lookup.Detail) string {
 			events = events[len(events)-maxTimeline:]
 		}
 		for _, ev := range events {
-			fmt.Fprintf(&sb, "  %s %s by %s%s\n", ev.At.UTC().Format("2006-01-02 15:04:05"), escape(ev.Kind), actor(ev.Actor), eventDetail(ev.Data))
+			fmt.Fprintf(&sb, "  %s %s by %s%s\n", ev.At.UTC().Format("2006-01-02 15:04:05"), escape(string(ev.Kind)), actor(ev.Actor), eventDetail(ev.Data))
 		}
 	}
 	if link := cardLink(req.CardChannel, req.CardTS); link != "" {

@@ -1,26 +1,19 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/executor/sender"
 	"github.com/countersign/countersign/internal/mutant"
 	"github.com/countersign/countersign/store"
 )
-
-// maxResponseBytes bounds what is kept of a provider's answer.
-const maxResponseBytes = 1 << 20
 
 // recordLinger is how long outcomes gather before they are written together.
 const recordLinger = 5 * time.Millisecond
@@ -57,7 +50,7 @@ func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
 	}
 	verifiable := true
 	for _, c := range claims {
-		if t := e.toolset.Load().tools[c.Tool]; t.Verify == nil && !t.KeyAware {
+		if t := e.toolset.Load().tools[c.Tool]; t.Verifier == nil && !t.KeyAware {
 			verifiable = false
 		}
 	}
@@ -121,7 +114,7 @@ func (e *Executor) dispatch(ctx context.Context, full func()) (int, error) {
 // of tools that can be neither verified nor safely resent commit durably.
 func (e *Executor) record(ctx context.Context, batch []store.Transition, verifiable bool) error {
 	p := store.TransitionParams{
-		From: store.ExecClaimed, Worker: e.worker, Actor: "executor:" + e.worker, Now: e.now(),
+		From: store.ExecClaimed, Worker: e.worker, Actor: store.ExecutorActor(e.worker), Now: e.now(),
 		AsyncCommit: verifiable,
 	}
 	applied, err := e.db.TransitionExecutions(ctx, p, batch)
@@ -154,7 +147,7 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 			return t, recorded
 		}
 	}
-	if c.Attempts == 1 || provenNotDone(c.LastCode) {
+	if c.Attempts == 1 || provenNotDone(tool, c.LastCode) {
 		if code, msg, stale := e.revalidate(ctx, tool, c); stale {
 			if ctx.Err() != nil {
 				// Stop's grace ended during the check: it did not fail.
@@ -178,8 +171,8 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 	// expiry is read against the database clock it was set by.
 	if deadline := claimedAt.Add(c.ClaimExpiresAt.Sub(c.DBNow)); time.Now().Add(tool.Timeout).After(deadline) {
 		log().Warn("too little of the claim is left to send safely; releasing it")
-		return e.transitionFor(base, c.MaxAttempts, Answer{}, Classification{
-			Outcome: OutcomeRetry, Code: CodeClaimTooShort,
+		return e.transitionFor(base, c.MaxAttempts, sender.Attempt{
+			Outcome: sender.OutcomeRetry, Code: CodeClaimTooShort,
 			Message: "the claim had less time left than the tool's timeout; nothing was sent",
 		}), false
 	}
@@ -195,13 +188,12 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 	// A send that has started runs to its answer or its tool's timeout even
 	// on shutdown (ctx ends only with Stop's grace): cutting it off would
 	// turn a known outcome into an unknown for the reconciler.
-	answer := e.send(ctx, tool, c)
-	cl := Classify(answer, time.Now())
-	e.metrics.Attempts.WithLabelValues(string(cl.Outcome), codeLabel(cl.Code)).Inc()
+	at := e.send(ctx, tool, c)
+	e.metrics.Attempts.WithLabelValues(string(at.Outcome), e.codeLabel(at.Code)).Inc()
 	if e.logger.Enabled(ctx, slog.LevelDebug) {
-		log().Debug("sent", slog.String("outcome", string(cl.Outcome)), slog.String("code", cl.Code), slog.Int("status", answer.Status))
+		log().Debug("sent", slog.String("outcome", string(at.Outcome)), slog.String("code", at.Code), slog.Int("status", at.Status))
 	}
-	t = e.transitionFor(base, c.MaxAttempts, answer, cl)
+	t = e.transitionFor(base, c.MaxAttempts, at)
 	if t.To == store.ExecUnknown {
 		// Not verified before the provider is done with what it got.
 		t.Delay = tool.VerifyAfter
@@ -209,12 +201,12 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 	return t, false
 }
 
-// transitionFor turns a classified answer into the row's next state.
-func (e *Executor) transitionFor(t store.Transition, maxAttempts int, a Answer, cl Classification) store.Transition {
-	t.Status, t.Body, t.ProviderRef = a.Status, a.Body, cl.ProviderRef
+// transitionFor turns a classified attempt into the row's next state.
+func (e *Executor) transitionFor(t store.Transition, maxAttempts int, cl sender.Attempt) store.Transition {
+	t.Status, t.Body, t.ProviderRef = cl.Status, cl.Body, cl.ProviderRef
 	data := map[string]any{"attempt": t.Attempt, "outcome": string(cl.Outcome)}
-	if a.Status != 0 {
-		data["status"] = a.Status
+	if cl.Status != 0 {
+		data["status"] = cl.Status
 	}
 	if cl.Code != "" {
 		data["code"] = cl.Code
@@ -224,27 +216,27 @@ func (e *Executor) transitionFor(t store.Transition, maxAttempts int, a Answer, 
 	}
 	t.EventData = data
 	switch cl.Outcome {
-	case OutcomeSucceeded:
-		t.To, t.Event = store.ExecSucceeded, "succeeded"
-	case OutcomeRetry:
+	case sender.OutcomeSucceeded:
+		t.To = store.ExecSucceeded
+	case sender.OutcomeRetry:
 		if t.Attempt >= maxAttempts {
 			data["exhausted"] = true
-			t.To, t.Event, t.Reply = store.ExecFailed, "failed", "failed"
+			t.To = store.ExecFailed
 			t.Code, t.Error = cl.Code, "gave up after "+strconv.Itoa(t.Attempt)+" attempts: "+cl.Message
 			return t
 		}
 		delay := max(e.backoff(t.Attempt), cl.RetryAfter)
 		data["retry_in_ms"] = delay.Milliseconds()
-		t.To, t.Event, t.Delay = store.ExecReady, "attempt", delay
+		t.To, t.Delay = store.ExecReady, delay
 		t.Code, t.Error = cl.Code, cl.Message
-	case OutcomeVerify:
-		t.To, t.Event = store.ExecUnknown, "unknown"
+	case sender.OutcomeVerify:
+		t.To = store.ExecUnknown
 		t.Code, t.Error = cl.Code, cl.Message
-	case OutcomeFatal:
-		t.To, t.Event, t.Reply = store.ExecFailed, "failed", "failed"
+	case sender.OutcomeFatal:
+		t.To = store.ExecFailed
 		t.Code, t.Error = cl.Code, cl.Message
-	case OutcomeReview:
-		t.To, t.Event, t.Reply = store.ExecNeedsReview, "needs_review", "needs_review"
+	case sender.OutcomeReview:
+		t.To = store.ExecNeedsReview
 		t.Code, t.Error = cl.Code, cl.Message
 	}
 	return t
@@ -252,7 +244,7 @@ func (e *Executor) transitionFor(t store.Transition, maxAttempts int, a Answer, 
 
 // escalate sends a claimed execution to a human without sending anything.
 func escalate(t store.Transition, code, msg string) store.Transition {
-	t.To, t.Event, t.Reply = store.ExecNeedsReview, "needs_review", "needs_review"
+	t.To = store.ExecNeedsReview
 	t.Code, t.Error = code, msg
 	t.EventData = map[string]any{"attempt": t.Attempt, "code": code}
 	return t
@@ -272,8 +264,8 @@ func (e *Executor) observe(batch []store.Transition, applied []store.Applied) {
 				slog.Int("attempt", t.Attempt), slog.String("state", string(t.To)))
 			continue
 		}
-		if settled(t.To) {
-			e.metrics.Executions.WithLabelValues(string(t.To), codeLabel(t.Code)).Inc()
+		if endsExecution(t.To) {
+			e.metrics.Executions.WithLabelValues(string(t.To), e.codeLabel(t.Code)).Inc()
 		}
 		if t.To == store.ExecFailed || t.To == store.ExecNeedsReview {
 			e.logger.Warn("execution "+string(t.To), slog.Int64("execution_id", t.ExecutionID), slog.String("code", t.Code))
@@ -281,75 +273,32 @@ func (e *Executor) observe(batch []store.Transition, applied []store.Applied) {
 	}
 }
 
-// send performs one HTTP call of the exact snapshot bytes (the dispatch
-// contract in docs/ARCHITECTURE.md). The request is never replayed by the transport: it has no
-// GetBody, so a connection that drops after the body was written surfaces as
-// an error here rather than as a silent second write.
-func (e *Executor) send(ctx context.Context, tool Tool, c store.Claim) Answer {
+// send makes one attempt of the exact snapshot bytes through the tool's
+// sender, within the tool's timeout.
+func (e *Executor) send(ctx context.Context, tool Tool, c store.Claim) sender.Attempt {
+	w := writeOf(c.Execution)
 	if !tool.KeyAware && mutant.Every("skip-unkeyed-write", 8) { // planted bug: not sent, recorded as refused
-		return Answer{Status: http.StatusUnprocessableEntity, Body: []byte(`{"error":{"code":"invalid_request"}}`)}
+		return sender.Attempt{Outcome: sender.OutcomeFatal, Code: "invalid_request", Message: "422 Unprocessable Entity",
+			Status: 422, Body: []byte(`{"error":{"code":"invalid_request"}}`)}
+	}
+	if tool.KeyAware && mutant.Every("key-plus-x", 8) { // planted bug: sent under another key
+		w.Key += "x"
 	}
 	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
 	defer cancel()
-	var written atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				written.Store(true)
-			}
-		},
-	})
-	req, err := http.NewRequestWithContext(ctx, tool.Method, tool.URL, bytes.NewReader(c.Snapshot))
-	if err != nil {
-		return Answer{Err: err}
-	}
-	req.GetBody = nil
-	for k, v := range tool.Headers {
-		req.Header.Set(k, v)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", c.Key)
-	if tool.KeyAware && mutant.Every("key-plus-x", 8) { // planted bug: sent under another key
-		req.Header.Set("Idempotency-Key", c.Key+"x")
-	}
-	req.Header.Set("Countersign-Request-Id", c.RequestID)
-	req.Header.Set(SignatureHeader, Sign(e.secretsFor(tool), time.Now(), req, c.Snapshot))
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return Answer{Err: err, Written: written.Load()}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return Answer{Err: err, Written: true}
-	}
-	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	return tool.Sender.Send(ctx, w)
 }
 
-// get reads an endpoint (verify, precondition) for an execution.
-func (e *Executor) get(ctx context.Context, tool Tool, ep *Endpoint, key, requestID string) (status int, body []byte, err error) {
+// writeOf is what a sender is given of an execution.
+func writeOf(x store.Execution) sender.Write {
+	return sender.Write{Tool: x.Tool, Key: x.Key, RequestID: x.RequestID, Body: x.Snapshot}
+}
+
+// verifyWith asks the tool's verifier about x, within the tool's timeout.
+func verifyWith(ctx context.Context, tool Tool, x store.Execution) (sender.Verification, error) {
 	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
 	defer cancel()
-	u, err := ep.URLFor(key)
-	if err != nil {
-		return 0, nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	for k, v := range ep.Headers {
-		req.Header.Set(k, v)
-	}
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Countersign-Request-Id", requestID)
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err = io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	return resp.StatusCode, body, err
+	return tool.Verifier.Verify(ctx, writeOf(x))
 }
 
 // hashOf is the payload hash as approvals records it.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/executor/httpsender"
 	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/store"
 )
@@ -36,8 +37,8 @@ type Config struct {
 	// Lanes is how many DispatchOnce loops Run keeps going (default 2), so one
 	// batch's sends overlap the next batch's claim.
 	Lanes int
-	// HTTPClient sends and verifies; default a client that never follows
-	// redirects, with a per-call timeout from each tool.
+	// HTTPClient sends and verifies for the tools sent over HTTP; default
+	// httpsender.NewClient, with a per-call timeout from each tool.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	Metrics    *Metrics
@@ -112,7 +113,6 @@ func New(cfg Config) *Executor {
 		poll:    cfg.Poll,
 	}
 	ts := newToolset(cfg.Tools)
-	e.toolset.Store(ts)
 	longest := ts.longestTimeout()
 	if e.worker == "" {
 		e.worker = defaultWorker()
@@ -127,18 +127,19 @@ func New(cfg Config) *Executor {
 		e.lanes = 2
 	}
 	if e.client == nil {
-		e.client = newHTTPClient(longest+5*time.Second, e.conc*e.lanes)
+		e.client = httpsender.NewClient(longest+5*time.Second, e.conc*e.lanes)
 		e.clientBuilt = true
 	}
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
 	}
+	e.toolset.Store(ts.bind(e))
 	for name, t := range ts.tools {
 		for what, ep := range map[string]*Endpoint{"verify": t.Verify, "precondition": t.Precondition} {
-			if ep != nil && ep.err != nil {
+			if ep != nil && ep.Err() != nil {
 				// Serve's configuration check refuses these; a program that
 				// builds tools itself hears it here and at every use.
-				e.logger.Error("unusable "+what+" URL", slog.String("tool", name), slog.String("error", ep.err.Error()))
+				e.logger.Error("unusable "+what+" URL", slog.String("tool", name), slog.String("error", ep.Err().Error()))
 			}
 		}
 	}
@@ -185,26 +186,6 @@ func DefaultBackoff(attempt int) time.Duration {
 	d := time.Second << min(max(attempt-1, 0), 12)
 	d = min(d, 5*time.Minute)
 	return d/2 + rand.N(d/2+1)
-}
-
-func newHTTPClient(timeout time.Duration, conns int) *http.Client {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.MaxIdleConns = max(conns, 100)
-	transport.MaxIdleConnsPerHost = max(conns, 2)
-	transport.ResponseHeaderTimeout = timeout
-	// Close idle connections before common server keep-alive timeouts (5s in
-	// several stacks) do: a request written onto a connection the server is
-	// closing is ambiguous, and becomes an unknown to verify.
-	transport.IdleConnTimeout = 4 * time.Second
-	return &http.Client{
-		Transport: transport,
-		Timeout:   timeout, // a backstop: each call also has its tool's deadline
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			// A redirect is an answer we were not taught; never follow one
-			// with an approved body.
-			return http.ErrUseLastResponse
-		},
-	}
 }
 
 func defaultWorker() string {

@@ -52,29 +52,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// codeLabel keeps the code label to a small fixed set: the table's codes, the
-// executor's own, and the HTTP statuses the table names; anything else is
-// "other".
-func codeLabel(code string) string {
-	if code == "" {
-		return "none"
-	}
-	if _, ok := codeOutcomes[code]; ok {
-		return code
-	}
+// codeLabel keeps the code label to a small fixed set: the executor's own
+// codes and those its tools' senders know; anything else is "other".
+func (e *Executor) codeLabel(code string) string {
 	switch code {
-	case CodeConnectionRefused, CodeConnectionFailed, CodeSendTimeout, CodeConnectionLost, CodeExhausted,
-		CodeSnapshotMismatch, CodeApprovalExpired, CodePrecondition, CodeClaimTimeout, CodeClaimTooShort, CodeNotDone, CodeUnverifiable,
-		"http_408", "http_425", "http_429", "http_500", "http_502", "http_503", "http_504",
-		"http_400", "http_401", "http_403", "http_404", "http_409", "http_422",
-		"marked_succeeded", "marked_failed":
+	case "":
+		return "none"
+	case CodeExhausted, CodeSnapshotMismatch, CodeApprovalExpired, CodePrecondition, CodeClaimTimeout, CodeClaimTooShort,
+		CodeNotDone, CodeUnverifiable, "marked_succeeded", "marked_failed":
 		return code
+	}
+	for _, t := range e.toolset.Load().tools {
+		if _, known := t.Sender.Outcome(code); known {
+			return code
+		}
 	}
 	return "other"
 }
 
-// settled reports whether a state ends a logical execution, for counting.
-func settled(s store.ExecState) bool {
+// endsExecution reports whether a state ends a logical execution, for
+// counting: the states that settle a request (store.Settled) and those that
+// hand it to a new round or a person.
+func endsExecution(s store.ExecState) bool {
 	switch s {
 	case store.ExecSucceeded, store.ExecFailed, store.ExecSuperseded, store.ExecNeedsReview:
 		return true

@@ -44,7 +44,7 @@ func (e *Executor) ReconcileOnce(ctx context.Context) (ReconcileReport, error) {
 		rep.Verified += len(unknowns)
 		transitions := e.verifyAll(ctx, unknowns)
 		applied, err := e.db.TransitionExecutions(ctx, store.TransitionParams{
-			From: store.ExecUnknown, Actor: "executor:reconciler", Now: e.now(),
+			From: store.ExecUnknown, Actor: store.ReconcilerActor, Now: e.now(),
 		}, transitions)
 		if err != nil {
 			return rep, err

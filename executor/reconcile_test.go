@@ -191,8 +191,8 @@ func TestAStaleWorkerNeverOverwritesANewerOutcome(t *testing.T) {
 
 		// The dead worker wakes up and reports a failure for its old claim.
 		applied, err := b.db.Store.TransitionExecutions(context.Background(), store.TransitionParams{
-			From: store.ExecClaimed, Worker: "dead-worker", Actor: "executor:dead-worker",
-		}, []store.Transition{{ExecutionID: stale.ID, Attempt: stale.Attempts, To: store.ExecFailed, Code: "card_declined", Event: "failed"}})
+			From: store.ExecClaimed, Worker: "dead-worker", Actor: store.ExecutorActor("dead-worker"),
+		}, []store.Transition{{ExecutionID: stale.ID, Attempt: stale.Attempts, To: store.ExecFailed, Code: "card_declined"}})
 		if err != nil {
 			t.Fatal(err)
 		}

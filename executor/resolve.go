@@ -41,7 +41,7 @@ func (e *Executor) Resolve(ctx context.Context, requestID string, executionID in
 	if !resolved {
 		return ErrNotNeedsReview
 	}
-	if settled(p.To) {
+	if endsExecution(p.To) {
 		e.metrics.Executions.WithLabelValues(string(p.To), p.Code).Inc()
 	}
 	e.logger.Info("execution resolved by a human", slog.Int64("execution_id", executionID),

@@ -3,10 +3,7 @@ package executor
 import (
 	"context"
 	"log/slog"
-	"net/http"
-	"strconv"
 
-	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
 
@@ -14,42 +11,38 @@ import (
 // hidden a send of (store.Execution.VerifyFirst): the copy the ledger was
 // restored from can miss a write the provider performed after the backup,
 // so the provider is asked before anything is sent. send is true when the
-// send may go ahead: the provider does not have the write (verify URL, 404)
+// send may go ahead: the provider does not have the write (its verifier says so)
 // or deduplicates on the key (a key-aware tool without a verify URL). When
 // send is false, t is the outcome to record, or, with recorded true, there
 // is nothing to record (Stop's grace ended during the check; nothing was
 // sent and the claim expires to the reconciler).
 func (e *Executor) verifyFirst(ctx context.Context, tool Tool, c store.Claim, base store.Transition, log *slog.Logger) (t store.Transition, send, recorded bool) {
 	switch {
-	case tool.Verify != nil:
-		status, body, err := e.get(ctx, tool, tool.Verify, c.Key, c.RequestID)
+	case tool.Verifier != nil:
+		v, err := verifyWith(ctx, tool, c.Execution)
 		switch {
-		case err == nil && status == http.StatusOK:
-			ref := parseBody(body).ref
+		case err == nil && v.Found:
 			t = base
-			t.To, t.Event = store.ExecSucceeded, "succeeded"
-			t.Status, t.Body, t.ProviderRef = status, body, ref
-			t.EventData = map[string]any{"attempt": c.Attempts, "verified": true, "restored": true, "status": status, "provider_ref": ref}
+			t.To = store.ExecSucceeded
+			t.Status, t.Body, t.ProviderRef = v.Status, v.Body, v.ProviderRef
+			t.EventData = map[string]any{"attempt": c.Attempts, "verified": true, "restored": true, "status": v.Status, "provider_ref": v.ProviderRef}
 			log.Info("verified before sending after a restore: the provider has the write; nothing was sent")
 			return t, false, false
-		case err == nil && status == http.StatusNotFound:
+		case err == nil:
 			log.Info("verified before sending after a restore: the provider does not have the write")
 			return base, true, false
 		}
 		if ctx.Err() != nil {
 			return base, false, true
 		}
-		reason := "the verify URL answered " + strconv.Itoa(status)
-		if err != nil {
-			reason = "the verify URL could not be read: " + outbound.Describe(err)
-		}
+		reason := err.Error()
 		msg := "the ledger was restored from a copy and this write may have been sent before it; " + reason + "; nothing was sent"
 		if c.Attempts >= c.MaxAttempts {
 			return escalate(base, CodeUnverifiable, msg), false, false
 		}
 		t = base
 		delay := e.backoff(c.Attempts)
-		t.To, t.Event, t.Delay = store.ExecReady, "attempt", delay
+		t.To, t.Delay = store.ExecReady, delay
 		t.Code, t.Error = CodeUnverifiable, msg
 		t.EventData = map[string]any{"attempt": c.Attempts, "restored": true, "code": CodeUnverifiable, "retry_in_ms": delay.Milliseconds()}
 		log.Warn("could not verify before sending after a restore; will ask again", slog.String("reason", reason))

@@ -3,9 +3,8 @@ package executor
 import (
 	"context"
 	"log/slog"
-	"strconv"
 
-	"github.com/countersign/countersign/internal/outbound"
+	"github.com/countersign/countersign/executor/sender"
 	"github.com/countersign/countersign/store"
 )
 
@@ -15,22 +14,22 @@ import (
 // first send and after such codes only; after an ambiguous outcome (a
 // same-key resend, a human's resend) the write may exist, and a new round
 // for it would be worse than the approval's age.
-func provenNotDone(lastCode *string) bool {
+func provenNotDone(tool Tool, lastCode *string) bool {
 	if lastCode == nil {
 		return false
 	}
 	switch code := *lastCode; code {
-	case CodeNotDone, CodeClaimTooShort, CodeConnectionRefused, CodeConnectionFailed,
-		"http_408", "http_425", "http_429", "http_500", "http_502", "http_503":
+	case CodeNotDone, CodeClaimTooShort:
 		return true
 	default:
-		return codeOutcomes[code] == OutcomeRetry
+		o, known := tool.Sender.Outcome(code)
+		return known && o == sender.OutcomeRetry
 	}
 }
 
 // revalidate decides, before a send that nothing has preceded at the
 // provider, whether the approval still stands: a decision older than the tool's approval_ttl, or a precondition
-// that does not answer 2xx, makes it stale. An unreachable precondition counts
+// the tool's checker refuses, makes it stale. An unreachable precondition counts
 // as failed: nothing is written without a positive check, and a new decision
 // is cheaper than a wrong write.
 func (e *Executor) revalidate(ctx context.Context, tool Tool, c store.Claim) (code, msg string, stale bool) {
@@ -39,13 +38,11 @@ func (e *Executor) revalidate(ctx context.Context, tool Tool, c store.Claim) (co
 			return CodeApprovalExpired, "approved " + age.Round(1e9).String() + " ago, longer than the tool's approval_ttl of " + tool.ApprovalTTL.String(), true
 		}
 	}
-	if tool.Precondition != nil {
-		status, _, err := e.get(ctx, tool, tool.Precondition, c.Key, c.RequestID)
-		switch {
-		case err != nil:
-			return CodePrecondition, "the precondition check could not be made: " + outbound.Describe(err), true
-		case status < 200 || status > 299:
-			return CodePrecondition, "the precondition check answered " + strconv.Itoa(status), true
+	if tool.Checker != nil {
+		ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
+		defer cancel()
+		if err := tool.Checker.Check(ctx, writeOf(c.Execution)); err != nil {
+			return CodePrecondition, err.Error(), true
 		}
 	}
 	return "", "", false
@@ -66,7 +63,7 @@ func (e *Executor) supersede(ctx context.Context, tool Tool, c store.Claim, code
 		e.metrics.StaleOutcomes.Inc()
 		return false
 	}
-	e.metrics.Executions.WithLabelValues(string(store.ExecSuperseded), codeLabel(code)).Inc()
+	e.metrics.Executions.WithLabelValues(string(store.ExecSuperseded), e.codeLabel(code)).Inc()
 	log.Info("execution superseded; asking for a new decision", slog.String("code", code), slog.String("reason", msg), slog.Int("new_round", round))
 	return true
 }

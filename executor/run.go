@@ -26,7 +26,7 @@ func (e *Executor) ShutdownGrace() time.Duration {
 	longest := time.Duration(0)
 	for _, t := range e.toolset.Load().tools {
 		d := t.Timeout
-		if t.Precondition != nil {
+		if t.Checker != nil {
 			d += t.Timeout
 		}
 		longest = max(longest, d)

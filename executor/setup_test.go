@@ -223,7 +223,7 @@ func eventKinds(t *testing.T, db store.Store, requestID string) []string {
 	}
 	kinds := make([]string, len(events))
 	for i, e := range events {
-		kinds[i] = e.Kind
+		kinds[i] = string(e.Kind)
 	}
 	return kinds
 }

@@ -1,18 +1,29 @@
 package executor
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/countersign/countersign/executor/sender"
 )
 
 // Tool is where and how an approved write of one tool is performed. It comes
 // only from the operator's configuration, never from an agent's request.
+//
+// Sender performs the write; Verifier, when set, asks the provider whether
+// it has a write, and Checker whether a write may still go ahead. A tool
+// without a Sender is sent over HTTP (executor/httpsender) with Method, URL,
+// Headers and Secrets, verified through Verify and checked through
+// Precondition.
 type Tool struct {
-	Name    string
+	Name     string
+	Sender   sender.Sender
+	Verifier sender.Verifier // nil: the provider cannot be asked
+	Checker  sender.Checker  // nil: no precondition
+
 	Method  string
 	URL     string
 	Headers map[string]string // already expanded from ${VAR}; never logged
-	Timeout time.Duration     // per HTTP call
+	Timeout time.Duration     // per call to the provider
 	// Secrets sign this tool's dispatches instead of Config.Secrets, so a
 	// dispatch captured at one provider does not verify at another; several
 	// while one is rotated. Never logged.
@@ -25,23 +36,12 @@ type Tool struct {
 	// a write whose answer the executor gave up waiting for, and a 404 read
 	// too early would send the write again (docs/EXECUTOR.md).
 	VerifyAfter  time.Duration
-	Verify       *Endpoint // GET; 200 done, 404 not done
-	Precondition *Endpoint // GET before the first send; 2xx to proceed
+	Verify       *Endpoint // HTTP: GET; 200 done, 404 not done
+	Precondition *Endpoint // HTTP: GET before the first send; 2xx to proceed
 	MaxAttempts  int
 	ClaimTimeout time.Duration
 	ApprovalTTL  time.Duration // 0: approvals never go stale
 	RequestTTL   time.Duration // how long a superseded request waits for a new decision
-}
-
-// Endpoint is a URL the executor reads. URL is a URLTemplate: each {key} is
-// replaced by the key, escaped for the part of the URL it is in.
-type Endpoint struct {
-	URL     string
-	Headers map[string]string
-
-	// parsed once by New; nil in an Endpoint built elsewhere
-	tmpl *URLTemplate
-	err  error
 }
 
 // Defaults for a tool that leaves them out.
@@ -60,7 +60,7 @@ const (
 func (t Tool) WithDefaults() Tool { return t.withDefaults() }
 
 func (t Tool) withDefaults() Tool {
-	if t.Method == "" {
+	if t.Sender == nil && t.Method == "" {
 		t.Method = "POST"
 	}
 	if t.Timeout <= 0 {
@@ -80,28 +80,5 @@ func (t Tool) withDefaults() Tool {
 	} else if t.VerifyAfter <= 0 {
 		t.VerifyAfter = max(DefaultVerifyAfter, 2*t.Timeout)
 	}
-	t.Verify, t.Precondition = t.Verify.parsed(), t.Precondition.parsed()
 	return t
-}
-
-// parsed returns a copy of e with its template parsed, or nil for nil.
-func (e *Endpoint) parsed() *Endpoint {
-	if e == nil {
-		return nil
-	}
-	c := *e
-	c.tmpl, c.err = ParseURLTemplate(c.URL)
-	return &c
-}
-
-// URLFor returns the endpoint's URL for key.
-func (e Endpoint) URLFor(key string) (string, error) {
-	if e.tmpl == nil && e.err == nil {
-		e.tmpl, e.err = ParseURLTemplate(e.URL)
-	}
-	if e.err != nil {
-		// Not the URL itself: it may carry a secret from the environment.
-		return "", fmt.Errorf("unusable URL template: %w", e.err)
-	}
-	return e.tmpl.Expand(key), nil
 }

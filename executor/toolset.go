@@ -23,6 +23,15 @@ func newToolset(tools map[string]Tool) *toolset {
 	return ts
 }
 
+// bind gives each tool without a sender of its own the HTTP one, through
+// e's client and with e's secrets.
+func (ts *toolset) bind(e *Executor) *toolset {
+	for name, t := range ts.tools {
+		ts.tools[name] = e.httpTool(t)
+	}
+	return ts
+}
+
 func (ts *toolset) longestTimeout() time.Duration {
 	longest := time.Duration(0)
 	for _, t := range ts.tools {
@@ -36,9 +45,9 @@ func (ts *toolset) longestTimeout() time.Duration {
 // under way finishes with the tool it started with; the next claim uses the
 // new set, and a tool no longer in it is no longer claimed. tools must not
 // be changed afterwards. A timeout longer than the longest at New is cut
-// short by the HTTP client built then: restart for that.
+// short by the HTTP client built then (for a tool sent over HTTP): restart for that.
 func (e *Executor) SetTools(tools map[string]Tool) {
-	ts := newToolset(tools)
+	ts := newToolset(tools).bind(e)
 	if old := e.toolset.Load(); ts.longestTimeout() > old.longestTimeout() && e.clientBuilt {
 		e.logger.Warn("a reloaded tool's timeout is longer than any at start; its sends are cut at the longest one at start until serve restarts",
 			slog.Duration("timeout", ts.longestTimeout()))

@@ -3,12 +3,10 @@ package executor
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/countersign/countersign/internal/mutant"
-	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
 
@@ -26,9 +24,9 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 		return escalate(t, CodeUnverifiable, "the tool "+u.Tool+" is no longer configured, so the outcome cannot be verified"), true
 	}
 	switch {
-	case tool.Verify != nil:
+	case tool.Verifier != nil:
 		if mutant.On("resend-after-crash") { // planted bug: resent without asking the provider
-			return e.notDone(t, u, "verified"), true
+			return e.notDone(t, u), true
 		}
 		// A key-unaware tool's first attempt may still land until its
 		// settle time has passed since the outcome became unknown (an
@@ -45,23 +43,19 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 				return t, false
 			}
 		}
-		status, body, err := e.get(ctx, tool, tool.Verify, u.Key, u.RequestID)
+		v, err := verifyWith(ctx, tool, u.Execution)
 		switch {
-		case err == nil && status == http.StatusOK:
-			ref := parseBody(body).ref
-			t.To, t.Event = store.ExecSucceeded, "succeeded"
-			t.Status, t.Body, t.ProviderRef = status, body, ref
-			t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "status": status, "provider_ref": ref}
+		case err == nil && v.Found:
+			t.To = store.ExecSucceeded
+			t.Status, t.Body, t.ProviderRef = v.Status, v.Body, v.ProviderRef
+			t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "status": v.Status, "provider_ref": v.ProviderRef}
 			log.Info("verified: the provider has the write")
 			return t, true
-		case err == nil && status == http.StatusNotFound:
+		case err == nil:
 			log.Info("verified: the provider does not have the write")
-			return e.notDone(t, u, "verified"), true
+			return e.notDone(t, u), true
 		}
-		reason := "the verify URL answered " + strconv.Itoa(status)
-		if err != nil {
-			reason = "the verify URL could not be read: " + outbound.Describe(err)
-		}
+		reason := err.Error()
 		if u.DBNow.Sub(u.UpdatedAt) < e.window {
 			log.Warn("verification inconclusive; will ask again", slog.String("reason", reason))
 			return t, false
@@ -73,7 +67,7 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 		if u.Attempts >= u.MaxAttempts {
 			return escalate(t, CodeExhausted, "the outcome is unknown and no attempts are left for a same-key resend"), true
 		}
-		t.To, t.Event = store.ExecReady, "resend"
+		t.To, t.Resend = store.ExecReady, true
 		if u.LastCode != nil {
 			t.Code = *u.LastCode
 		}
@@ -86,14 +80,14 @@ func (e *Executor) verify(ctx context.Context, u store.Unknown) (t store.Transit
 
 // notDone moves an unknown the provider does not have back to ready, or to
 // failed when no attempts are left.
-func (e *Executor) notDone(t store.Transition, u store.Unknown, event string) store.Transition {
+func (e *Executor) notDone(t store.Transition, u store.Unknown) store.Transition {
 	if u.Attempts >= u.MaxAttempts {
-		t.To, t.Event, t.Reply = store.ExecFailed, "failed", "failed"
+		t.To = store.ExecFailed
 		t.Code, t.Error = CodeExhausted, "the provider does not have the write and all "+strconv.Itoa(u.MaxAttempts)+" attempts are used"
 		t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "found": false, "exhausted": true}
 		return t
 	}
-	t.To, t.Event = store.ExecReady, event
+	t.To = store.ExecReady
 	t.Code, t.Error = CodeNotDone, "the provider does not have the write"
 	t.EventData = map[string]any{"attempt": u.Attempts, "verified": true, "found": false}
 	return t

@@ -245,7 +245,7 @@ func TestHookAgentSeesOnlyItsOwnRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last := events[len(events)-1]; last.Kind != "cancelled" || last.Actor != "agent:auditor" {
+		if last := events[len(events)-1]; last.Kind != "cancelled" || last.Actor != store.AgentActor("auditor") {
 			t.Errorf("last event = %s by %s, want cancelled by agent:auditor", last.Kind, last.Actor)
 		}
 	})

@@ -47,9 +47,9 @@ func TestHookLongPollOnSettledAnswersAtOnce(t *testing.T) {
 		if err != nil || len(claims) != 1 {
 			t.Fatalf("claim = %d, %v", len(claims), err)
 		}
-		if _, err := b.store.TransitionExecutions(b.ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w"},
+		if _, err := b.store.TransitionExecutions(b.ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: store.ExecutorActor("w")},
 			[]store.Transition{{ExecutionID: claims[0].ID, Attempt: claims[0].Attempts, To: store.ExecSucceeded, Status: 200,
-				Body: []byte(`{"id":"cr_1"}`), Event: "succeeded"}}); err != nil {
+				Body: []byte(`{"id":"cr_1"}`)}}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()

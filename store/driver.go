@@ -256,8 +256,9 @@ type Executor interface {
 	// every execution inserted later whose request was created before the
 	// restore's GuardUntil.
 	MarkRestored(ctx context.Context, p RestoreParams) (Restore, error)
-	// ExpireClaimRows moves up to limit claims past their expiry to unknown.
-	ExpireClaimRows(ctx context.Context, now *time.Time, limit int) ([]ExpiredClaim, error)
+	// ExpireClaimRows moves up to limit claims past their expiry to unknown,
+	// recording code and message as the row's last_code and last_error.
+	ExpireClaimRows(ctx context.Context, now *time.Time, limit int, code, message string) ([]ExpiredClaim, error)
 	LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Unknown, error)
 
 	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]OutboxRow, error)

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // ExecState is where an approved write stands; values equal the SQL values.
 type ExecState string
@@ -15,6 +18,18 @@ const (
 	ExecNeedsReview ExecState = "needs_review"
 	ExecSuperseded  ExecState = "superseded"
 )
+
+// execStates is every execution state, for a rule that ranges over them.
+var execStates = []ExecState{ExecReady, ExecClaimed, ExecSucceeded, ExecFailed, ExecUnknown, ExecNeedsReview, ExecSuperseded}
+
+// Retired reports whether an execution in s will never run again: it
+// succeeded or failed (store.Settled), or a new round superseded it. Every
+// other execution is live. The statements and partial indexes that select
+// the live ones list the retired states in SQL, where an index predicate
+// must be a constant; TestLiveExecutionsAsInGo holds each list to this.
+func (s ExecState) Retired() bool {
+	return s == ExecSuperseded || slices.Contains(settledStates, s)
+}
 
 // Execution is the executor's record of one approved round of a request.
 type Execution struct {
@@ -113,6 +128,12 @@ type ResolveParams struct {
 	Action      string
 	By          string
 	Now         *time.Time
+	// Grant and ClearVerifyFirst are set by the Ledger (callers leave them
+	// zero): the attempts a resend allows past those used (the cap rises to
+	// attempts + Grant when lower), and whether the row's verify_first flag
+	// is cleared.
+	Grant            int
+	ClearVerifyFirst bool
 }
 
 // SupersedeParams names a claimed execution that must not run as approved.
@@ -128,7 +149,8 @@ type SupersedeParams struct {
 }
 
 // Transition moves one execution out of the state the caller holds it in,
-// with what to record on the row, in the audit trail and in the outbox.
+// with what to record on the row and in its audit event's data. The Ledger
+// picks the event's kind and the thread reply it owes from the move.
 type Transition struct {
 	ExecutionID int64
 	// Attempt is the attempts value the caller saw. A row whose count moved on
@@ -146,10 +168,11 @@ type Transition struct {
 	Error string
 	// Delay sets next_attempt_at to now plus Delay.
 	Delay     time.Duration
-	Event     string
 	EventData map[string]any
-	// Reply, when set, also queues a thread reply with this reason.
-	Reply string
+	// Resend marks a move from unknown to ready that resends under the same
+	// key without asking the provider (it honours keys), rather than after
+	// the provider said it does not have the write.
+	Resend bool
 }
 
 // TransitionParams names who moves the rows and from which state.

@@ -318,7 +318,7 @@ func (l *Ledger) CancelRequest(ctx context.Context, id, actor string, now *time.
 			return err
 		}
 		if err := write(ctx, ex,
-			[]Event{{RequestID: req.ID, At: req.UpdatedAt, Actor: actor, Kind: "cancelled", Data: map[string]any{"round": req.Round}}},
+			[]Event{{RequestID: req.ID, At: req.UpdatedAt, Actor: actor, Kind: EventCancelled, Data: map[string]any{"round": req.Round}}},
 			[]NewOutbox{updateCard(req.ID, req.Round, req.UpdatedAt)}); err != nil {
 			return err
 		}
@@ -340,7 +340,7 @@ func (l *Ledger) ExpireDue(ctx context.Context, now *time.Time, limit int) (reqs
 		var o owing
 		for _, r := range reqs {
 			o.add(Owed{
-				Events:     []Event{{Actor: "system", Kind: "expired", Data: map[string]any{"round": r.Round}}},
+				Events:     []Event{{Actor: SystemActor, Kind: EventExpired, Data: map[string]any{"round": r.Round}}},
 				Outbox:     []NewOutbox{cardUpdate()},
 				WakeChange: true,
 			}, r.ID, r.Round, r.UpdatedAt)
@@ -413,10 +413,10 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 		data["reason"] = p.Reason
 	}
 	err = write(ctx, ex,
-		[]Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: "decided", Data: data}},
+		[]Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: EventDecided, Data: data}},
 		[]NewOutbox{updateCard(req.ID, req.Round, d.DecidedAt)})
 	if err == nil && mutant.Every("decision-twice", 4) { // planted bug: the decision recorded twice
-		err = write(ctx, ex, []Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: "decided", Data: data}}, nil)
+		err = write(ctx, ex, []Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: EventDecided, Data: data}}, nil)
 	}
 	if err == nil {
 		// An approval's execution is ready: the dispatcher wakes with the
@@ -531,7 +531,7 @@ func (l *Ledger) Supersede(ctx context.Context, p SupersedeParams) (newRound int
 			return err
 		}
 		return write(ctx, ex,
-			[]Event{{RequestID: s.RequestID, At: s.At, Actor: executorActor(p.Worker), Kind: "superseded",
+			[]Event{{RequestID: s.RequestID, At: s.At, Actor: ExecutorActor(p.Worker), Kind: EventSuperseded,
 				Data: map[string]any{"execution_id": p.ExecutionID, "attempt": p.Attempt, "code": p.Code,
 					"message": p.Message, "round": s.Round, "new_round": newRound}}},
 			[]NewOutbox{updateCard(s.RequestID, s.Round, s.At),
@@ -551,6 +551,12 @@ func (l *Ledger) Supersede(ctx context.Context, p SupersedeParams) (newRound int
 func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, err error) {
 	if !IsUUID(p.RequestID) {
 		return false, ErrNotFound
+	}
+	p.Grant, p.ClearVerifyFirst = 0, false
+	if p.To == ExecReady {
+		// A human who has it resent has looked: it is sent, not verified
+		// again, and may be sent once more whatever attempts it used.
+		p.Grant, p.ClearVerifyFirst = resendGrant, true
 	}
 	err = l.inTx(ctx, func(ex Executor) error {
 		r, ok, err := ex.ResolveExecution(ctx, p)
@@ -577,7 +583,7 @@ func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, e
 			return err
 		}
 		return write(ctx, ex,
-			[]Event{{RequestID: p.RequestID, At: r.At, Actor: p.By, Kind: "resolved", Data: map[string]any{
+			[]Event{{RequestID: p.RequestID, At: r.At, Actor: p.By, Kind: EventResolved, Data: map[string]any{
 				"execution_id": p.ExecutionID, "action": p.Action, "attempt": r.Attempts, "state": p.To}}},
 			[]NewOutbox{updateCard(p.RequestID, r.Round, r.At)})
 	})
@@ -587,6 +593,17 @@ func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, e
 	return resolved, nil
 }
 
+// resendGrant is how many more attempts a human's resend allows past those
+// the execution has used.
+const resendGrant = 1
+
+// CodeClaimTimeout is the last_code of an execution whose claim expired
+// before its outcome was recorded.
+const CodeClaimTimeout = "claim_timeout"
+
+// claimTimeoutError is its last_error.
+const claimTimeoutError = "the claim expired before an outcome was recorded"
+
 // ExpireClaims moves up to limit claims past their claim_expires_at to
 // unknown, each with its audit event and card update, and returns how many
 // moved. The worker that held such a claim may have sent the write or not;
@@ -594,7 +611,7 @@ func (l *Ledger) Resolve(ctx context.Context, p ResolveParams) (resolved bool, e
 // back to ready.
 func (l *Ledger) ExpireClaims(ctx context.Context, now *time.Time, limit int) (moved int, err error) {
 	err = l.inTx(ctx, func(ex Executor) error {
-		expired, err := ex.ExpireClaimRows(ctx, now, limit)
+		expired, err := ex.ExpireClaimRows(ctx, now, limit, CodeClaimTimeout, claimTimeoutError)
 		if err != nil {
 			return fmt.Errorf("expiring claims: %w", err)
 		}
@@ -602,8 +619,8 @@ func (l *Ledger) ExpireClaims(ctx context.Context, now *time.Time, limit int) (m
 		var o owing
 		for _, e := range expired {
 			o.add(Owed{
-				Events: []Event{{Actor: executorActor("reconciler"), Kind: "unknown",
-					Data: map[string]any{"attempt": e.Attempts, "execution_id": e.ExecutionID, "code": "claim_timeout", "held_by": e.HeldBy}}},
+				Events: []Event{{Actor: ReconcilerActor, Kind: EventUnknown,
+					Data: map[string]any{"attempt": e.Attempts, "execution_id": e.ExecutionID, "code": CodeClaimTimeout, "held_by": e.HeldBy}}},
 				Outbox:     []NewOutbox{cardUpdate()},
 				WakeChange: true,
 			}, e.RequestID, e.Round, e.At)

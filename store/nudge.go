@@ -19,14 +19,14 @@ const (
 )
 
 // Event is the audit event kind a queued nudge writes.
-func (k NudgeKind) Event() string {
+func (k NudgeKind) Event() EventKind {
 	switch k {
 	case NudgeReminder:
-		return "reminded"
+		return EventReminded
 	case NudgeEscalation:
-		return "escalated"
+		return EventEscalated
 	}
-	return string(k)
+	return EventKind(k)
 }
 
 // DueNudgesParams asks for the pending requests of one tool that have
@@ -100,7 +100,7 @@ func (l *Ledger) QueueNudges(ctx context.Context, nudges []NewNudge) (queued []N
 					eventData[k] = v
 				}
 			}
-			events = append(events, Event{RequestID: n.RequestID, At: at, Actor: "system", Kind: n.Kind.Event(), Data: eventData})
+			events = append(events, Event{RequestID: n.RequestID, At: at, Actor: SystemActor, Kind: n.Kind.Event(), Data: eventData})
 		}
 		return write(ctx, ex, events, nil)
 	})

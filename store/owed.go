@@ -6,27 +6,14 @@ import (
 	"time"
 )
 
-// Event kinds the Ledger writes itself; the executor names the kinds of
-// the outcomes it records (Transition.Event).
-const (
-	EventRequested = "requested"
-	EventClaimed   = "claimed"
-)
-
 // firstRound is the round a new request starts in.
 const firstRound = 1
-
-// agentActor is the audit actor of an agent.
-func agentActor(agent string) string { return "agent:" + agent }
-
-// executorActor is the audit actor of an executor worker.
-func executorActor(worker string) string { return "executor:" + worker }
 
 // requested is what a new request owes: its "requested" event and the post
 // of its card.
 func requested(p NewRequest) Owed {
 	return Owed{
-		Events: []Event{{Actor: agentActor(p.RequestedBy), Kind: EventRequested,
+		Events: []Event{{Actor: AgentActor(p.RequestedBy), Kind: EventRequested,
 			Data: map[string]any{"key": p.Key, "round": firstRound}}},
 		Outbox: []NewOutbox{{Kind: OutboxPostCard}},
 	}
@@ -37,7 +24,7 @@ func requested(p NewRequest) Owed {
 // waiters.
 func claimed(worker string) Owed {
 	return Owed{
-		Events:     []Event{{Actor: executorActor(worker), Kind: EventClaimed}},
+		Events:     []Event{{Actor: ExecutorActor(worker), Kind: EventClaimed}},
 		Outbox:     []NewOutbox{cardUpdate()},
 		WakeChange: true,
 	}
@@ -53,19 +40,49 @@ func ClaimFacts(c Claim) map[string]any {
 // p.Actor), a card update, a thread reply when t asks for one, the callback
 // its new state owes, and the wake-ups.
 func transitioned(p TransitionParams, t Transition) Owed {
+	kind, reply := outcomeEvent(p.From, t)
 	o := Owed{
-		Events:     []Event{{Actor: p.Actor, Kind: t.Event, Data: t.EventData}},
+		Events:     []Event{{Actor: p.Actor, Kind: kind, Data: t.EventData}},
 		Outbox:     []NewOutbox{cardUpdate()},
 		WakeChange: true,
 		WakeReady:  wakesReady(t.To),
 	}
-	if t.Reply != "" {
-		o.Outbox = append(o.Outbox, NewOutbox{Kind: OutboxThreadReply, Data: map[string]any{"reason": t.Reply}})
+	if reply != "" {
+		o.Outbox = append(o.Outbox, NewOutbox{Kind: OutboxThreadReply, Data: map[string]any{"reason": reply}})
 	}
 	if event, ok := callbackEventFor(t.To); ok {
 		o.Callbacks = []CallbackEvent{event}
 	}
 	return o
+}
+
+// outcomeEvent is the event an execution's move out of from records, and
+// the reason of the thread reply it owes ("" for none): an execution that
+// fails or needs a person says so in the card's thread.
+func outcomeEvent(from ExecState, t Transition) (EventKind, string) {
+	switch t.To {
+	case ExecSucceeded:
+		return EventSucceeded, ""
+	case ExecFailed:
+		return EventFailed, string(ExecFailed)
+	case ExecNeedsReview:
+		return EventNeedsReview, string(ExecNeedsReview)
+	case ExecUnknown:
+		return EventUnknown, ""
+	case ExecReady:
+		switch {
+		case from == ExecClaimed:
+			return EventAttempt, ""
+		case t.Resend:
+			return EventResend, ""
+		}
+		return EventVerified, ""
+	case ExecSuperseded:
+		return EventSuperseded, ""
+	case ExecClaimed:
+		return EventClaimed, ""
+	}
+	return EventKind(t.To), ""
 }
 
 // owing gathers what the rows a transaction moves owe, to write once at its

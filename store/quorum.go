@@ -50,7 +50,7 @@ func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err er
 		if p.Reason != "" {
 			data["reason"] = p.Reason
 		}
-		if err := write(ctx, ex, []Event{{RequestID: req.ID, At: res.Vote.VotedAt, Actor: p.DecidedBy, Kind: "voted", Data: data}}, nil); err != nil {
+		if err := write(ctx, ex, []Event{{RequestID: req.ID, At: res.Vote.VotedAt, Actor: p.DecidedBy, Kind: EventVoted, Data: data}}, nil); err != nil {
 			return fmt.Errorf("auditing vote: %w", err)
 		}
 		// A vote is a change an agent can see (the representation lists

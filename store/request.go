@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -20,17 +21,29 @@ const (
 // Terminal reports whether no further review can happen in this round.
 func (s RequestStatus) Terminal() bool { return s != RequestPending }
 
+// What settles a request, written once: a status that settles it by itself,
+// or approval with its latest execution in a final state. Statements that
+// decide it in SQL take these as parameters (SettledRule).
+var (
+	settledStatuses = []RequestStatus{RequestRejected, RequestExpired, RequestCancelled}
+	settledStates   = []ExecState{ExecSucceeded, ExecFailed}
+)
+
 // Settled reports whether a request in status whose latest execution is in
 // exec (empty when it has none) can no longer change its outcome: it was
 // rejected, expired or cancelled, or its execution succeeded or failed.
 func Settled(status RequestStatus, exec ExecState) bool {
-	switch status {
-	case RequestRejected, RequestExpired, RequestCancelled:
-		return true
-	case RequestApproved:
-		return exec == ExecSucceeded || exec == ExecFailed
+	if status == RequestApproved {
+		return slices.Contains(settledStates, exec)
 	}
-	return false
+	return slices.Contains(settledStatuses, status)
+}
+
+// SettledRule is Settled for a statement: a request is settled when its
+// status is one of statuses, or approved with its latest execution in one
+// of states.
+func SettledRule() (statuses []RequestStatus, approved RequestStatus, states []ExecState) {
+	return slices.Clone(settledStatuses), RequestApproved, slices.Clone(settledStates)
 }
 
 // Request is an agent's intended write as stored. Snapshot holds the exact

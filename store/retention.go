@@ -58,12 +58,9 @@ const DefaultPruneBatch = 500
 // settledParams is the rule of what "settled" means (Settled), handed to the
 // driver's statement so it is written here once.
 func settledParams(before time.Time, limit int) SettledParams {
-	return SettledParams{
-		Before: before, Limit: limit,
-		FinalStatuses: []RequestStatus{RequestRejected, RequestExpired, RequestCancelled},
-		Approved:      RequestApproved,
-		FinalStates:   []ExecState{ExecSucceeded, ExecFailed},
-	}
+	p := SettledParams{Before: before, Limit: limit}
+	p.FinalStatuses, p.Approved, p.FinalStates = SettledRule()
+	return p
 }
 
 // Prune removes the requests settled before p.Before with everything that

@@ -30,7 +30,7 @@ func TestAuditVerify(t *testing.T) {
 	}
 	s, path, req, err := migratedStoreWithRequest(t, env, "wa_audit_cli")
 	if err == nil {
-		_, _, err = s.CancelRequest(ctx, req.ID, "agent:agent", nil)
+		_, _, err = s.CancelRequest(ctx, req.ID, store.AgentActor("agent"), nil)
 	}
 	s.Close()
 	if err != nil {

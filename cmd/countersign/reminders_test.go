@@ -152,7 +152,7 @@ func (c *nudgeCluster) events(t *testing.T, req store.Request, kind string) int 
 	}
 	n := 0
 	for _, e := range events {
-		if e.Kind == kind {
+		if string(e.Kind) == kind {
 			n++
 		}
 	}

@@ -165,7 +165,7 @@ func TestRetentionSweepPrunesWhatTheWindowLetsGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := b.CancelRequest(ctx, req.ID, "agent:agent", nil); err != nil || !ok {
+	if _, ok, err := b.CancelRequest(ctx, req.ID, store.AgentActor("agent"), nil); err != nil || !ok {
 		t.Fatalf("cancel: %v, %v", ok, err)
 	}
 	pending, _, err := b.InsertRequest(ctx, store.NewRequest{Key: "wa_sweep_pending", BasisHash: "sha256:b", RunID: "r", Step: []byte(`2`),

@@ -76,12 +76,12 @@ func testCallbacksQueueWithTheirTransition(t *testing.T, b *Backend) {
 	expect("an approval", req.ID)
 	c := claimOne(t, b, "w")
 	p := store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w"}
-	if _, err := b.TransitionExecutions(ctx, p, []store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecReady, Event: "retry"}}); err != nil {
+	if _, err := b.TransitionExecutions(ctx, p, []store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecReady}}); err != nil {
 		t.Fatal(err)
 	}
 	expect("a retry", req.ID)
 	c = claimOne(t, b, "w")
-	if _, err := b.TransitionExecutions(ctx, p, []store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecSucceeded, Status: 200, Event: "succeeded"}}); err != nil {
+	if _, err := b.TransitionExecutions(ctx, p, []store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecSucceeded, Status: 200}}); err != nil {
 		t.Fatal(err)
 	}
 	expect("a success", req.ID, store.CallbackSettled)

@@ -57,7 +57,7 @@ var contract = []struct {
 	{"ClaimsAreExclusiveUnderConcurrency", testClaimsAreExclusiveUnderConcurrency},
 	{"ClaimSkipsOtherToolsAndFutureRows", testClaimSkipsOtherToolsAndFutureRows},
 	{"TransitionHonoursFromWorkerAndAttempt", testTransitionHonoursFromWorkerAndAttempt},
-	{"TransitionRetryKeepsResponseAndQueuesReply", testTransitionRetryKeepsResponseAndQueuesReply},
+	{"TransitionRetryKeepsResponse", testTransitionRetryKeepsResponse},
 	{"SupersedeReopensTheRequestInANewRound", testSupersedeReopensTheRequestInANewRound},
 	{"ResolveNeedsReview", testResolveNeedsReview},
 	{"RestoreFlagsWhatTheCopyMayHaveForgotten", testRestoreFlagsWhatTheCopyMayHaveForgotten},

@@ -98,7 +98,7 @@ func testExecutionsBackToReadyWakeTheDispatcher(t *testing.T, b *Backend) {
 	waitWake(t, change, "a resolve to ready")
 	c = claimOne(t, b, "w")
 	if applied, err := b.TransitionExecutions(ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w"},
-		[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecReady, Event: "retry"}}); err != nil || len(applied) != 1 {
+		[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecReady}}); err != nil || len(applied) != 1 {
 		t.Fatalf("retry = %v, %v", applied, err)
 	}
 	waitWake(t, ready, "a retry")

@@ -70,7 +70,7 @@ func toNeedsReview(t *testing.T, s store.Store) store.Claim {
 	c := claimOne(t, s, "w")
 	applied, err := s.TransitionExecutions(context.Background(),
 		store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w"},
-		[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecNeedsReview, Code: "ambiguous", Event: "needs_review"}})
+		[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecNeedsReview, Code: "ambiguous"}})
 	if err != nil || len(applied) != 1 {
 		t.Fatalf("to needs_review: %v, %v", applied, err)
 	}
@@ -85,7 +85,7 @@ func eventKinds(t *testing.T, s store.Store, requestID string) []string {
 	}
 	kinds := make([]string, len(events))
 	for i, e := range events {
-		kinds[i] = e.Kind
+		kinds[i] = string(e.Kind)
 	}
 	return kinds
 }

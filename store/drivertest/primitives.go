@@ -123,7 +123,7 @@ func testBatchesWriteWhatTheyAreOwed(t *testing.T, b *Backend) {
 	}
 	owed := func(kind string) store.Owed {
 		return store.Owed{
-			Events: []store.Event{{Actor: "tester", Kind: kind, Data: map[string]any{"n": kind}}},
+			Events: []store.Event{{Actor: "tester", Kind: store.EventKind(kind), Data: map[string]any{"n": kind}}},
 			Outbox: []store.NewOutbox{{Kind: store.OutboxThreadReply, Data: map[string]any{"reason": kind}}},
 		}
 	}

@@ -24,7 +24,7 @@ func testRestoreFlagsWhatTheCopyMayHaveForgotten(t *testing.T, b *Backend) {
 	done, _ := approved(t, b, "wa_restore_done")
 	c := claimOne(t, b, "w")
 	if _, err := b.TransitionExecutions(ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w"},
-		[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecSucceeded, Event: "succeeded"}}); err != nil {
+		[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecSucceeded}}); err != nil {
 		t.Fatal(err)
 	}
 	ready, _ := approved(t, b, "wa_restore_ready")
@@ -111,7 +111,7 @@ func toNeedsReviewOf(t *testing.T, s store.Store, requestID string) store.Claim 
 		if c.RequestID == requestID {
 			mine, to = c, store.ExecNeedsReview
 		}
-		ts = append(ts, store.Transition{ExecutionID: c.ID, Attempt: c.Attempts, To: to, Event: string(to)})
+		ts = append(ts, store.Transition{ExecutionID: c.ID, Attempt: c.Attempts, To: to})
 	}
 	if mine.ID == 0 {
 		t.Fatalf("no ready execution of %s to claim", requestID)

@@ -92,7 +92,7 @@ func testVersionGrowsOnEveryVisibleChange(t *testing.T, b *Backend) {
 	p := store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w"}
 	w.before()
 	if _, err := b.TransitionExecutions(ctx, p, []store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts,
-		To: store.ExecReady, Status: 503, Code: "service_unavailable", Event: "retry"}}); err != nil {
+		To: store.ExecReady, Status: 503, Code: "service_unavailable"}}); err != nil {
 		t.Fatal(err)
 	}
 	step("retry")
@@ -102,7 +102,7 @@ func testVersionGrowsOnEveryVisibleChange(t *testing.T, b *Backend) {
 	// An outcome recorded without waiting for the disk takes another path.
 	w.before()
 	if _, err := b.TransitionExecutions(ctx, store.TransitionParams{From: store.ExecClaimed, Worker: "w", Actor: "executor:w", AsyncCommit: true},
-		[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecReady, Status: 503, Code: "service_unavailable", Event: "retry"}}); err != nil {
+		[]store.Transition{{ExecutionID: c.ID, Attempt: c.Attempts, To: store.ExecReady, Status: 503, Code: "service_unavailable"}}); err != nil {
 		t.Fatal(err)
 	}
 	step("retry committed asynchronously")

@@ -19,14 +19,14 @@ func (e executor) InsertEvents(ctx context.Context, events []store.Event) error 
 			return err
 		}
 		a := store.AuditEvent{RequestID: canonicalID(ev.RequestID), At: fromMicros(micros(e.tx.orClock(ev.At))),
-			Actor: ev.Actor, Kind: ev.Kind, Data: data.(string)}
+			Actor: ev.Actor, Kind: string(ev.Kind), Data: data.(string)}
 		if err := e.tx.QueryRowContext(ctx, q.Get("next_event_id")).Scan(&a.ID); err != nil {
-			return wrap("appending event "+ev.Kind, err)
+			return wrap("appending event "+string(ev.Kind), err)
 		}
 		if err := e.chain(ctx, &a); err != nil {
 			return err
 		}
-		if err := e.tx.exec(ctx, "appending event "+ev.Kind, q.Get("insert_events"),
+		if err := e.tx.exec(ctx, "appending event "+string(ev.Kind), q.Get("insert_events"),
 			a.ID, a.RequestID, micros(a.At), a.Actor, a.Kind, a.Data, a.Seq, a.PrevHash, a.Hash); err != nil {
 			return err
 		}

@@ -70,11 +70,11 @@ func (e executor) ResolveExecution(ctx context.Context, p store.ResolveParams) (
 	r.At = e.tx.clock(p.Now)
 	var id string
 	ok, err = found("resolving execution", e.tx.QueryRowContext(ctx, q.Get("resolve_execution"), string(p.To), p.Code,
-		micros(r.At), p.ExecutionID, canonicalID(p.RequestID)).Scan(&id, &r.Attempts, &r.Round))
+		micros(r.At), p.ExecutionID, canonicalID(p.RequestID), p.Grant, p.ClearVerifyFirst).Scan(&id, &r.Attempts, &r.Round))
 	return r, ok, err
 }
 
-func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int) ([]store.ExpiredClaim, error) {
+func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int, code, message string) ([]store.ExpiredClaim, error) {
 	at := e.tx.clock(now)
 	rows, err := e.tx.QueryContext(ctx, q.Get("expired_claims"), micros(at), limit)
 	out, err := collect("expiring claims", func(row scanner) (store.ExpiredClaim, error) {
@@ -82,7 +82,7 @@ func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int
 		return c, row.Scan(&c.ExecutionID, &c.RequestID, &c.Round, &c.Attempts, &c.HeldBy)
 	}, rows, err)
 	for i := 0; i < len(out) && err == nil; i++ {
-		err = e.tx.exec(ctx, "expiring claims", q.Get("expire_claim"), micros(at), out[i].ExecutionID)
+		err = e.tx.exec(ctx, "expiring claims", q.Get("expire_claim"), micros(at), out[i].ExecutionID, code, message)
 	}
 	return out, err
 }

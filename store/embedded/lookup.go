@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 
 	"github.com/countersign/countersign/store"
@@ -43,7 +44,17 @@ func (e executor) ListRequests(ctx context.Context, p store.ListRequestsParams) 
 	if p.RequestedBy != "" {
 		query = q.Get("list_requests_of")
 	}
-	return e.requests(ctx, query, p.RequestedBy, string(p.Status), p.Tool, p.RunID, p.Settled, afterAt, afterID, p.Limit)
+	statuses, approved, states := store.SettledRule()
+	settledStatuses, err := json.Marshal(statuses)
+	if err != nil {
+		return nil, err
+	}
+	settledStates, err := json.Marshal(states)
+	if err != nil {
+		return nil, err
+	}
+	return e.requests(ctx, query, p.RequestedBy, string(p.Status), p.Tool, p.RunID, p.Settled, afterAt, afterID, p.Limit,
+		string(settledStatuses), string(approved), string(settledStates))
 }
 
 func (e executor) requests(ctx context.Context, query string, args ...any) ([]store.Request, error) {

@@ -74,9 +74,8 @@ RETURNING request_id, {{decision_round}};
 -- name: resolve_execution
 UPDATE executions SET state = ?1,
 	last_code = coalesce(nullif(?2, ''), last_code),
-	max_attempts = CASE WHEN ?1 = 'ready' THEN max(max_attempts, attempts + 1) ELSE max_attempts END,
-	-- A human who has it resent has looked: it is sent, not verified again.
-	verify_first = CASE WHEN ?1 = 'ready' THEN 0 ELSE verify_first END,
+	max_attempts = CASE WHEN ?6 > 0 THEN max(max_attempts, attempts + ?6) ELSE max_attempts END,
+	verify_first = CASE WHEN ?7 THEN 0 ELSE verify_first END,
 	next_attempt_at = ?3,
 	updated_at = ?3
 WHERE id = ?4 AND request_id = ?5 AND state = 'needs_review'
@@ -88,7 +87,7 @@ WHERE state = 'claimed' AND claim_expires_at <= ? ORDER BY claim_expires_at LIMI
 
 -- name: expire_claim
 UPDATE executions SET state = 'unknown', claimed_by = NULL, claim_expires_at = NULL, next_attempt_at = ?1,
-	last_code = 'claim_timeout', last_error = 'the claim expired before an outcome was recorded', updated_at = ?1
+	last_code = ?3, last_error = ?4, updated_at = ?1
 WHERE id = ?2;
 
 -- name: lease_unknowns
@@ -220,12 +219,13 @@ WHERE status <> 'pending' ORDER BY updated_at DESC LIMIT ?;
 -- What a listing asks of a row: ?2 status, ?3 tool, ?4 run id ('' any), ?5
 -- settled (NULL either), and to come after the position ?6, ?7 in listing
 -- order (the first page passes a time past every row). settled is
--- store.Settled of the status and the latest execution.
+-- store.Settled of the status and the latest execution, by its rule (?9 and
+-- ?11 JSON arrays, ?10: store.SettledRule).
 (?2 = '' OR status = ?2)
 	AND (?3 = '' OR tool = ?3)
 	AND (?4 = '' OR run_id = ?4)
-	AND (?5 IS NULL OR ?5 = (status IN ('rejected', 'expired', 'cancelled')
-		OR (status = 'approved' AND coalesce((SELECT e.state IN ('succeeded', 'failed') FROM executions e
+	AND (?5 IS NULL OR ?5 = (status IN (SELECT value FROM json_each(?9))
+		OR (status = ?10 AND coalesce((SELECT e.state IN (SELECT value FROM json_each(?11)) FROM executions e
 			WHERE e.request_id = requests.id ORDER BY e.id DESC LIMIT 1), 0))))
 	AND (created_at, id) < (?6, ?7)
 

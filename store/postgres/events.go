@@ -48,7 +48,7 @@ func (e executor) InsertEvents(ctx context.Context, events []store.Event) error 
 		if err != nil {
 			return wrap("encoding event data", err)
 		}
-		ids[i], ats[i], actors[i], kinds[i], data[i] = ev.RequestID, orNow(ev.At), ev.Actor, ev.Kind, raw
+		ids[i], ats[i], actors[i], kinds[i], data[i] = ev.RequestID, orNow(ev.At), ev.Actor, string(ev.Kind), raw
 	}
 	err := e.later(ctx, q.Get("insert_events"),
 		ids, ats, actors, kinds, data)

@@ -123,15 +123,15 @@ func (e executor) SupersedeExecution(ctx context.Context, p store.SupersedeParam
 func (e executor) ResolveExecution(ctx context.Context, p store.ResolveParams) (store.Resolved, bool, error) {
 	var r store.Resolved
 	err := e.db.QueryRow(ctx, q.Get("resolve_execution"),
-		p.ExecutionID, p.RequestID, string(p.To), p.Code, p.Now).Scan(&r.Attempts, &r.Round, &r.At)
+		p.ExecutionID, p.RequestID, string(p.To), p.Code, p.Now, p.Grant, p.ClearVerifyFirst).Scan(&r.Attempts, &r.Round, &r.At)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Resolved{}, false, nil
 	}
 	return r, err == nil, wrap("resolving execution", err)
 }
 
-func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int) ([]store.ExpiredClaim, error) {
-	rows, err := e.db.Query(ctx, q.Get("expire_claim_rows"), now, limit)
+func (e executor) ExpireClaimRows(ctx context.Context, now *time.Time, limit int, code, message string) ([]store.ExpiredClaim, error) {
+	rows, err := e.db.Query(ctx, q.Get("expire_claim_rows"), now, limit, code, message)
 	return collect[store.ExpiredClaim]("expiring claims", rows, err)
 }
 

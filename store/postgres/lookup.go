@@ -47,7 +47,9 @@ func (e executor) ListRequests(ctx context.Context, p store.ListRequestsParams) 
 	if p.After != nil {
 		afterAt, afterID = &p.After.CreatedAt, &p.After.ID
 	}
+	statuses, approved, states := store.SettledRule()
 	rows, err := e.db.Query(ctx, q.Get("list_requests"), pgx.QueryExecModeCacheDescribe,
-		p.RequestedBy, string(p.Status), p.Tool, p.RunID, p.Settled, afterAt, afterID, p.Limit)
+		p.RequestedBy, string(p.Status), p.Tool, p.RunID, p.Settled, afterAt, afterID, p.Limit,
+		statuses, string(approved), states)
 	return collect[store.Request]("listing requests", rows, err)
 }

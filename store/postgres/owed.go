@@ -42,7 +42,7 @@ func flatten(owed []store.Owed) (owedRows, error) {
 			if err != nil {
 				return owedRows{}, err
 			}
-			o.evOrd, o.evActor, o.evKind, o.evData = append(o.evOrd, ord), append(o.evActor, ev.Actor), append(o.evKind, ev.Kind), append(o.evData, data)
+			o.evOrd, o.evActor, o.evKind, o.evData = append(o.evOrd, ord), append(o.evActor, ev.Actor), append(o.evKind, string(ev.Kind)), append(o.evData, data)
 		}
 		for _, r := range w.Outbox {
 			data, err := encode(r.Data)

@@ -172,9 +172,8 @@ RETURNING e.request_id::text, d.round, e.updated_at;
 -- name: resolve_execution
 UPDATE executions e SET state = $3,
 	last_code = coalesce(nullif($4, ''), e.last_code),
-	max_attempts = CASE WHEN $3 = 'ready' THEN greatest(e.max_attempts, e.attempts + 1) ELSE e.max_attempts END,
-	-- A human who has it resent has looked: it is sent, not verified again.
-	verify_first = CASE WHEN $3 = 'ready' THEN false ELSE e.verify_first END,
+	max_attempts = CASE WHEN $6::int > 0 THEN greatest(e.max_attempts, e.attempts + $6::int) ELSE e.max_attempts END,
+	verify_first = e.verify_first AND NOT $7::boolean,
 	next_attempt_at = coalesce($5::timestamptz, now()),
 	updated_at = coalesce($5::timestamptz, now())
 FROM decisions d
@@ -191,7 +190,7 @@ WITH due AS (
 ), u AS (
 	UPDATE executions e SET state = 'unknown', claimed_by = NULL, claim_expires_at = NULL,
 		next_attempt_at = coalesce($1::timestamptz, now()),
-		last_code = 'claim_timeout', last_error = 'the claim expired before an outcome was recorded',
+		last_code = $3, last_error = $4,
 		updated_at = coalesce($1::timestamptz, now())
 	FROM due WHERE e.id = due.id AND e.state = 'claimed'
 	RETURNING e.id, e.request_id, e.decision_id, e.attempts, e.updated_at, due.claimed_by AS held_by
@@ -432,7 +431,7 @@ LIMIT $8
 -- branch but those settled asks for; each branch reads its page in order
 -- from the index its filters pick (migration 00010), and the page is the
 -- newest of what they read. settled is store.Settled of the status and the
--- latest execution. The requests that can be unsettled are the pending ones
+-- latest execution, by its rule ($9, $10, $11: store.SettledRule). The requests that can be unsettled are the pending ones
 -- and the approved ones whose execution is live, which is then their latest
 -- (an approval creates its execution in its own transaction, and a
 -- supersede that retires one reopens the request in the same one): settled
@@ -446,8 +445,8 @@ LIMIT $8
 -- the request.
 SELECT {{request_columns}} FROM (
 	(SELECT requests.* FROM requests WHERE $5::boolean IS NOT false
-		AND ($5::boolean IS NULL OR requests.status IN ('rejected', 'expired', 'cancelled')
-			OR (requests.status = 'approved' AND coalesce((SELECT e.state IN ('succeeded', 'failed') FROM executions e
+		AND ($5::boolean IS NULL OR requests.status = ANY($9::text[])
+			OR (requests.status = $10 AND coalesce((SELECT e.state = ANY($11::text[]) FROM executions e
 				WHERE e.request_id = requests.id ORDER BY e.id DESC LIMIT 1), false)))
 		AND {{list_page}})
 	UNION ALL

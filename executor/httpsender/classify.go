@@ -1,4 +1,4 @@
-package executor
+package httpsender
 
 import (
 	"bytes"
@@ -12,51 +12,31 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/countersign/countersign/executor/sender"
 	"github.com/countersign/countersign/internal/outbound"
-)
-
-// Outcome is what the executor does with a provider's answer.
-type Outcome string
-
-// Outcomes of one attempt (docs/EXECUTOR.md, "Classification table").
-const (
-	OutcomeSucceeded Outcome = "succeeded" // done
-	OutcomeRetry     Outcome = "retry"     // certainly not done; try again under the same key
-	OutcomeVerify    Outcome = "verify"    // may be done; ask the provider before anything else
-	OutcomeFatal     Outcome = "fatal"     // refused; a retry would be refused too
-	OutcomeReview    Outcome = "review"    // an answer nobody taught us; a human decides
 )
 
 // Codes the provider may send as "code" or "error.code", by the outcome they
 // force. A recognised code wins over the HTTP status.
-var codeOutcomes = map[string]Outcome{
-	"rate_limited":        OutcomeRetry,
-	"timeout":             OutcomeRetry,
-	"service_unavailable": OutcomeRetry,
-	"connection_reset":    OutcomeRetry,
-	"unknown_outcome":     OutcomeVerify,
-	"gateway_timeout":     OutcomeVerify,
-	"card_declined":       OutcomeFatal,
-	"insufficient_funds":  OutcomeFatal,
-	"policy_violation":    OutcomeFatal,
-	"invalid_request":     OutcomeFatal,
+var codeOutcomes = map[string]sender.Outcome{
+	"rate_limited":        sender.OutcomeRetry,
+	"timeout":             sender.OutcomeRetry,
+	"service_unavailable": sender.OutcomeRetry,
+	"connection_reset":    sender.OutcomeRetry,
+	"unknown_outcome":     sender.OutcomeVerify,
+	"gateway_timeout":     sender.OutcomeVerify,
+	"card_declined":       sender.OutcomeFatal,
+	"insufficient_funds":  sender.OutcomeFatal,
+	"policy_violation":    sender.OutcomeFatal,
+	"invalid_request":     sender.OutcomeFatal,
 }
 
-// Codes the executor itself records for answers that carry no code.
-const (
-	CodeConnectionRefused = "connection_refused" // nothing was written
-	CodeConnectionFailed  = "connection_failed"  // nothing was written
-	CodeSendTimeout       = "send_timeout"       // written, no answer in time
-	CodeConnectionLost    = "connection_lost"    // written, connection dropped
-	CodeExhausted         = "attempts_exhausted" // retryable, but max_attempts reached
-	CodeSnapshotMismatch  = "snapshot_mismatch"  // stored bytes do not hash to the approved hash
-	CodeApprovalExpired   = "approval_expired"   // decision older than approval_ttl
-	CodePrecondition      = "precondition_failed"
-	CodeClaimTimeout      = "claim_timeout"
-	CodeClaimTooShort     = "claim_too_short" // released unsent: the claim would end mid-send
-	CodeNotDone           = "verified_not_done"
-	CodeUnverifiable      = "unverifiable"
-)
+// labelled are the statuses whose http_<status> code is a metric label of
+// its own; any other is counted under "other".
+var labelled = map[int]bool{
+	400: true, 401: true, 403: true, 404: true, 408: true, 409: true, 422: true, 425: true, 429: true,
+	500: true, 502: true, 503: true, 504: true,
+}
 
 // Answer is what came back from one send.
 type Answer struct {
@@ -69,28 +49,21 @@ type Answer struct {
 	Written bool
 }
 
-// Classification is the verdict on one Answer.
-type Classification struct {
-	Outcome     Outcome
-	Code        string // the provider's code, http_<status>, or one of the Code constants
-	Message     string
-	RetryAfter  time.Duration // from Retry-After; 0 when absent
-	ProviderRef string        // the response's "id" or "provider_ref"
-}
-
 // Classify applies the table in docs/EXECUTOR.md. A recognised JSON code wins over the
 // HTTP status; an unrecognised code defers to the status. Transport errors
 // before the request was written are retryable, after it ambiguous.
-func Classify(a Answer, now time.Time) Classification {
+func Classify(a Answer, now time.Time) sender.Attempt {
 	if a.Err != nil {
 		return classifyTransport(a)
 	}
 	fields := parseBody(a.Body)
-	c := Classification{
+	c := sender.Attempt{
 		Code:        fields.code,
 		Message:     fields.message,
 		ProviderRef: fields.ref,
 		RetryAfter:  retryAfter(a.Header.Get("Retry-After"), now),
+		Status:      a.Status,
+		Body:        a.Body,
 	}
 	if c.Message == "" {
 		c.Message = strconv.Itoa(a.Status) + " " + http.StatusText(a.Status)
@@ -102,36 +75,64 @@ func Classify(a Answer, now time.Time) Classification {
 	if c.Code == "" {
 		c.Code = "http_" + strconv.Itoa(a.Status)
 	}
-	switch s := a.Status; {
-	case s >= 200 && s <= 299:
-		c.Outcome, c.Code, c.Message = OutcomeSucceeded, "", ""
-	case s == 408, s == 425, s == 429, s == 500, s == 502, s == 503:
-		c.Outcome = OutcomeRetry
-	case s == 504:
-		c.Outcome = OutcomeVerify
-	case s >= 400 && s <= 499:
-		c.Outcome = OutcomeFatal
-	default:
-		c.Outcome = OutcomeReview
+	if c.Outcome = statusOutcome(a.Status); c.Outcome == sender.OutcomeSucceeded {
+		c.Code, c.Message = "", ""
 	}
 	return c
 }
 
-func classifyTransport(a Answer) Classification {
+// statusOutcome is the table's outcome of a status that came with no
+// recognised code.
+func statusOutcome(s int) sender.Outcome {
+	switch {
+	case s >= 200 && s <= 299:
+		return sender.OutcomeSucceeded
+	case s == 408, s == 425, s == 429, s == 500, s == 502, s == 503:
+		return sender.OutcomeRetry
+	case s == 504:
+		return sender.OutcomeVerify
+	case s >= 400 && s <= 499:
+		return sender.OutcomeFatal
+	default:
+		return sender.OutcomeReview
+	}
+}
+
+// CodeOutcome is what a code Classify records stood for; known is false
+// for a code outside the fixed set of metric labels.
+func CodeOutcome(code string) (o sender.Outcome, known bool) {
+	if o, ok := codeOutcomes[code]; ok {
+		return o, true
+	}
+	switch code {
+	case sender.CodeConnectionRefused, sender.CodeConnectionFailed:
+		return sender.OutcomeRetry, true
+	case sender.CodeSendTimeout, sender.CodeConnectionLost:
+		return sender.OutcomeVerify, true
+	}
+	if s, ok := strings.CutPrefix(code, "http_"); ok {
+		if n, err := strconv.Atoi(s); err == nil && labelled[n] {
+			return statusOutcome(n), true
+		}
+	}
+	return "", false
+}
+
+func classifyTransport(a Answer) sender.Attempt {
 	msg := outbound.Describe(a.Err)
 	if !a.Written {
-		code := CodeConnectionFailed
+		code := sender.CodeConnectionFailed
 		if errors.Is(a.Err, syscall.ECONNREFUSED) {
-			code = CodeConnectionRefused
+			code = sender.CodeConnectionRefused
 		}
-		return Classification{Outcome: OutcomeRetry, Code: code, Message: msg}
+		return sender.Attempt{Outcome: sender.OutcomeRetry, Code: code, Message: msg}
 	}
-	code := CodeConnectionLost
+	code := sender.CodeConnectionLost
 	var ne net.Error
 	if errors.As(a.Err, &ne) && ne.Timeout() || errors.Is(a.Err, context.DeadlineExceeded) {
-		code = CodeSendTimeout
+		code = sender.CodeSendTimeout
 	}
-	return Classification{Outcome: OutcomeVerify, Code: code, Message: msg}
+	return sender.Attempt{Outcome: sender.OutcomeVerify, Code: code, Message: msg}
 }
 
 type bodyFields struct{ code, message, ref string }

@@ -1,9 +1,11 @@
-package executor
+package httpsender
 
 import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/executor/sender"
 )
 
 // FuzzClassify checks that any provider answer classifies without panicking
@@ -20,14 +22,14 @@ func FuzzClassify(f *testing.F) {
 		h.Set("Retry-After", retry)
 		c := Classify(Answer{Status: status, Body: body, Header: h}, time.Unix(1_760_000_000, 0))
 		switch c.Outcome {
-		case OutcomeSucceeded, OutcomeRetry, OutcomeVerify, OutcomeFatal, OutcomeReview:
+		case sender.OutcomeSucceeded, sender.OutcomeRetry, sender.OutcomeVerify, sender.OutcomeFatal, sender.OutcomeReview:
 		default:
 			t.Fatalf("outcome %q", c.Outcome)
 		}
 		if c.RetryAfter < 0 || c.RetryAfter > maxRetryAfter {
 			t.Fatalf("Retry-After %s out of bounds", c.RetryAfter)
 		}
-		if _, known := codeOutcomes[parseBody(body).code]; status >= 200 && status <= 299 && !known && c.Outcome != OutcomeSucceeded {
+		if _, known := codeOutcomes[parseBody(body).code]; status >= 200 && status <= 299 && !known && c.Outcome != sender.OutcomeSucceeded {
 			t.Fatalf("2xx without a known code classified %s", c.Outcome)
 		}
 	})
