@@ -64,7 +64,7 @@ func TestHookRedrive(t *testing.T) {
 		}
 
 		r = b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/cancel", testToken, nil, nil)
-		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != store.CallbackPending ||
+		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != string(store.CallbackPending) ||
 			got.Callback.Attempts != 0 || got.Callback.LastStatus != nil {
 			t.Fatalf("cancel = %d %s; want a pending callback", r.status, r.body)
 		}
@@ -76,7 +76,7 @@ func TestHookRedrive(t *testing.T) {
 			t.Fatal(err)
 		}
 		r = b.do(t, http.MethodGet, "/v1/requests/"+v.Key, testToken, nil, nil)
-		if got := r.view(t); got.Callback == nil || got.Callback.State != store.CallbackDelivered || got.Callback.Attempts != 1 ||
+		if got := r.view(t); got.Callback == nil || got.Callback.State != string(store.CallbackDelivered) || got.Callback.Attempts != 1 ||
 			got.Callback.LastStatus == nil || *got.Callback.LastStatus != 204 {
 			t.Errorf("after delivery GET = %s", r.body)
 		}
@@ -94,7 +94,7 @@ func TestHookRedrive(t *testing.T) {
 		r = b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/redrive", testToken, nil, nil)
 		// Its attempts start again (and with them the backoff); the last
 		// answer stays until the next.
-		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != store.CallbackPending ||
+		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != string(store.CallbackPending) ||
 			got.Callback.Attempts != 0 || got.Callback.LastStatus == nil || *got.Callback.LastStatus != 204 {
 			t.Fatalf("redrive = %d %s", r.status, r.body)
 		}
