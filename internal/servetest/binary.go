@@ -19,24 +19,28 @@ var binary struct {
 	inMain bool
 }
 
-// Main runs the package's tests and then removes the binary Binary built.
-// A package's TestMain calls it (or does its own work around it).
-func Main(m *testing.M) {
+// Main is a TestMain that runs the package's tests and then removes the
+// binary Binary built.
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain that does more: it runs the tests, removes the
+// binary and returns the exit code.
+func Run(m *testing.M) int {
 	binary.inMain = true
 	code := m.Run()
 	if binary.dir != "" {
 		os.RemoveAll(binary.dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // Binary returns the path of countersign built from this tree, building
 // it on the first call. The package's TestMain must be Main, so the build
-// does not outlive the tests.
+// does not outlive the tests (or call Run).
 func Binary(t testing.TB) string {
 	t.Helper()
 	if !binary.inMain {
-		t.Fatal("servetest.Binary needs the package's TestMain to call servetest.Main")
+		t.Fatal("servetest.Binary needs the package's TestMain to be servetest.Main (or call servetest.Run)")
 	}
 	binary.once.Do(func() {
 		if binary.dir, binary.err = os.MkdirTemp("", "countersign-servetest-"); binary.err != nil {

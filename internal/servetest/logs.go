@@ -31,16 +31,21 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-// waitLine waits until match accepts a whole line written so far, and
-// reports whether one did before within passed or exited closed.
+// waitLine waits until match accepts a line, each line offered once in
+// the order written, and reports whether one did before within passed or
+// exited closed. Once exited is closed every write has landed (exec's
+// Wait copies the output first), so the last, unfinished line is offered
+// too.
 func (b *logBuffer) waitLine(match func(line []byte) bool, exited <-chan struct{}, within time.Duration) bool {
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
-	seen := 0 // the lines already looked at
+	seen, last := 0, false // lines already offered; whether the unfinished one is offered too
 	for {
 		b.mu.Lock()
 		lines := bytes.Split(b.buf.Bytes(), []byte("\n"))
-		lines = lines[:len(lines)-1] // the last is unfinished, or empty
+		if !last {
+			lines = lines[:len(lines)-1]
+		}
 		changed := b.changed
 		for _, line := range lines[seen:] {
 			if match(line) {
@@ -50,24 +55,15 @@ func (b *logBuffer) waitLine(match func(line []byte) bool, exited <-chan struct{
 		}
 		seen = len(lines)
 		b.mu.Unlock()
+		if last {
+			return false
+		}
 		select {
 		case <-changed:
 		case <-exited:
-			return b.hasLine(match)
+			last = true
 		case <-deadline.C:
 			return false
 		}
 	}
-}
-
-// hasLine reports whether match accepts a line written so far.
-func (b *logBuffer) hasLine(match func(line []byte) bool) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, line := range bytes.Split(b.buf.Bytes(), []byte("\n")) {
-		if match(line) {
-			return true
-		}
-	}
-	return false
 }

@@ -82,8 +82,23 @@ func (p *Process) Logs() string { return p.logs.String() }
 // WaitLog waits until a line the process wrote contains s, and reports
 // whether one did before within passed or the process exited.
 func (p *Process) WaitLog(s string, within time.Duration) bool {
-	return p.logs.waitLine(func(line []byte) bool { return bytes.Contains(line, []byte(s)) }, p.exited, within)
+	return p.WaitLogCount(s, 1, within)
 }
+
+// WaitLogCount waits until n lines the process wrote contain s, and
+// reports whether they did before within passed or the process exited.
+func (p *Process) WaitLogCount(s string, n int, within time.Duration) bool {
+	count := 0
+	return p.logs.waitLine(func(line []byte) bool {
+		if bytes.Contains(line, []byte(s)) {
+			count++
+		}
+		return count >= n
+	}, p.exited, within)
+}
+
+// Signal sends sig to the process (SIGHUP: reload its configuration).
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // Kill sends SIGKILL, as a crash would: no deferred function, no shutdown
 // hook runs. It waits for the process to be gone.
