@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 	"github.com/countersign/countersign/store/storetest"
@@ -88,7 +89,7 @@ func forEachHookStore(t *testing.T, test func(t *testing.T, b *isolationBundle))
 			s := hs.open(t, ctx, logger)
 			batcher := store.NewIntakeBatcher(s, 2, 16)
 			go batcher.Run(ctx)
-			svc := mustService(t, approvals.Config{DB: s, Logger: logger, Batcher: batcher, Tools: map[string]approvals.Tool{
+			svc := approvalstest.New(t, approvals.Config{DB: s, Logger: logger, Batcher: batcher, Tools: map[string]approvals.Tool{
 				"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 			}})
 			var agents Agents

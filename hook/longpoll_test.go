@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/wire"
@@ -39,7 +40,7 @@ func TestHookLongPollOnSettledAnswersAtOnce(t *testing.T) {
 		}
 
 		// The case: a request whose write had already succeeded.
-		other := b.submit(t, &intentOpts{RunID: ptr("r-succeeded")})
+		other := b.submit(t, &approvalstest.IntentOpts{RunID: new("r-succeeded")})
 		if _, err := b.svc.Decide(b.ctx, approve(other, approverA)); err != nil {
 			t.Fatal(err)
 		}

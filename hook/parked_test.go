@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/internal/requestid"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
@@ -322,7 +323,7 @@ func TestHookParkedManyEachGetTheirOwn(t *testing.T) {
 		ph := b.parkedHook(t)
 		reqs := make([]store.Request, n)
 		for i := range reqs {
-			reqs[i] = b.submit(t, &intentOpts{RunID: ptr(fmt.Sprintf("r-park-%d", i))})
+			reqs[i] = b.submit(t, &approvalstest.IntentOpts{RunID: new(fmt.Sprintf("r-park-%d", i))})
 		}
 		goroutines := runtime.NumGoroutine()
 		conns := make([]net.Conn, n)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/hook/apitest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
@@ -28,7 +29,7 @@ func setupCallbacks(t *testing.T, drv *drivertest.Driver) *bundle {
 	bk := drv.Open(t, true)
 	bk.Store.(*store.Ledger).SetCallbackAgents("billing-agent")
 	logger := slog.New(slog.DiscardHandler)
-	svc := mustService(t, approvals.Config{DB: bk.Store, Logger: logger, Tools: map[string]approvals.Tool{
+	svc := approvalstest.New(t, approvals.Config{DB: bk.Store, Logger: logger, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 	}})
 	var agents Agents
