@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,10 +23,8 @@ type Process struct {
 	Addr string
 	URL  string
 
-	cmd  *exec.Cmd
-	logs *logBuffer
-
-	mu     sync.Mutex
+	cmd    *exec.Cmd
+	logs   *logBuffer
 	exited chan struct{}
 }
 
