@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/wire"
 )
 
 // Stable machine codes of refusals: the agent hook's error bodies, Slack's
@@ -105,11 +106,9 @@ type InputError struct {
 
 func (e *InputError) Error() string { return e.Message }
 
-// Violation is one value at fault: its JSON pointer and why.
-type Violation struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+// Violation is one value at fault: its JSON pointer and why, as the
+// agent API's error envelope lists it.
+type Violation = wire.Violation
 
 // invalid is an invalid_request naming the top-level member field (or a
 // pointer, when field is one).

@@ -31,6 +31,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/executor"
@@ -412,14 +413,9 @@ func unreachableURL(t *testing.T) string {
 // pending submits a fresh request, made for forWhom.
 func (s *surfaces) pending(t *testing.T) store.Request {
 	t.Helper()
-	req, _, err := s.svc.Submit(context.Background(), "billing-agent", approvals.Intent{
-		RunID: fmt.Sprintf("r-surface-%d", s.runs.Add(1)), Step: json.RawMessage(`1`), Tool: surfaceTool,
-		Effect: json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`), RequestedFor: forWhom,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return req
+	return approvalstest.Submit(t, s.svc, "billing-agent", approvalstest.Intent(&approvalstest.IntentOpts{
+		RunID: new(fmt.Sprintf("r-surface-%d", s.runs.Add(1))), Step: new(`1`), Tool: new(surfaceTool), RequestedFor: new(forWhom),
+	}))
 }
 
 // removeApprover reloads the configuration without user among the surface

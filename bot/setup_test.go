@@ -150,19 +150,15 @@ func (b *bundle) submit(in intent) store.Request {
 	if in.effect != "" {
 		effect = in.effect
 	}
-	intent := approvals.Intent{
-		RunID: "r-7f3a", Step: json.RawMessage(fmt.Sprint(in.n + 1)), Tool: in.tool, Effect: json.RawMessage(effect),
-		Summary: "Credit " + in.invoice, Reason: "customer reported a duplicate charge", RequestedFor: in.requestedFor,
-		IdempotencyKey: in.key,
-	}
+	intent := approvalstest.Intent(&approvalstest.IntentOpts{
+		Step: new(fmt.Sprint(in.n + 1)), Tool: &in.tool, Effect: &effect,
+		Summary: new("Credit " + in.invoice), Reason: new("customer reported a duplicate charge"), RequestedFor: &in.requestedFor,
+		IdempotencyKey: &in.key,
+	})
 	if strings.HasPrefix(in.key, approvals.KeyPrefix) {
 		return b.storeUnderKey(intent)
 	}
-	req, _, err := b.review.Submit(b.ctx, "billing-agent", intent)
-	if err != nil {
-		b.t.Fatalf("submitting: %v", err)
-	}
-	return req
+	return approvalstest.Submit(b.t, b.review, "billing-agent", intent)
 }
 
 // storeUnderKey stores in under its idempotency key as the ledger stores

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/wire"
 )
 
 // Client calls one countersign server as one agent. It is safe for
@@ -156,9 +158,7 @@ func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	var list struct {
-		Tools []Tool `json:"tools"`
-	}
+	var list wire.ToolList
 	if err := json.Unmarshal(a.body, &list); err != nil {
 		return nil, fmt.Errorf("client: decoding tools: %w", err)
 	}
@@ -219,17 +219,7 @@ func decodeRequest(a answer) (*Request, error) {
 // decodeError reads the hook's error body; an answer without one (a proxy's
 // page) still becomes an *APIError with its status.
 func decodeError(a answer) *APIError {
-	var body struct {
-		Error struct {
-			Code      string      `json:"code"`
-			Message   string      `json:"message"`
-			Field     string      `json:"field"`
-			Errors    []Violation `json:"errors"`
-			RequestID string      `json:"request_id"`
-			Status    string      `json:"status"`
-			Tools     []string    `json:"tools"`
-		} `json:"error"`
-	}
+	var body wire.ErrorBody
 	e := &APIError{Status: a.status, RequestID: a.header.Get("Request-Id")}
 	if json.Unmarshal(a.body, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.Field, e.Errors = body.Error.Code, body.Error.Message, body.Error.Field, body.Error.Errors

@@ -126,12 +126,6 @@ func (e *APIError) Error() string {
 	return msg
 }
 
-// Violation is one value at fault: its JSON pointer and why.
-type Violation struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
 // Is reports whether target is the sentinel of e's code.
 func (e *APIError) Is(target error) bool {
 	sentinel, ok := codes[e.Code]

@@ -8,8 +8,9 @@ import (
 )
 
 // The client is what agents and providers import: beyond the standard
-// library it may depend only on the two schemes it shares with the server
-// and the RFC 8785 library they use, never on a service, a store or a driver.
+// library it may depend only on the two schemes and the representation
+// (wire) it shares with the server and the RFC 8785 library they use,
+// never on a service, a store or a driver.
 func TestClientImportsNoServerPackage(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
@@ -20,6 +21,7 @@ func TestClientImportsNoServerPackage(t *testing.T) {
 		"github.com/countersign/countersign/client",
 		"github.com/countersign/countersign/internal/intentkey",
 		"github.com/countersign/countersign/internal/signature",
+		"github.com/countersign/countersign/wire",
 		"github.com/gowebpki/jcs",
 	}
 	deps := strings.Fields(string(out))

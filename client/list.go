@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/countersign/countersign/wire"
 )
 
 // ListParams selects the requests List returns; every field left zero
@@ -61,10 +63,7 @@ func (c *Client) List(ctx context.Context, p ListParams) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	var body struct {
-		Data       []Request `json:"data"`
-		NextCursor *string   `json:"next_cursor"`
-	}
+	var body wire.RequestPage
 	if err := json.Unmarshal(a.body, &body); err != nil {
 		return nil, fmt.Errorf("client: decoding the list: %w", err)
 	}

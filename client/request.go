@@ -1,151 +1,54 @@
 package client
 
-import (
-	"encoding/json"
-	"time"
-)
+import "github.com/countersign/countersign/wire"
 
-// Status is a request's review status.
-type Status string
+// The representation is package wire's, written once for the server and
+// its clients; these names keep the client's own.
+type (
+	// Status is a request's review status.
+	Status = wire.Status
+	// ExecState is the state of a request's execution.
+	ExecState = wire.ExecState
+	// Request is a request as countersign represents it; Succeeded reports
+	// whether its write happened.
+	Request = wire.Request
+	// Decision is the standing decision of the request's latest decided
+	// round.
+	Decision = wire.Decision
+	// RequestPolicy is how a request's rounds are decided.
+	RequestPolicy = wire.RequestPolicy
+	// Vote is one reviewer's vote in a request's round.
+	Vote = wire.Vote
+	// Execution is the request's latest execution.
+	Execution = wire.Execution
+	// Response is the provider's last answer.
+	Response = wire.Response
+	// Callback is where a request's newest callback delivery stands.
+	Callback = wire.Callback
+	// Tool is a tool an agent may request.
+	Tool = wire.Tool
+	// Policy is a tool's approval policy.
+	Policy = wire.Policy
+	// Violation is one value at fault: its JSON pointer and why.
+	Violation = wire.Violation
+)
 
 // Request statuses.
 const (
-	StatusPending   Status = "pending"
-	StatusApproved  Status = "approved"
-	StatusRejected  Status = "rejected"
-	StatusExpired   Status = "expired"
-	StatusCancelled Status = "cancelled"
+	StatusPending   = wire.StatusPending
+	StatusApproved  = wire.StatusApproved
+	StatusRejected  = wire.StatusRejected
+	StatusExpired   = wire.StatusExpired
+	StatusCancelled = wire.StatusCancelled
 )
-
-// ExecState is the state of a request's execution.
-type ExecState string
 
 // Execution states (docs/STATES.md).
 const (
-	ExecReady       ExecState = "ready"
-	ExecClaimed     ExecState = "claimed"
-	ExecSucceeded   ExecState = "succeeded"
-	ExecFailed      ExecState = "failed"
-	ExecUnknown     ExecState = "unknown"
-	ExecNeedsReview ExecState = "needs_review"
-	ExecSuperseded  ExecState = "superseded"
+	ExecReady       = wire.ExecReady
+	ExecClaimed     = wire.ExecClaimed
+	ExecSucceeded   = wire.ExecSucceeded
+	ExecFailed      = wire.ExecFailed
+	ExecUnknown     = wire.ExecUnknown
+	ExecNeedsReview = wire.ExecNeedsReview
+	ExecSuperseded  = wire.ExecSuperseded
 )
-
-// Request is a request as countersign represents it.
-type Request struct {
-	ID           string          `json:"id"`
-	Key          string          `json:"key"`
-	KeyShort     string          `json:"key_short"`
-	Status       Status          `json:"status"`
-	Round        int             `json:"round"`
-	RunID        string          `json:"run_id"`
-	Step         json.RawMessage `json:"step"`
-	Tool         string          `json:"tool"`
-	Effect       json.RawMessage `json:"effect"`
-	Summary      string          `json:"summary"`
-	Reason       string          `json:"reason"`
-	RequestedBy  string          `json:"requested_by"`
-	RequestedFor string          `json:"requested_for,omitempty"`
-	PayloadHash  string          `json:"payload_hash"`
-	CreatedAt    time.Time       `json:"created_at"`
-	ExpiresAt    time.Time       `json:"expires_at"`
-	Decision     *Decision       `json:"decision"`
-	Execution    *Execution      `json:"execution"`
-	// Settled is true once the outcome can no longer change: rejected,
-	// expired, cancelled, or an execution that succeeded or failed.
-	Settled bool `json:"settled"`
-	// Version grows with every change; Wait passes it as since.
-	Version int64 `json:"version"`
-	// Callback is the newest callback delivery to the agent, if one was sent.
-	Callback *Callback `json:"callback"`
-	// Policy is how the request's rounds are decided, frozen when it was
-	// stored; Votes are the current round's votes, oldest first.
-	Policy RequestPolicy `json:"policy"`
-	Votes  []Vote        `json:"votes"`
-
-	// Replayed is true when Request found the key already stored (200 with
-	// Idempotent-Replayed) rather than creating it (201).
-	Replayed bool `json:"-"`
-}
-
-// Decision is the standing decision of the request's latest decided round.
-type Decision struct {
-	Verdict string    `json:"verdict"` // approve or reject
-	By      string    `json:"by"`
-	At      time.Time `json:"at"`
-	Via     string    `json:"via"`
-	Round   int       `json:"round"`
-	// Reason is the deciding reviewer's words; "" when none were asked for
-	// or given.
-	Reason string `json:"reason"`
-}
-
-// RequestPolicy is how a request's rounds are decided.
-type RequestPolicy struct {
-	// Approvals is how many distinct approvers a round needs.
-	Approvals int `json:"approvals"`
-	// Approvers are who may vote: Slack user and user-group ids, or local
-	// reviewers.
-	Approvers []string `json:"approvers"`
-	// Tier is the index of the tool's tier that matched the effect, or nil
-	// when none did and the tool's own policy applies.
-	Tier *int `json:"tier"`
-}
-
-// Vote is one reviewer's vote in a request's round.
-type Vote struct {
-	By      string    `json:"by"`
-	Verdict string    `json:"verdict"` // approve or reject
-	At      time.Time `json:"at"`
-	Reason  string    `json:"reason"`
-}
-
-// Execution is the request's latest execution.
-type Execution struct {
-	State       ExecState `json:"state"`
-	Attempts    int       `json:"attempts"`
-	Code        string    `json:"code,omitempty"`
-	ProviderRef string    `json:"provider_ref,omitempty"`
-	Response    *Response `json:"response,omitempty"`
-}
-
-// Response is the provider's last answer.
-type Response struct {
-	Status int             `json:"status"`
-	Body   json.RawMessage `json:"body"`
-}
-
-// Callback is where a request's newest callback delivery stands.
-type Callback struct {
-	// State is pending, delivered or failed; in a callback's own body,
-	// delivering (the delivery it arrives in).
-	State    string `json:"state"`
-	Attempts int    `json:"attempts"`
-	// LastStatus is the status the agent's endpoint last answered, if any.
-	LastStatus *int `json:"last_status"`
-}
-
-// Succeeded reports whether the write happened.
-func (r *Request) Succeeded() bool {
-	return r.Execution != nil && r.Execution.State == ExecSucceeded
-}
-
-// Tool is a tool an agent may request.
-type Tool struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-	Reversible  bool   `json:"reversible"`
-	// Policy is who decides and how many must approve.
-	Policy Policy `json:"policy"`
-	// EffectSchema is the JSON Schema (2020-12) an effect must satisfy, if
-	// the tool has one.
-	EffectSchema json.RawMessage `json:"effect_schema,omitempty"`
-}
-
-// Policy is a tool's approval policy.
-type Policy struct {
-	// Approvals is how many distinct approvers a round needs.
-	Approvals int `json:"approvals"`
-	// Approvers are the Slack user and user-group ids who may approve.
-	Approvers []string `json:"approvers"`
-}

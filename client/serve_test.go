@@ -1,12 +1,9 @@
 package client_test
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log"
 	"net"
@@ -16,41 +13,21 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/hook"
 	"github.com/countersign/countersign/hook/apitest"
+	"github.com/countersign/countersign/internal/servetest"
 	"github.com/countersign/countersign/store/storetest"
 )
 
-// binary is the countersign binary the tests run, built once by TestMain.
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "countersign-client-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "countersign")
-	build := exec.Command("go", "build", "-o", binary, "github.com/countersign/countersign/cmd/countersign")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building countersign:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { servetest.Main(m) }
 
 const (
 	agentToken  = "client-test-agent-token"
@@ -72,9 +49,8 @@ type gate struct {
 	// that checks every answer against the OpenAPI document.
 	URL string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	logs *bytes.Buffer
+	mu      sync.Mutex
+	process *servetest.Process
 	// browser is the reviewer's session in the running serve's inbox.
 	browser *http.Client
 }
@@ -120,16 +96,15 @@ tools:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := &gate{t: t, provider: provider, addr: freeAddr(t), env: append(os.Environ(),
-		"COUNTERSIGN_DATABASE_URL="+storetest.NewURL(t),
-		"COUNTERSIGN_CONFIG="+config,
-		"COUNTERSIGN_DISPATCH_SECRET="+dispatchKey,
+	g := &gate{t: t, provider: provider, addr: freeAddr(t), env: []string{
+		"COUNTERSIGN_DATABASE_URL=" + storetest.NewURL(t),
+		"COUNTERSIGN_CONFIG=" + config,
+		"COUNTERSIGN_DISPATCH_SECRET=" + dispatchKey,
 		"COUNTERSIGN_INBOX=on",
 		"COUNTERSIGN_LOG_FORMAT=json",
 		"SLACK_BOT_TOKEN=", "SLACK_APP_TOKEN=", "SLACK_SIGNING_SECRET=",
-	)}
+	}}
 	g.start()
-	t.Cleanup(g.stop)
 
 	target, _ := url.Parse("http://" + g.addr)
 	doc := apitest.Load(t, hook.OpenAPIDocument())
@@ -153,83 +128,28 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// start runs serve and waits until it answers.
+// start runs serve on the gate's address and waits until it answers.
 func (g *gate) start() {
 	g.t.Helper()
+	p := servetest.Start(g.t, append(g.env, "COUNTERSIGN_LISTEN="+g.addr)...)
 	g.mu.Lock()
-	g.logs = &bytes.Buffer{}
+	g.process = p
 	g.browser = nil // a new process prints a new inbox link
-	cmd := exec.Command(binary, "serve")
-	cmd.Env = append(g.env, "COUNTERSIGN_LISTEN="+g.addr)
-	out, err := cmd.StderrPipe()
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		g.t.Fatal(err)
-	}
-	g.cmd = cmd
-	logs := g.logs
 	g.mu.Unlock()
-	go func() {
-		scanner := bufio.NewScanner(out)
-		scanner.Buffer(make([]byte, 1<<20), 1<<20)
-		for scanner.Scan() {
-			g.mu.Lock()
-			logs.Write(append(scanner.Bytes(), '\n'))
-			g.mu.Unlock()
-		}
-	}()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get("http://" + g.addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			g.t.Fatalf("serve never answered: %s", g.logText())
-		}
-		time.Sleep(20 * time.Millisecond) // polling serve's port until it binds
-	}
 }
 
 // kill stops serve with SIGKILL, as a crash would.
 func (g *gate) kill() {
 	g.mu.Lock()
-	cmd := g.cmd
-	g.cmd = nil
+	p := g.process
 	g.mu.Unlock()
-	if cmd != nil {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-	}
-}
-
-// stop ends serve with SIGTERM and waits for it.
-func (g *gate) stop() {
-	g.mu.Lock()
-	cmd := g.cmd
-	g.cmd = nil
-	g.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+	p.Kill()
 }
 
 func (g *gate) logText() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.logs.String()
+	return g.process.Logs()
 }
 
 var inboxEntry = regexp.MustCompile(`"url":"(http://[^"]+/inbox/\?token=[^"]+)"`)
@@ -266,16 +186,15 @@ func (g *gate) inbox() *http.Client {
 	if browser != nil {
 		return browser
 	}
-	var entry string
-	for deadline := time.Now().Add(10 * time.Second); entry == ""; {
-		if m := inboxEntry.FindStringSubmatch(g.logText()); m != nil {
-			entry = m[1]
-		} else if time.Now().After(deadline) {
-			g.t.Fatalf("serve logged no inbox link: %s", g.logText())
-		} else {
-			time.Sleep(20 * time.Millisecond) // polling serve's log
-		}
+	g.mu.Lock()
+	p := g.process
+	g.mu.Unlock()
+	p.WaitLog(`/inbox/?token=`, 10*time.Second)
+	m := inboxEntry.FindStringSubmatch(p.Logs())
+	if m == nil {
+		g.t.Fatalf("serve logged no inbox link: %s", p.Logs())
 	}
+	entry := m[1]
 	jar, _ := cookiejar.New(nil)
 	browser = &http.Client{Timeout: 10 * time.Second, Jar: jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

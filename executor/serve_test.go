@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -11,58 +10,22 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/internal/servetest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
 )
 
-// binary is the countersign command built once for the tests that kill it.
-var binary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func countersignBinary(t *testing.T) string {
-	t.Helper()
-	binary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "countersign-bin-")
-		if err != nil {
-			binary.err = err
-			return
-		}
-		binary.path = filepath.Join(dir, "countersign")
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/countersign/countersign/cmd/countersign").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatalf("building countersign: %v", binary.err)
-	}
-	return binary.path
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binary.path != "" {
-		os.RemoveAll(filepath.Dir(binary.path))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { servetest.Main(m) }
 
 // serveTool is the tool section of a serve test's configuration.
 type serveTool struct {
@@ -136,48 +99,27 @@ tools:
 }
 
 // process is a running `countersign serve`.
-type process struct {
-	cmd *exec.Cmd
-	log *syncBuffer
-}
+type process struct{ *servetest.Process }
 
 // start runs `countersign serve` and waits until its executor is running.
 func (c *cluster) start(t *testing.T) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(countersignBinary(t), "serve"), log: &syncBuffer{}}
-	p.cmd.Env = append(os.Environ(),
+	p := servetest.Start(t,
 		"COUNTERSIGN_DATABASE_URL="+c.url,
-		"COUNTERSIGN_LISTEN=127.0.0.1:0",
 		"COUNTERSIGN_DISPATCH_SECRET="+secret,
 		"COUNTERSIGN_CONFIG="+c.config,
 	)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+	if !p.WaitLog(`"msg":"executor started"`, 30*time.Second) {
+		t.Fatal("countersign serve did not start its executor")
 	}
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("countersign serve output:\n%s", p.log.String())
-		}
-	})
-	eventually(t, 30*time.Second, "countersign serve to start its executor", func() bool {
-		return strings.Contains(p.log.String(), `"msg":"executor started"`) && strings.Contains(p.log.String(), `"msg":"listening"`)
-	})
-	return p
+	return &process{p}
 }
-
-var listeningAddr = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
 
 // metric returns the value of one sample on the process's /metrics.
 func (p *process) metric(t *testing.T, sample string) float64 {
 	t.Helper()
-	m := listeningAddr.FindStringSubmatch(p.log.String())
-	if m == nil {
-		t.Fatal("the process did not log its address")
-	}
 	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + m[1] + "/metrics")
+	resp, err := client.Get(p.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,35 +140,15 @@ func (p *process) metric(t *testing.T, sample string) float64 {
 	return 0
 }
 
-// kill sends SIGKILL: no deferred function, no shutdown hook runs.
-func (p *process) kill() {
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
-}
-
 // terminate sends SIGTERM and waits at most within for the process to
 // exit; it returns the exit code.
 func (p *process) terminate(t *testing.T, within time.Duration) int {
 	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		_ = p.cmd.Wait()
-	}()
-	select {
-	case <-exited:
-	case <-time.After(within):
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
+	code, exited := p.Stop(within)
+	if !exited {
 		t.Fatalf("the process did not exit within %s of SIGTERM", within)
 	}
-	return p.cmd.ProcessState.ExitCode()
+	return code
 }
 
 func (c *cluster) execution(t *testing.T, requestID string) store.Execution {
@@ -258,7 +180,7 @@ func TestKillAfterTheProviderProcessed(t *testing.T) {
 
 	req := approveOn(t, c.review, "run-kill-after")
 	eventually(t, 10*time.Second, "the provider to process the write", func() bool { return c.provider.Objects() == 1 })
-	first.kill()
+	first.Kill()
 	if e := c.execution(t, req.ID); e.State != store.ExecClaimed {
 		t.Fatalf("after the kill the execution is %s; the test meant to kill before the outcome was recorded", e.State)
 	}
@@ -296,7 +218,7 @@ func TestKillAfterTheProviderProcessedAwkwardKeys(t *testing.T) {
 			}
 			first := c.start(t)
 			eventually(t, 10*time.Second, "the provider to process every write", func() bool { return c.provider.Objects() == len(reqs) })
-			first.kill()
+			first.Kill()
 			for _, req := range reqs {
 				if e := c.execution(t, req.ID); e.State != store.ExecClaimed {
 					t.Fatalf("after the kill the execution is %s; the test meant to kill before the outcome was recorded", e.State)
@@ -363,7 +285,7 @@ func TestKillWithAKeyAwareProvider(t *testing.T) {
 
 	req := approveOn(t, c.review, "run-kill-key-aware")
 	eventually(t, 10*time.Second, "the provider to process the write", func() bool { return c.provider.Objects() == 1 })
-	first.kill()
+	first.Kill()
 
 	c.provider.Set(providertest.Behavior{})
 	c.start(t)
@@ -389,7 +311,7 @@ func TestKillBeforeDispatch(t *testing.T) {
 
 	req := approveOn(t, c.review, "run-kill-before")
 	eventually(t, 10*time.Second, "the claim and its precondition check", func() bool { return c.provider.PreconditionChecks() == 1 })
-	first.kill()
+	first.Kill()
 	if e := c.execution(t, req.ID); e.State != store.ExecClaimed || c.provider.Received() != 0 {
 		t.Fatalf("after the kill: %s with %d writes; want claimed with none", e.State, c.provider.Received())
 	}
@@ -464,22 +386,4 @@ func containsInOrder(kinds []string, want ...string) bool {
 		}
 	}
 	return i == len(want)
-}
-
-// syncBuffer is a bytes.Buffer safe for a process writing and a test reading.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -116,15 +115,9 @@ func approveOn(t testing.TB, review *approvals.Service, runID string) store.Requ
 func approveKey(t testing.TB, review *approvals.Service, runID, key string) store.Request {
 	t.Helper()
 	ctx := context.Background()
-	req, _, err := review.Submit(ctx, "agent", approvals.Intent{
-		RunID: runID, Step: json.RawMessage(`1`), Tool: toolName,
-		Effect:         json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
-		Summary:        "Credit 42.00 USD to inv_8841",
-		IdempotencyKey: key,
-	})
-	if err != nil {
-		t.Fatalf("submitting: %v", err)
-	}
+	req := approvalstest.Submit(t, review, "agent", approvalstest.Intent(&approvalstest.IntentOpts{
+		RunID: &runID, Step: new(`1`), Tool: new(toolName), Reason: new(""), IdempotencyKey: &key,
+	}))
 	out, err := review.Decide(ctx, approvals.Decision{
 		RequestID: req.ID, Round: req.Round, PayloadHash: req.PayloadHash,
 		Verdict: store.VerdictApprove, DecidedBy: approver, Via: "slack",

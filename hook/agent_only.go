@@ -5,6 +5,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/internal/requestid"
+	"github.com/countersign/countersign/wire"
 )
 
 // AgentOnly serves next only to a request that carries an agent's bearer
@@ -34,9 +35,6 @@ func (as Agents) AgentOnly(next func(w http.ResponseWriter, r *http.Request, age
 // code's usual status does (/mcp: 403 unauthorized for a valid token in
 // another agent's session, 431 too_large for headers).
 func Refuse(w http.ResponseWriter, r *http.Request, status int, ref approvals.Refusal) {
-	var body errorBody
-	body.Error.Code, body.Error.Message, body.Error.Field = ref.Code, ref.Message, ref.Field
-	body.Error.Errors, body.Error.RequestID, body.Error.Status = ref.Errors, requestid.From(r.Context()), ref.Status
-	body.Error.Tools = ref.Tools
-	writeJSON(w, status, body)
+	writeJSON(w, status, wire.ErrorBody{Error: wire.Error{Code: ref.Code, Message: ref.Message, Field: ref.Field,
+		Errors: ref.Errors, Status: ref.Status, Tools: ref.Tools, RequestID: requestid.From(r.Context())}})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/wire"
 )
 
 // The body of an attempt at delivery says the delivery is being delivered,
@@ -26,10 +27,10 @@ func TestCallbackBodySaysDelivering(t *testing.T) {
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("ClaimCallbacks = %d, %v", len(claimed), err)
 		}
-		callbackOf := func(body []byte) *CallbackView {
+		callbackOf := func(body []byte) *wire.Callback {
 			t.Helper()
-			var got View
-			if err := json.Unmarshal(body, &got); err != nil || got.Key != v.Key || got.Status != store.RequestCancelled {
+			var got wire.Request
+			if err := json.Unmarshal(body, &got); err != nil || got.Key != v.Key || got.Status != wire.StatusCancelled {
 				t.Fatalf("body %s, %v", body, err)
 			}
 			return got.Callback
@@ -39,11 +40,11 @@ func TestCallbackBodySaysDelivering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cb := callbackOf(body); cb == nil || cb.State != store.CallbackDelivering || cb.Attempts != 1 || cb.LastStatus != nil {
+		if cb := callbackOf(body); cb == nil || cb.State != string(store.CallbackDelivering) || cb.Attempts != 1 || cb.LastStatus != nil {
 			t.Errorf("the body of the first attempt shows callback %+v; want delivering, attempt 1", cb)
 		}
 		r := b.do(t, http.MethodGet, "/v1/requests/"+v.Key, testToken, nil, nil)
-		if cb := r.view(t).Callback; cb == nil || cb.State != store.CallbackPending || cb.Attempts != 1 {
+		if cb := r.view(t).Callback; cb == nil || cb.State != string(store.CallbackPending) || cb.Attempts != 1 {
 			t.Errorf("GET during the attempt shows callback %+v; want pending, attempt 1", cb)
 		}
 
@@ -54,7 +55,7 @@ func TestCallbackBodySaysDelivering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cb := callbackOf(body); cb == nil || cb.State != store.CallbackDelivered || cb.LastStatus == nil || *cb.LastStatus != 204 {
+		if cb := callbackOf(body); cb == nil || cb.State != string(store.CallbackDelivered) || cb.LastStatus == nil || *cb.LastStatus != 204 {
 			t.Errorf("after delivery the body shows callback %+v; want delivered with 204", cb)
 		}
 	})

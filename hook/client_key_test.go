@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/internal/intentkey"
 	"github.com/countersign/countersign/internal/intentkey/intentkeytest"
 	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/wire"
 )
 
 // withBodyKey is the published vector's intent with key as its
@@ -29,7 +30,7 @@ func withBodyKey(t *testing.T, key string) string {
 // that name the Idempotency-Key.
 func refusedKey(t *testing.T, r response, field, what string) {
 	t.Helper()
-	var e errorBody
+	var e wire.ErrorBody
 	if err := json.Unmarshal(r.body, &e); err != nil {
 		t.Fatalf("%s: error body %s: %v", what, r.body, err)
 	}
@@ -124,7 +125,7 @@ func TestUnknownToolNamesTheToolsTheAgentMayUse(t *testing.T) {
 		t.Parallel()
 		b := setupWith(t, drv)
 		r := b.do(t, http.MethodPost, "/v1/requests", testToken, strings.NewReader(strings.Replace(vectorBody, "billing.credit", "billing.refund", 1)), nil)
-		var e errorBody
+		var e wire.ErrorBody
 		if err := json.Unmarshal(r.body, &e); err != nil {
 			t.Fatal(err)
 		}

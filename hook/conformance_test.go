@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/hook/apitest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
@@ -228,7 +229,7 @@ func closedStoreHook(t *testing.T, answers *apitest.Recorder) *bundle {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	svc := mustService(t, approvals.Config{DB: store.NewLedger(s, store.Options{}), Tools: map[string]approvals.Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger})
+	svc := approvalstest.New(t, approvals.Config{DB: store.NewLedger(s, store.Options{}), Tools: map[string]approvals.Tool{"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour}}, Logger: logger})
 	sum := sha256.Sum256([]byte(testToken))
 	agent, err := ParseAgent("billing-agent", hex.EncodeToString(sum[:]))
 	if err != nil {

@@ -7,7 +7,7 @@
 // It authenticates agents by the sha256 of their bearer tokens (Agents),
 // reads the body within approvals.MaxBodyBytes, and hands the intent to
 // approvals.Service, which owns intake, keys and decisions. It represents a
-// request as a View, which is also the body of a callback
+// request as a wire.Request, which is also the body of a callback
 // (CallbackBody), and answers every refusal with approvals' code and
 // words, its HTTP status (Status) and, for a database out of reach,
 // Retry-After.

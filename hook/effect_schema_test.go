@@ -12,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/wire"
 )
 
 // creditSchema is the billing.credit effect as a JSON Schema, the one
@@ -81,7 +82,7 @@ func TestEffectSchemaRefusalNamesThePath(t *testing.T) {
 }
 
 // post sends an intent body to b's hook and decodes the answer.
-func post(t *testing.T, b *bundle, body string) (*http.Response, errorBody) {
+func post(t *testing.T, b *bundle, body string) (*http.Response, wire.ErrorBody) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, b.server.URL+"/v1/requests", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testToken)
@@ -91,7 +92,7 @@ func post(t *testing.T, b *bundle, body string) (*http.Response, errorBody) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var got errorBody
+	var got wire.ErrorBody
 	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil && !errors.Is(err, http.ErrBodyNotAllowed) {
 		t.Fatal(err)
 	}

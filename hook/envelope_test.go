@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/wire"
 )
 
 var requestIDPattern = regexp.MustCompile(`^req_[0-9a-f]{24}$`)
@@ -50,7 +51,7 @@ func TestEveryAnswerCarriesARequestID(t *testing.T) {
 		}
 		seen[id] = true
 		if r.status >= 400 {
-			var e errorBody
+			var e wire.ErrorBody
 			if err := json.Unmarshal(r.body, &e); err != nil || e.Error.RequestID != id {
 				t.Errorf("%s %s: error.request_id %q, header %q (%s)", call.method, call.path, e.Error.RequestID, id, r.body)
 			}
@@ -212,7 +213,7 @@ func TestInvalidEffectListsEveryViolation(t *testing.T) {
 		b.withSchema(t)
 		body := `{"run_id":"r-many","step":1,"tool":"billing.credit","effect":{"invoice":"bill","amount_cents":"4200","currency":"GBP","lines":[{"qty":2}]}}`
 		r := b.post(t, body)
-		var e errorBody
+		var e wire.ErrorBody
 		if err := json.Unmarshal(r.body, &e); err != nil || r.status != http.StatusUnprocessableEntity || e.Error.Code != approvals.CodeInvalidEffect {
 			t.Fatalf("= %d %s", r.status, r.body)
 		}

@@ -14,19 +14,6 @@ import (
 	"github.com/countersign/countersign/approvals"
 )
 
-// errorBody is the one error envelope of the agent API.
-type errorBody struct {
-	Error struct {
-		Code      string                `json:"code"`
-		Message   string                `json:"message"`
-		Field     string                `json:"field,omitempty"`
-		Errors    []approvals.Violation `json:"errors,omitempty"`
-		Status    string                `json:"status,omitempty"`
-		Tools     []string              `json:"tools,omitempty"`
-		RequestID string                `json:"request_id"`
-	} `json:"error"`
-}
-
 // writeServiceError answers an error with its refusal: a store out of reach
 // adds Retry-After, and anything unknown is a 500 that reveals nothing but
 // is logged. A client that went away gets nothing.

@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/internal/mutant"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/wire"
 )
 
 // MaxWait caps a long-poll.
@@ -156,7 +157,7 @@ func (h *Handler) getNow(w http.ResponseWriter, r *http.Request, agent approvals
 // of them once it listens again after losing its connection. While it
 // waits it holds a subscription, one timer and the last representation
 // read; nothing reads the database.
-func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref string, wait time.Duration, since int64) (*View, error) {
+func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref string, wait time.Duration, since int64) (*wire.Request, error) {
 	id, err := aside(func() (string, error) {
 		req, err := h.svc.Get(ctx, agent, ref)
 		return req.ID, err
@@ -173,14 +174,14 @@ func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref 
 	if since < 0 {
 		since = view.Version
 	}
-	if !view.waitsPast(since) {
+	if !waitsPast(view, since) {
 		return view, nil
 	}
 	h.metrics.Waiting.Inc()
 	defer h.metrics.Waiting.Dec()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	for view.waitsPast(since) {
+	for waitsPast(view, since) {
 		select {
 		case <-ctx.Done():
 			return view, nil
@@ -197,12 +198,12 @@ func (h *Handler) waitForChange(ctx context.Context, agent approvals.Agent, ref 
 
 // waitsPast reports whether a long-poll that has seen since still waits on
 // v: the request is unsettled and its version not past since.
-func (v *View) waitsPast(since int64) bool { return !v.Settled && v.Version <= since }
+func waitsPast(v *wire.Request, since int64) bool { return !v.Settled && v.Version <= since }
 
 // readAside is read on a goroutine of its own (aside). The view is on the
 // heap: the waiter's parked stack holds a pointer, not the whole struct.
-func (h *Handler) readAside(ctx context.Context, agent approvals.Agent, id string) (*View, error) {
-	return aside(func() (*View, error) {
+func (h *Handler) readAside(ctx context.Context, agent approvals.Agent, id string) (*wire.Request, error) {
+	return aside(func() (*wire.Request, error) {
 		v, err := h.read(ctx, agent, id)
 		return &v, err
 	})
@@ -239,10 +240,10 @@ func aside[T any](fn func() (T, error)) (T, error) {
 }
 
 // read returns the representation of the request with id, as agent sees it.
-func (h *Handler) read(ctx context.Context, agent approvals.Agent, id string) (View, error) {
+func (h *Handler) read(ctx context.Context, agent approvals.Agent, id string) (wire.Request, error) {
 	req, err := h.svc.Get(ctx, agent, id)
 	if err != nil {
-		return View{}, err
+		return wire.Request{}, err
 	}
 	return viewOf(ctx, h.svc, req)
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
-	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/wire"
 )
 
 const vectorBody = `{"run_id": "r-7f3a", "step": 6, "tool": "billing.credit",
@@ -28,7 +28,7 @@ type response struct {
 
 func (r response) errorCode(t *testing.T) (code, field string) {
 	t.Helper()
-	var e errorBody
+	var e wire.ErrorBody
 	if err := json.Unmarshal(r.body, &e); err != nil {
 		t.Fatalf("error body %s: %v", r.body, err)
 	}
@@ -38,9 +38,9 @@ func (r response) errorCode(t *testing.T) (code, field string) {
 	return e.Error.Code, e.Error.Field
 }
 
-func (r response) view(t *testing.T) View {
+func (r response) view(t *testing.T) wire.Request {
 	t.Helper()
-	var v View
+	var v wire.Request
 	if err := json.Unmarshal(r.body, &v); err != nil {
 		t.Fatalf("view %s: %v", r.body, err)
 	}
@@ -102,7 +102,7 @@ func TestHookCreateAndReplay(t *testing.T) {
 		}
 		v := first.view(t)
 		if v.Key != "wa_d0290121a1bc5140c2f0e0dcb82f8a07d785742f014cc81ac67938ef379d634c" || v.KeyShort != "wa_d0290121a…634c" ||
-			v.Status != store.RequestPending || v.Decision != nil || v.Execution != nil || string(v.Step) != "6" ||
+			v.Status != wire.StatusPending || v.Decision != nil || v.Execution != nil || string(v.Step) != "6" ||
 			string(v.Effect) != `{"amount_cents":4200,"currency":"USD","invoice":"inv_8841"}` || !strings.HasPrefix(v.PayloadHash, "sha256:") {
 			t.Errorf("view = %+v", v)
 		}
@@ -246,7 +246,7 @@ func TestHookGetAndCancel(t *testing.T) {
 		}
 
 		r = b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/cancel", testToken, nil, nil)
-		if r.status != 200 || r.view(t).Status != store.RequestCancelled {
+		if r.status != 200 || r.view(t).Status != wire.StatusCancelled {
 			t.Fatalf("cancel = %d %s", r.status, r.body)
 		}
 		r = b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/cancel", testToken, nil, nil)
@@ -254,7 +254,7 @@ func TestHookGetAndCancel(t *testing.T) {
 			t.Errorf("cancel again = %d %s", r.status, r.body)
 		}
 		// A replay after cancel returns the cancelled request.
-		if r := b.post(t, vectorBody); r.status != 200 || r.view(t).Status != store.RequestCancelled {
+		if r := b.post(t, vectorBody); r.status != 200 || r.view(t).Status != wire.StatusCancelled {
 			t.Errorf("replay after cancel = %d %s", r.status, r.body)
 		}
 	})
@@ -289,8 +289,8 @@ func TestHookLongPollWakesOnDecision(t *testing.T) {
 		select {
 		case r := <-done:
 			got := r.view(t)
-			if r.status != 200 || got.Status != store.RequestApproved || got.Decision == nil || got.Decision.By != approverA ||
-				got.Execution == nil || got.Execution.State != store.ExecReady {
+			if r.status != 200 || got.Status != wire.StatusApproved || got.Decision == nil || got.Decision.By != approverA ||
+				got.Execution == nil || got.Execution.State != wire.ExecReady {
 				t.Errorf("long-poll answer = %d %s", r.status, r.body)
 			}
 			if waited := time.Since(start); waited > 10*time.Second {
@@ -309,7 +309,7 @@ func TestHookLongPollTimesOutUnchanged(t *testing.T) {
 		v := b.post(t, vectorBody).view(t)
 		start := time.Now()
 		r := b.do(t, http.MethodGet, "/v1/requests/"+v.Key+"?wait=1s", testToken, nil, nil)
-		if r.status != 200 || r.view(t).Status != store.RequestPending {
+		if r.status != 200 || r.view(t).Status != wire.StatusPending {
 			t.Fatalf("= %d %s", r.status, r.body)
 		}
 		if waited := time.Since(start); waited < time.Second {

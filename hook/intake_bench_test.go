@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
@@ -38,7 +39,7 @@ func BenchmarkIntake(b *testing.B) {
 	batcher := store.NewIntakeBatcher(ledger, 2, 16)
 	go batcher.Run(ctx)
 	logger := slog.New(slog.DiscardHandler)
-	svc := mustService(b, approvals.Config{DB: ledger, Logger: logger, Batcher: batcher, Tools: map[string]approvals.Tool{
+	svc := approvalstest.New(b, approvals.Config{DB: ledger, Logger: logger, Batcher: batcher, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 	}})
 	sum := sha256.Sum256([]byte(testToken))

@@ -17,9 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 	"github.com/countersign/countersign/store/storetest"
+	"github.com/countersign/countersign/wire"
 )
 
 // Tokens of the agents in the isolation tests.
@@ -87,7 +89,7 @@ func forEachHookStore(t *testing.T, test func(t *testing.T, b *isolationBundle))
 			s := hs.open(t, ctx, logger)
 			batcher := store.NewIntakeBatcher(s, 2, 16)
 			go batcher.Run(ctx)
-			svc := mustService(t, approvals.Config{DB: s, Logger: logger, Batcher: batcher, Tools: map[string]approvals.Tool{
+			svc := approvalstest.New(t, approvals.Config{DB: s, Logger: logger, Batcher: batcher, Tools: map[string]approvals.Tool{
 				"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 			}})
 			var agents Agents
@@ -121,7 +123,7 @@ func (b *isolationBundle) create(t *testing.T, token, body, key string) response
 }
 
 // mustCreate posts an intent that must be new.
-func (b *isolationBundle) mustCreate(t *testing.T, token, body, key string) View {
+func (b *isolationBundle) mustCreate(t *testing.T, token, body, key string) wire.Request {
 	t.Helper()
 	r := b.create(t, token, body, key)
 	if r.status != http.StatusCreated {
@@ -176,7 +178,7 @@ func TestHookAgentSeesOnlyItsOwnRequests(t *testing.T) {
 				t.Fatalf("%s of a missing request = %d %s", what, r.status, r.body)
 			}
 		}
-		for _, v := range []View{derived, clientKeyed} {
+		for _, v := range []wire.Request{derived, clientKeyed} {
 			for _, ref := range []string{v.Key, v.ID, strings.ToUpper(v.ID), v.Key[:11]} {
 				start := time.Now()
 				got := map[string]response{
@@ -200,7 +202,7 @@ func TestHookAgentSeesOnlyItsOwnRequests(t *testing.T) {
 			// Its own agent and the admin still read it, pending.
 			for _, token := range []string{tokenA, tokenAdmin} {
 				r := b.do(t, http.MethodGet, "/v1/requests/"+v.Key, token, nil, nil)
-				if r.status != http.StatusOK || r.view(t).ID != v.ID || r.view(t).Status != store.RequestPending {
+				if r.status != http.StatusOK || r.view(t).ID != v.ID || r.view(t).Status != wire.StatusPending {
 					t.Errorf("GET %s with token %s = %d %s", v.Key, token, r.status, r.body)
 				}
 			}
@@ -231,14 +233,14 @@ func TestHookAgentSeesOnlyItsOwnRequests(t *testing.T) {
 		if r := b.do(t, http.MethodPost, "/v1/requests/"+derived.ID+"/cancel", tokenA, nil, nil); r.status != http.StatusOK {
 			t.Fatalf("agent-a cancelling its own request = %d %s", r.status, r.body)
 		}
-		if r := <-done; r.status != http.StatusOK || r.view(t).Status != store.RequestCancelled {
+		if r := <-done; r.status != http.StatusOK || r.view(t).Status != wire.StatusCancelled {
 			t.Errorf("admin long-poll = %d %s, want it woken with cancelled", r.status, r.body)
 		}
 
 		// The admin cancels agent-a's other request, and the audit trail
 		// names the admin.
 		r := b.do(t, http.MethodPost, "/v1/requests/"+clientKeyed.Key+"/cancel", tokenAdmin, nil, nil)
-		if r.status != http.StatusOK || r.view(t).Status != store.RequestCancelled {
+		if r.status != http.StatusOK || r.view(t).Status != wire.StatusCancelled {
 			t.Fatalf("admin cancel = %d %s", r.status, r.body)
 		}
 		events, err := b.store.EventsFor(b.ctx, clientKeyed.ID)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/wire"
 )
 
 // A page of GET /v1/requests holds DefaultListLimit requests unless its
@@ -18,14 +19,6 @@ const (
 	DefaultListLimit = 20
 	MaxListLimit     = 100
 )
-
-// listPage is the answer of GET /v1/requests: requests newest first, each as
-// GET /v1/requests/{ref} represents it, and the cursor that continues after
-// the last of them (null when no request follows).
-type listPage struct {
-	Data       []View  `json:"data"`
-	NextCursor *string `json:"next_cursor"`
-}
 
 // list answers GET /v1/requests: a page of the requests the agent may see
 // (an admin: every agent's) that match the query's filters.
@@ -40,7 +33,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent approvals.A
 	if err != nil {
 		return h.writeServiceError(w, r, err)
 	}
-	page := listPage{Data: []View{}}
+	page := wire.RequestPage{Data: []wire.Request{}}
 	if len(reqs) > limit {
 		next, err := encodeCursor(store.PositionOf(reqs[limit-1]))
 		if err != nil {
@@ -58,7 +51,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent approvals.A
 // pageViews returns the representations of reqs, in their order, with
 // the parts of those that have any read at once (one round trip on
 // PostgreSQL, none for a page of new requests).
-func (h *Handler) pageViews(ctx context.Context, reqs []store.Request) ([]View, error) {
+func (h *Handler) pageViews(ctx context.Context, reqs []store.Request) ([]wire.Request, error) {
 	var withParts []store.Request
 	for _, req := range reqs {
 		if hasParts(req) {
@@ -69,7 +62,7 @@ func (h *Handler) pageViews(ctx context.Context, reqs []store.Request) ([]View, 
 	if err != nil {
 		return nil, err
 	}
-	views := make([]View, len(reqs))
+	views := make([]wire.Request, len(reqs))
 	for i, req := range reqs {
 		var p store.RequestParts
 		if hasParts(req) {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/internal/namedsql"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/postgres"
@@ -52,7 +53,7 @@ func BenchmarkList(b *testing.B) {
 
 	ledger := store.NewLedger(db, store.Options{})
 	logger := slog.New(slog.DiscardHandler)
-	svc := mustService(b, approvals.Config{DB: ledger, Logger: logger, Tools: map[string]approvals.Tool{
+	svc := approvalstest.New(b, approvals.Config{DB: ledger, Logger: logger, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 	}})
 	var agents Agents

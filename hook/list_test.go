@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/wire"
 )
 
 // page is an answer of GET /v1/requests, its requests kept as sent.
@@ -43,7 +44,7 @@ func (p page) keys(t *testing.T) []string {
 	t.Helper()
 	keys := make([]string, len(p.Data))
 	for i, raw := range p.Data {
-		var v View
+		var v wire.Request
 		if err := json.Unmarshal(raw, &v); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestHookListRequests(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		var made []View // oldest first
+		var made []wire.Request // oldest first
 		for i, tool := range []string{"billing.credit", "deploy.release", "billing.credit", "billing.credit", "deploy.release"} {
 			r := b.post(t, listIntent(fmt.Sprintf("r-list-%d", i%3), i, tool))
 			if r.status != http.StatusCreated {
@@ -87,7 +88,7 @@ func TestHookListRequests(t *testing.T) {
 			t.Fatalf("the list = %v, next %v; want %v, null", all.keys(t), all.NextCursor, want)
 		}
 		for _, raw := range all.Data {
-			var v View
+			var v wire.Request
 			if err := json.Unmarshal(raw, &v); err != nil {
 				t.Fatal(err)
 			}

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/wire"
 )
 
 // A long-poll on a settled request answers at once, whatever the wait.
@@ -29,7 +31,7 @@ func TestHookLongPollOnSettledAnswersAtOnce(t *testing.T) {
 			took := time.Since(start)
 			t.Logf("GET %s on a settled request answered in %s", query, took)
 			got := r.view(t)
-			if r.status != 200 || !got.Settled || got.Status != store.RequestCancelled || got.Version != 2 {
+			if r.status != 200 || !got.Settled || got.Status != wire.StatusCancelled || got.Version != 2 {
 				t.Errorf("GET %s = %d %s", query, r.status, r.body)
 			}
 			if took > 100*time.Millisecond {
@@ -38,7 +40,7 @@ func TestHookLongPollOnSettledAnswersAtOnce(t *testing.T) {
 		}
 
 		// The case: a request whose write had already succeeded.
-		other := b.submit(t, &intentOpts{RunID: ptr("r-succeeded")})
+		other := b.submit(t, &approvalstest.IntentOpts{RunID: new("r-succeeded")})
 		if _, err := b.svc.Decide(b.ctx, approve(other, approverA)); err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +57,7 @@ func TestHookLongPollOnSettledAnswersAtOnce(t *testing.T) {
 		start := time.Now()
 		r := b.do(t, http.MethodGet, "/v1/requests/"+other.Key+"?wait=20s", testToken, nil, nil)
 		took := time.Since(start)
-		if got := r.view(t); r.status != 200 || !got.Settled || got.Execution == nil || got.Execution.State != store.ExecSucceeded {
+		if got := r.view(t); r.status != 200 || !got.Settled || got.Execution == nil || got.Execution.State != wire.ExecSucceeded {
 			t.Errorf("GET ?wait=20s on a succeeded request = %d %s", r.status, r.body)
 		}
 		if took > 100*time.Millisecond {
@@ -106,7 +108,7 @@ func TestHookLongPollSince(t *testing.T) {
 		select {
 		case r := <-done:
 			got := r.view(t)
-			if r.status != 200 || got.Version <= 1 || got.Status != store.RequestApproved || got.Settled {
+			if r.status != 200 || got.Version <= 1 || got.Status != wire.StatusApproved || got.Settled {
 				t.Errorf("since=1 after approval = %d %s", r.status, r.body)
 			}
 			if waited := time.Since(decidedAt); waited > 2*time.Second {

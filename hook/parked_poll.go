@@ -12,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/internal/requestid"
+	"github.com/countersign/countersign/wire"
 )
 
 // statusParked is what a handler returns when it parked its connection:
@@ -128,8 +129,8 @@ func (h *Handler) waitParked(sw *statusWriter, r *http.Request, agent approvals.
 // waits reports whether the poll still waits after reading view: the
 // request unsettled, its version not past since, time left and parking
 // not stopped.
-func (p *parkedPoll) waits(view View) bool {
-	return view.waitsPast(p.since) && time.Now().Before(p.deadline) && !p.h.parking.isStopping()
+func (p *parkedPoll) waits(view wire.Request) bool {
+	return waitsPast(&view, p.since) && time.Now().Before(p.deadline) && !p.h.parking.isStopping()
 }
 
 // wake is called on a change to the request, at the deadline and when
@@ -189,7 +190,7 @@ func (p *parkedPoll) run() {
 }
 
 // read re-reads the request as the agent sees it; a panic is an error.
-func (p *parkedPoll) read() (view View, err error) {
+func (p *parkedPoll) read() (view wire.Request, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("re-reading a parked long-poll: panic: %v", v)
@@ -207,7 +208,7 @@ func (p *parkedPoll) context() context.Context {
 
 // answer writes the poll's response as the normal path would, then
 // finishes it.
-func (p *parkedPoll) answer(view View, err error) {
+func (p *parkedPoll) answer(view wire.Request, err error) {
 	resp := newConnResponse(p.requestID)
 	var status int
 	if err != nil {

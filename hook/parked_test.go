@@ -21,9 +21,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/internal/requestid"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/wire"
 )
 
 // parkedHook is b's service behind a hook of its own, mounted as serve
@@ -233,8 +235,8 @@ func TestHookParkedAnsweredOnAChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := answered(t, poll, 10*time.Second)
-		var v View
-		if err := json.Unmarshal(a.body, &v); err != nil || a.status != 200 || v.Status != store.RequestCancelled || v.Version != 2 || !v.Settled {
+		var v wire.Request
+		if err := json.Unmarshal(a.body, &v); err != nil || a.status != 200 || v.Status != wire.StatusCancelled || v.Version != 2 || !v.Settled {
 			t.Fatalf("parked long-poll after a cancel = %d %s", a.status, a.body)
 		}
 		if plain := ph.plainGet(t, req.ID); string(plain) != string(a.body) {
@@ -321,7 +323,7 @@ func TestHookParkedManyEachGetTheirOwn(t *testing.T) {
 		ph := b.parkedHook(t)
 		reqs := make([]store.Request, n)
 		for i := range reqs {
-			reqs[i] = b.submit(t, &intentOpts{RunID: ptr(fmt.Sprintf("r-park-%d", i))})
+			reqs[i] = b.submit(t, &approvalstest.IntentOpts{RunID: new(fmt.Sprintf("r-park-%d", i))})
 		}
 		goroutines := runtime.NumGoroutine()
 		conns := make([]net.Conn, n)
@@ -349,8 +351,8 @@ func TestHookParkedManyEachGetTheirOwn(t *testing.T) {
 		}
 		for i, req := range reqs {
 			a := answered(t, answers[i], 20*time.Second)
-			var v View
-			if err := json.Unmarshal(a.body, &v); err != nil || a.status != 200 || v.ID != req.ID || v.Status != store.RequestCancelled {
+			var v wire.Request
+			if err := json.Unmarshal(a.body, &v); err != nil || a.status != 200 || v.ID != req.ID || v.Status != wire.StatusCancelled {
 				t.Errorf("waiter %d on %s got %d %s", i, req.ID, a.status, a.body)
 			}
 		}

@@ -67,7 +67,7 @@ func TestVotesReachTheRepresentationAndTheMetrics(t *testing.T) {
 		if v.Policy.Approvals != 2 || v.Policy.Tier != nil || len(v.Policy.Approvers) != 3 {
 			t.Errorf("policy view = %+v", v.Policy)
 		}
-		if len(v.Votes) != 2 || v.Votes[0].By != "U0ANA" || v.Votes[1].Verdict != store.VerdictReject || v.Votes[1].Reason != "duplicate of inv_8840" {
+		if len(v.Votes) != 2 || v.Votes[0].By != "U0ANA" || v.Votes[1].Verdict != string(store.VerdictReject) || v.Votes[1].Reason != "duplicate of inv_8840" {
 			t.Errorf("votes view = %+v", v.Votes)
 		}
 		if v.Decision == nil || v.Decision.Reason != "duplicate of inv_8840" || v.Decision.By != "U0BEN" {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/hook/apitest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
@@ -28,7 +29,7 @@ func setupCallbacks(t *testing.T, drv *drivertest.Driver) *bundle {
 	bk := drv.Open(t, true)
 	bk.Store.(*store.Ledger).SetCallbackAgents("billing-agent")
 	logger := slog.New(slog.DiscardHandler)
-	svc := mustService(t, approvals.Config{DB: bk.Store, Logger: logger, Tools: map[string]approvals.Tool{
+	svc := approvalstest.New(t, approvals.Config{DB: bk.Store, Logger: logger, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 	}})
 	var agents Agents
@@ -64,7 +65,7 @@ func TestHookRedrive(t *testing.T) {
 		}
 
 		r = b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/cancel", testToken, nil, nil)
-		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != store.CallbackPending ||
+		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != string(store.CallbackPending) ||
 			got.Callback.Attempts != 0 || got.Callback.LastStatus != nil {
 			t.Fatalf("cancel = %d %s; want a pending callback", r.status, r.body)
 		}
@@ -76,7 +77,7 @@ func TestHookRedrive(t *testing.T) {
 			t.Fatal(err)
 		}
 		r = b.do(t, http.MethodGet, "/v1/requests/"+v.Key, testToken, nil, nil)
-		if got := r.view(t); got.Callback == nil || got.Callback.State != store.CallbackDelivered || got.Callback.Attempts != 1 ||
+		if got := r.view(t); got.Callback == nil || got.Callback.State != string(store.CallbackDelivered) || got.Callback.Attempts != 1 ||
 			got.Callback.LastStatus == nil || *got.Callback.LastStatus != 204 {
 			t.Errorf("after delivery GET = %s", r.body)
 		}
@@ -94,7 +95,7 @@ func TestHookRedrive(t *testing.T) {
 		r = b.do(t, http.MethodPost, "/v1/requests/"+v.Key+"/redrive", testToken, nil, nil)
 		// Its attempts start again (and with them the backoff); the last
 		// answer stays until the next.
-		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != store.CallbackPending ||
+		if got := r.view(t); r.status != 200 || got.Callback == nil || got.Callback.State != string(store.CallbackPending) ||
 			got.Callback.Attempts != 0 || got.Callback.LastStatus == nil || *got.Callback.LastStatus != 204 {
 			t.Fatalf("redrive = %d %s", r.status, r.body)
 		}

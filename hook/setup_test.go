@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/internal/requestid"
 	"log/slog"
 	"net/http/httptest"
@@ -106,7 +107,7 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 	logger := slog.New(requestid.Handler(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	batcher := store.NewIntakeBatcher(s, 2, 16)
 	go batcher.Run(ctx)
-	svc := mustService(t, approvals.Config{
+	svc := approvalstest.New(t, approvals.Config{
 		DB: s,
 		Tools: map[string]approvals.Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
@@ -131,49 +132,20 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 // forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
 var forEachDriver = drivertest.ForEach
 
-// intentOpts overrides parts of the default intent; nil fields keep the default.
-type intentOpts struct {
-	RunID  *string
-	Effect *string
-	Tool   *string
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// newIntent returns the published test vector's intent unless opts override it.
-func newIntent(opts *intentOpts) approvals.Intent {
-	in := approvals.Intent{
-		RunID:        "r-7f3a",
-		Step:         []byte(`6`),
-		Tool:         "billing.credit",
-		Effect:       []byte(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
-		Summary:      "Credit 42.00 USD to inv_8841",
-		Reason:       "customer reported duplicate charge per ticket 5512",
-		RequestedFor: requester,
-	}
-	if opts == nil {
-		return in
-	}
-	if opts.RunID != nil {
-		in.RunID = *opts.RunID
-	}
-	if opts.Effect != nil {
-		in.Effect = []byte(*opts.Effect)
-	}
-	if opts.Tool != nil {
-		in.Tool = *opts.Tool
+// newIntent is approvalstest's intent (the published test vector), made
+// for requester unless opts say for whom.
+func newIntent(opts *approvalstest.IntentOpts) approvals.Intent {
+	in := approvalstest.Intent(opts)
+	if opts == nil || opts.RequestedFor == nil {
+		in.RequestedFor = requester
 	}
 	return in
 }
 
 // submit stores an intent and fails the test on error.
-func (b *bundle) submit(t *testing.T, opts *intentOpts) store.Request {
+func (b *bundle) submit(t *testing.T, opts *approvalstest.IntentOpts) store.Request {
 	t.Helper()
-	req, _, err := b.svc.Submit(b.ctx, "billing-agent", newIntent(opts))
-	if err != nil {
-		t.Fatalf("Submit: %v", err)
-	}
-	return req
+	return approvalstest.Submit(t, b.svc, "billing-agent", newIntent(opts))
 }
 
 // count returns a single integer from a query.
@@ -218,14 +190,4 @@ func (b *bundle) expectCounts(t *testing.T, want map[string]int) {
 			t.Errorf("%s = %d, want %d", sql, got, n)
 		}
 	}
-}
-
-// mustService builds the review service the tests use.
-func mustService(t testing.TB, cfg approvals.Config) *approvals.Service {
-	t.Helper()
-	svc, err := approvals.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
 }

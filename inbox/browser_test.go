@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/internal/browsertest"
@@ -27,7 +28,7 @@ func TestBrowserApprovesAndFollowsTheWrite(t *testing.T) {
 	browser := browsertest.New(t, browserBudget)
 	b := setup(t)
 	provider := runExecutor(t, b)
-	req := b.submit(t, &intentOpts{Summary: ptr("Credit 42.00 USD to inv_browser")})
+	req := b.submit(t, &approvalstest.IntentOpts{Summary: new("Credit 42.00 USD to inv_browser")})
 
 	card := "#card-" + req.ID
 	// As the person at serve's terminal does: open the printed link.

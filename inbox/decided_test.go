@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 )
@@ -13,9 +14,9 @@ func TestInboxListsRecentlyDecided(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		approved := b.submit(t, &intentOpts{Summary: ptr("approved one")})
-		rejected := b.submit(t, &intentOpts{Summary: ptr("rejected one")})
-		b.submit(t, &intentOpts{Summary: ptr("still pending")})
+		approved := b.submit(t, &approvalstest.IntentOpts{Summary: new("approved one")})
+		rejected := b.submit(t, &approvalstest.IntentOpts{Summary: new("rejected one")})
+		b.submit(t, &approvalstest.IntentOpts{Summary: new("still pending")})
 		decide(t, b.server, decisionForm(approved, store.VerdictApprove))
 		decide(t, b.server, decisionForm(rejected, store.VerdictReject))
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
@@ -17,10 +18,10 @@ func TestPagesEscapeAgentText(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		req := b.submit(t, &intentOpts{
-			Summary: ptr(`<script>alert("summary")</script>`),
-			Reason:  ptr(`"><img src=x onerror=alert(1)>`),
-			Effect:  ptr(`{"invoice":"inv_8841","note":"<script>alert('effect')</script>"}`),
+		req := b.submit(t, &approvalstest.IntentOpts{
+			Summary: new(`<script>alert("summary")</script>`),
+			Reason:  new(`"><img src=x onerror=alert(1)>`),
+			Effect:  new(`{"invoice":"inv_8841","note":"<script>alert('effect')</script>"}`),
 		})
 		for _, path := range []string{DefaultPrefix + "/", DefaultPrefix + "/requests/" + req.ID, DefaultPrefix + "/lookup?q=" + req.Key[:16]} {
 			status, page := get(t, b.server, path)
@@ -51,8 +52,8 @@ func TestInboxShowsPendingCardsNewestFirst(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		older := b.submit(t, &intentOpts{Summary: ptr("older request")})
-		newer := b.submit(t, &intentOpts{Summary: ptr("newer request")})
+		older := b.submit(t, &approvalstest.IntentOpts{Summary: new("older request")})
+		newer := b.submit(t, &approvalstest.IntentOpts{Summary: new("newer request")})
 		_, page := get(t, b.server, DefaultPrefix+"/")
 		if i, j := strings.Index(page, "newer request"), strings.Index(page, "older request"); i < 0 || j < 0 || i > j {
 			t.Fatalf("pending requests not newest first:\n%s", page)
@@ -192,7 +193,7 @@ func TestBlankSummariesSaySo(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		req := b.submit(t, &intentOpts{Summary: ptr("")})
+		req := b.submit(t, &approvalstest.IntentOpts{Summary: new("")})
 		decide(t, b.server, decisionForm(req, store.VerdictApprove))
 		status, page := get(t, b.server, DefaultPrefix+"/")
 		if status != http.StatusOK || !strings.Contains(page, `<span class="none">no summary</span></td><td class="state">approved`) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
@@ -28,10 +29,10 @@ func TestLookupAnswersAsTheSlashCommand(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		approved := b.submit(t, &intentOpts{Effect: ptr(`{"invoice":"inv_lookup_1","amount_cents":100}`)})
+		approved := b.submit(t, &approvalstest.IntentOpts{Effect: new(`{"invoice":"inv_lookup_1","amount_cents":100}`)})
 		decide(t, b.server, decisionForm(approved, store.VerdictApprove))
-		b.submit(t, &intentOpts{Effect: ptr(`{"invoice":"inv_shared","amount_cents":1}`)})
-		b.submit(t, &intentOpts{Effect: ptr(`{"invoice":"inv_shared","amount_cents":2}`)})
+		b.submit(t, &approvalstest.IntentOpts{Effect: new(`{"invoice":"inv_shared","amount_cents":1}`)})
+		b.submit(t, &approvalstest.IntentOpts{Effect: new(`{"invoice":"inv_shared","amount_cents":2}`)})
 
 		for _, c := range []struct {
 			text string

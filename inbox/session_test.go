@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 )
@@ -44,7 +45,7 @@ func TestInboxWithoutSessionIsRefused(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		req := b.submit(t, &intentOpts{Summary: ptr("Credit the secret invoice")})
+		req := b.submit(t, &approvalstest.IntentOpts{Summary: new("Credit the secret invoice")})
 		anon := b.start(t, Options{Reviewer: reviewer})
 		for _, path := range inboxPaths(req) {
 			status, body := get(t, anon, path)
@@ -173,7 +174,7 @@ func TestLoopbackProxyWithoutSessionIsRefused(t *testing.T) {
 	drivertest.ForEach(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		req := b.submit(t, &intentOpts{Summary: ptr("Credit the proxied invoice")})
+		req := b.submit(t, &approvalstest.IntentOpts{Summary: new("Credit the proxied invoice")})
 		target, _ := url.Parse(b.server.URL)
 		proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)

@@ -3,7 +3,6 @@ package inbox
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -146,41 +145,16 @@ func (b *bundle) start(t testing.TB, opts Options) *site {
 	return &site{Server: srv, handler: h, client: newClient()}
 }
 
-// intentOpts overrides parts of the default intent; nil fields keep the default.
-type intentOpts struct {
-	Summary, Reason, Effect *string
-}
-
-func ptr[T any](v T) *T { return &v }
-
 var runs atomic.Int64
 
-// submit stores a fresh intent, made for requester, and fails the test on error.
-func (b *bundle) submit(t testing.TB, opts *intentOpts) store.Request {
+// submit stores a fresh intent (approvalstest's, on a run of its own, for
+// the inbox's tool), made for requester, and fails the test on error.
+func (b *bundle) submit(t testing.TB, opts *approvalstest.IntentOpts) store.Request {
 	t.Helper()
-	in := approvals.Intent{
-		RunID: fmt.Sprintf("r-%d-%d", time.Now().UnixNano(), runs.Add(1)), Step: json.RawMessage(`6`), Tool: toolName,
-		Effect:       json.RawMessage(`{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}`),
-		Summary:      "Credit 42.00 USD to inv_8841",
-		Reason:       "customer reported duplicate charge per ticket 5512",
-		RequestedFor: requester,
-	}
-	if opts != nil {
-		if opts.Summary != nil {
-			in.Summary = *opts.Summary
-		}
-		if opts.Reason != nil {
-			in.Reason = *opts.Reason
-		}
-		if opts.Effect != nil {
-			in.Effect = json.RawMessage(*opts.Effect)
-		}
-	}
-	req, _, err := b.svc.Submit(b.ctx, "billing-agent", in)
-	if err != nil {
-		t.Fatalf("submitting: %v", err)
-	}
-	return req
+	in := approvalstest.Intent(opts)
+	in.RunID = fmt.Sprintf("r-%d-%d", time.Now().UnixNano(), runs.Add(1))
+	in.Tool, in.RequestedFor = toolName, requester
+	return approvalstest.Submit(t, b.svc, "billing-agent", in)
 }
 
 // count returns a single integer from a query.

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/wire"
 )
 
 // result is a successful tool result: the structured value and the one
@@ -100,26 +101,13 @@ func approvals(votes []client.Vote) int {
 // within the call's time. It is the MCP server's own: the API never sends it.
 const codeUnreachable = "unreachable"
 
-// errorBody is a tool error's structured content: the API's error envelope.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code      string             `json:"code"`
-	Message   string             `json:"message"`
-	Field     string             `json:"field,omitempty"`
-	Errors    []client.Violation `json:"errors,omitempty"`
-	RequestID string             `json:"request_id,omitempty"`
-}
-
 // toolError is the tool result of a call countersign refused or did not
 // answer: isError, the sentence naming the code, the envelope as structured
 // content.
 func toolError(err error) *mcp.CallToolResult {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) && apiErr.Code != "" && apiErr.Code != "unavailable" {
-		d := errorDetail{Code: apiErr.Code, Message: apiErr.Message, Field: apiErr.Field, Errors: apiErr.Errors, RequestID: apiErr.RequestID}
+		d := wire.Error{Code: apiErr.Code, Message: apiErr.Message, Field: apiErr.Field, Errors: apiErr.Errors, RequestID: apiErr.RequestID}
 		text := "countersign refused: " + apiErr.Code
 		if apiErr.Field != "" {
 			text += " at " + apiErr.Field
@@ -135,7 +123,7 @@ func toolError(err error) *mcp.CallToolResult {
 	}
 	// A network error, a 503 or a page without the API's envelope, retried
 	// until the call's time ran out.
-	d := errorDetail{Code: codeUnreachable, Message: strings.TrimPrefix(err.Error(), "countersign: ")}
+	d := wire.Error{Code: codeUnreachable, Message: strings.TrimPrefix(err.Error(), "countersign: ")}
 	text := "countersign did not answer in time (" + codeUnreachable + "): " + d.Message +
 		". Calling again with the same arguments is safe."
 	return errorResult(text, d)
@@ -145,11 +133,11 @@ func toolError(err error) *mcp.CallToolResult {
 // sent, named as the API names a body value at fault.
 func argumentError(field, message string) *mcp.CallToolResult {
 	return errorResult("invalid arguments (invalid_request) at "+field+": "+message,
-		errorDetail{Code: "invalid_request", Message: message, Field: field})
+		wire.Error{Code: "invalid_request", Message: message, Field: field})
 }
 
-func errorResult(text string, d errorDetail) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: errorBody{d}}
+func errorResult(text string, d wire.Error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: wire.ErrorBody{Error: d}}
 }
 
 // decodeArgs decodes a tool's arguments into args, refusing a member args

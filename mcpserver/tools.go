@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/wire"
 )
 
 // The fields of a write other than its tool and effect, as POST
@@ -82,21 +83,11 @@ func (h *handlers) fixedTools() []served {
 	}
 }
 
-// writeArgs are the arguments of request_write, and of a typed tool with
-// its tool's name added: the body of POST /v1/requests.
-type writeArgs struct {
-	Tool           string          `json:"tool"`
-	Effect         json.RawMessage `json:"effect"`
-	RunID          string          `json:"run_id"`
-	Step           json.RawMessage `json:"step"`
-	Summary        string          `json:"summary"`
-	Reason         string          `json:"reason"`
-	RequestedFor   string          `json:"requested_for"`
-	IdempotencyKey string          `json:"idempotency_key"`
-}
+// The arguments of request_write, and of a typed tool with its tool's
+// name added, are the body of POST /v1/requests: a wire.Intent.
 
 func (h *handlers) requestWrite(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var args writeArgs
+	var args wire.Intent
 	if res := decodeArgs(req.Params.Arguments, &args); res != nil {
 		return res, nil
 	}
@@ -105,7 +96,7 @@ func (h *handlers) requestWrite(ctx context.Context, req *mcp.CallToolRequest) (
 
 // submit posts the write; countersign checks every field, so its refusal
 // (with the JSON pointer of the argument at fault) is what the model reads.
-func (h *handlers) submit(ctx context.Context, args writeArgs) (*mcp.CallToolResult, error) {
+func (h *handlers) submit(ctx context.Context, args wire.Intent) (*mcp.CallToolResult, error) {
 	in := client.Intent{RunID: args.RunID, Tool: args.Tool, Summary: args.Summary, Reason: args.Reason,
 		RequestedFor: args.RequestedFor, IdempotencyKey: args.IdempotencyKey}
 	// A missing step or effect is sent as null, for countersign to name.

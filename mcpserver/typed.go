@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/wire"
 )
 
 // typedPrefix starts every typed tool's name.
@@ -116,7 +117,7 @@ func (h *handlers) typedTool(t client.Tool, name string) (*served, error) {
 			if json.Unmarshal(req.Params.Arguments, &named) == nil && named.Tool != nil {
 				return argumentError("/tool", "this tool writes with "+tool+" only; use request_write to name another"), nil
 			}
-			var args writeArgs
+			var args wire.Intent
 			if res := decodeArgs(req.Params.Arguments, &args); res != nil {
 				return res, nil
 			}

@@ -1,5 +1,7 @@
-// Package approvalstest builds the review service for the tests of the
-// packages that sit on it (the executor, the bot, the inbox, serve).
+// Package approvalstest builds the review service and the intents for the
+// tests of the packages that sit on it (the executor, the bot, the inbox,
+// the hook, serve). Package approvals' own internal tests cannot import it
+// (it imports approvals); its external tests do.
 package approvalstest
 
 import (

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/countersign/countersign/store/storetest"
 )
 
 // A backup taken under load and restored after the run: pg_dump -Fc of the
@@ -96,7 +94,10 @@ func (r *run) restoreCopy(ctx context.Context, s *scope, f *Figures) error {
 		return nil
 	}
 	began := time.Now()
-	copyURL := storetest.NewEmptyURL(s)
+	copyURL, err := s.scratchDatabase(ctx)
+	if err != nil {
+		return err
+	}
 	if out, err := exec.CommandContext(ctx, filepath.Join(r.pgTools, "pg_restore"), "--no-owner", "--no-privileges", "--exit-on-error",
 		"--dbname", copyURL, r.backupFile).CombinedOutput(); err != nil {
 		return fmt.Errorf("pg_restore: %v\n%s", err, out)

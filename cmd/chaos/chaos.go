@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/bot/fakeslack"
 	"github.com/countersign/countersign/sandbox"
 )
 
@@ -52,7 +52,7 @@ type run struct {
 	opts    Options
 	db      *pgxpool.Pool
 	fleet   *fleet
-	slack   *bottest.Slack
+	slack   *fakeslack.Slack
 	keyed   *sandbox.Provider // honours keys; slow
 	unkeyed *sandbox.Provider // ignores keys; verified by URL
 	// keyedLog and unkeyedLog are every write each provider received.
@@ -130,7 +130,6 @@ func newRun(opts Options) *run {
 func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 	s := &scope{}
 	defer s.close()
-	defer recoverFailure(&err)
 	r := newRun(opts)
 	if opts.RestartPostgres {
 		// Restarting a server cuts every program's connections to it: the
@@ -138,7 +137,7 @@ func Run(ctx context.Context, opts Options) (figs Figures, err error) {
 		if r.cluster, err = startOwnCluster(ctx, s, opts.Log); err != nil {
 			return figs, err
 		}
-		os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", r.cluster.URL())
+		os.Setenv(adminURLEnv, r.cluster.URL())
 	}
 	if r.pgTools, err = r.dumpToolsDir(); err != nil {
 		return figs, err
@@ -411,7 +410,7 @@ func (r *run) vote(in *intent) {
 // again" (Slack still gets its 200), is pressed again, as a person would.
 func (r *run) click(in *intent, user, action string) {
 	value, _ := json.Marshal(map[string]any{"r": in.ID, "n": 1, "h": in.PayloadHash})
-	body := bottest.ClickForm(bottest.ClickPayload(user, cmp.Or(in.Channel, slackChannel), action, string(value)))
+	body := fakeslack.ClickForm(fakeslack.ClickPayload(user, cmp.Or(in.Channel, slackChannel), action, string(value)))
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		base := r.fleet.pick()
@@ -420,7 +419,7 @@ func (r *run) click(in *intent, user, action string) {
 			continue
 		}
 		req, _ := http.NewRequest(http.MethodPost, base+"/slack/interactions", strings.NewReader(string(body)))
-		req.Header = bottest.Sign(slackSecret, time.Now(), body)
+		req.Header = fakeslack.Sign(slackSecret, time.Now(), body)
 		r.flights[phaseVoting].n.Add(1)
 		resp, err := httpClient.Do(req)
 		r.flights[phaseVoting].n.Add(-1)

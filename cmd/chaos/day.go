@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/bot"
-	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/bot/fakeslack"
 )
 
 // DayOptions size a simulated day: 24 hours of a shared countersign's
@@ -130,7 +130,6 @@ func (d *day) simulated(at time.Time) time.Duration {
 func SimulateDay(ctx context.Context, opts DayOptions) (rep DayReport, err error) {
 	s := &scope{}
 	defer s.close()
-	defer recoverFailure(&err)
 	d := &day{run: newRun(Options{Log: opts.Log}), opts: opts, byID: map[string]*intent{},
 		reviews: map[string]int{}, cards: map[string]time.Time{}}
 	if err := d.startFleet(ctx, s, opts.Replicas, d.configYAML); err != nil {
@@ -271,7 +270,7 @@ func (d *day) postOne(ctx context.Context, team int) {
 // review is a reviewer seeing a card land in Slack: after a lognormal
 // delay they approve, reject, or leave it; one who would take longer than
 // the request lives finds it expired.
-func (d *day) review(m bottest.Message) {
+func (d *day) review(m fakeslack.Message) {
 	var md struct {
 		EventType    string         `json:"event_type"`
 		EventPayload map[string]any `json:"event_payload"`

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/bot"
-	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/bot/fakeslack"
 	"github.com/countersign/countersign/sandbox"
 )
 
@@ -392,7 +392,7 @@ func objectsByKey(objects []sandbox.Object) map[string][]time.Time {
 
 // metadataID names a message by its countersign metadata's fields; a
 // message without it is named by its ts, so it counts once.
-func metadataID(m bottest.Message, eventType string, fields ...string) string {
+func metadataID(m fakeslack.Message, eventType string, fields ...string) string {
 	var md struct {
 		EventType    string         `json:"event_type"`
 		EventPayload map[string]any `json:"event_payload"`

@@ -20,9 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/bot/fakeslack"
 	"github.com/countersign/countersign/sandbox"
-	"github.com/countersign/countersign/store/storetest"
 )
 
 // builds holds the binaries built by this process, by build tags: runs
@@ -93,7 +92,11 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	}
 	r.dir, r.binary = dir, binary
 	r.opts.Log("creating the database")
-	dbURL := storetest.NewURL(s)
+	// An empty database: `migrate --app-role` (prepareRole) migrates it.
+	dbURL, err := s.scratchDatabase(ctx)
+	if err != nil {
+		return err
+	}
 	if r.db, err = pgxpool.New(ctx, dbURL); err != nil {
 		return err
 	}
@@ -105,7 +108,8 @@ func (r *run) startFleet(ctx context.Context, s *scope, n int, config func(keyed
 	if dbURL, err = r.prepareRole(ctx, s, binary, dbURL); err != nil {
 		return err
 	}
-	r.slack = bottest.New(s)
+	r.slack = fakeslack.Start()
+	s.Cleanup(r.slack.Close)
 	r.keyed, r.unkeyed = sandbox.New(), sandbox.New()
 	r.keyed.Secret, r.unkeyed.Secret = []byte(dispatchSecret), []byte(dispatchSecret)
 	r.keyedLog, r.unkeyedLog = &writeLog{}, &writeLog{}

@@ -36,8 +36,6 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
-	"github.com/countersign/countersign/store/storetest"
 )
 
 // The two sizes of a run. Short is the version make test runs.
@@ -57,9 +55,9 @@ func main() {
 	dayLength := flag.Duration("day", 0, "wall time of the simulated day (default 4m30s)")
 	intents := flag.Int("intents", 0, "intents posted over the simulated day, replays included (default 400)")
 	mutants := flag.String("mutants", "", `run the short run once per planted bug ("all", or names separated by commas; see mutants.go) and fail if one survives`)
-	adminURL := flag.String("database-url", storetest.AdminURL(), "PostgreSQL server where a fresh database is created (and dropped after)")
+	adminURL := flag.String("database-url", adminURL(), "PostgreSQL server where a fresh database is created (and dropped after)")
 	flag.Parse()
-	os.Setenv("COUNTERSIGN_TEST_DATABASE_URL", *adminURL)
+	os.Setenv(adminURLEnv, *adminURL)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

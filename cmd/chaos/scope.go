@@ -1,36 +1,27 @@
 package main
 
 import (
-	"fmt"
+	"cmp"
+	"context"
+	"os"
 	"sync"
-	"testing"
+
+	"github.com/countersign/countersign/cmd/internal/benchserve"
 )
 
-// scope lends the helpers written for tests (storetest's fresh database,
-// bottest's fake Slack) to this program: they need only Cleanup and a way
-// to fail, which a testing.TB gives them. A failure panics with a
-// scopeFailure that run turns back into an error.
+// scope holds what a run set up and undoes it at the end, last first, as a
+// test's cleanups are run.
 type scope struct {
-	testing.TB // never called: only the methods below are
-
 	mu       sync.Mutex
 	cleanups []func()
 }
 
-type scopeFailure struct{ msg string }
-
-func (s *scope) Helper() {}
-
+// Cleanup registers f to run when the run ends.
 func (s *scope) Cleanup(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cleanups = append(s.cleanups, f)
 }
-
-func (s *scope) Fatalf(format string, args ...any) { panic(scopeFailure{fmt.Sprintf(format, args...)}) }
-func (s *scope) Fatal(args ...any)                 { panic(scopeFailure{fmt.Sprint(args...)}) }
-func (s *scope) Errorf(format string, args ...any) { fmt.Printf("cleanup: "+format+"\n", args...) }
-func (s *scope) Logf(format string, args ...any)   { fmt.Printf(format+"\n", args...) }
 
 // close runs the cleanups, last registered first, as testing does.
 func (s *scope) close() {
@@ -43,13 +34,25 @@ func (s *scope) close() {
 	}
 }
 
-// recoverFailure turns a scope's panic into *err; any other panic goes on.
-func recoverFailure(err *error) {
-	if r := recover(); r != nil {
-		f, ok := r.(scopeFailure)
-		if !ok {
-			panic(r)
-		}
-		*err = fmt.Errorf("%s", f.msg)
+// adminURLEnv names the PostgreSQL server the run's databases are created
+// on (-database-url; the run's own cluster with -restart-postgres): the
+// variable the test helpers read, so a run started by go test lands where
+// its tests do.
+const adminURLEnv = "COUNTERSIGN_TEST_DATABASE_URL"
+
+// adminURL is the server of adminURLEnv, or the local default.
+func adminURL() string {
+	return cmp.Or(os.Getenv(adminURLEnv), benchserve.DefaultAdminURL)
+}
+
+// scratchDatabase creates an empty database on adminURL's server, dropped
+// when the run ends, and returns its URL. Named as the test helpers name
+// theirs, scripts/drop-test-databases finds one a killed run left.
+func (s *scope) scratchDatabase(ctx context.Context) (string, error) {
+	dbURL, drop, err := benchserve.ScratchDatabase(ctx, adminURL(), "cs_empty")
+	if err != nil {
+		return "", err
 	}
+	s.Cleanup(drop)
+	return dbURL, nil
 }

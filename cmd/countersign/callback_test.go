@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/callback"
+	"github.com/countersign/countersign/internal/servetest"
 	"github.com/countersign/countersign/internal/signature"
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	code := m.Run()
+	code := servetest.Run(m)
 	if fakeProvider.path != "" {
 		os.RemoveAll(filepath.Dir(fakeProvider.path))
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,13 +8,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/servetest"
 )
 
 func tokenHash(token string) string {
@@ -48,10 +47,6 @@ tools:
 // configuration kept.
 func TestSIGHUPReloadsAgentsToolsAndPolicies(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "countersign")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building countersign: %v\n%s", err, out)
-	}
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "countersign.yml")
 	write := func(content string) {
@@ -62,45 +57,9 @@ func TestSIGHUPReloadsAgentsToolsAndPolicies(t *testing.T) {
 	}
 	// steady-token stays through every reload: the long-poll below uses it.
 	write(reloadConfig([]string{"old-token", "steady-token"}, 1, ""))
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "COUNTERSIGN_CONFIG="+cfgPath, "COUNTERSIGN_DATA_DIR="+dir, "COUNTERSIGN_DATABASE_URL=",
-		"COUNTERSIGN_LISTEN=127.0.0.1:0", "COUNTERSIGN_LOG_FORMAT=json", "COUNTERSIGN_INBOX=off", "COUNTERSIGN_DISPATCH_SECRET=s",
-		"SLACK_BOT_TOKEN=")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var mu sync.Mutex
-	var logs strings.Builder
-	seen := func(msg string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Count(logs.String(), `"msg":"`+msg+`"`)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		scanner := bufio.NewScanner(stderr)
-		for scanner.Scan() {
-			mu.Lock()
-			logs.WriteString(scanner.Text() + "\n")
-			mu.Unlock()
-			var line struct{ Msg, Addr string }
-			if json.Unmarshal(scanner.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
-			}
-		}
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not listen")
-	}
+	serve := servetest.Start(t, "COUNTERSIGN_CONFIG="+cfgPath, "COUNTERSIGN_DATA_DIR="+dir, "COUNTERSIGN_DATABASE_URL=",
+		"COUNTERSIGN_INBOX=off", "COUNTERSIGN_DISPATCH_SECRET=s", "SLACK_BOT_TOKEN=")
+	base := serve.URL
 	call := func(method, path, token, body string) (int, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -122,16 +81,11 @@ func TestSIGHUPReloadsAgentsToolsAndPolicies(t *testing.T) {
 	approvalsOf := func(v map[string]any) any { p, _ := v["policy"].(map[string]any); return p["approvals"] }
 	reloaded := func(msg string, want int) {
 		t.Helper()
-		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := serve.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); seen(msg) < want; {
-			if time.Now().After(deadline) {
-				mu.Lock()
-				defer mu.Unlock()
-				t.Fatalf("no %q after SIGHUP:\n%s", msg, logs.String())
-			}
-			time.Sleep(20 * time.Millisecond) // polling serve's log
+		if !serve.WaitLogCount(`"msg":"`+msg+`"`, want, 10*time.Second) {
+			t.Fatalf("no %q after SIGHUP:\n%s", msg, serve.Logs())
 		}
 	}
 
@@ -180,9 +134,7 @@ func TestSIGHUPReloadsAgentsToolsAndPolicies(t *testing.T) {
 	if code, body := call(http.MethodPost, "/v1/requests", "new-token", intent("billing.refund", 4)); code != http.StatusCreated {
 		t.Errorf("after a refused reload the running configuration is gone: %d %v", code, body)
 	}
-	mu.Lock()
-	refusal := logs.String()
-	mu.Unlock()
+	refusal := serve.Logs()
 	if !strings.Contains(refusal, "approvers is empty") {
 		t.Errorf("the refusal does not say why:\n%s", refusal)
 	}

@@ -5,20 +5,18 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/servetest"
 )
 
 // BenchmarkFirstStartToReady measures a first local start: the built binary
 // (build excluded), no configuration, an empty data directory, until /readyz
 // answers 200. The embedded store is created and migrated on the way.
 func BenchmarkFirstStartToReady(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "countersign")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("building: %v\n%s", err, out)
-	}
+	bin := servetest.Binary(b)
 	var total time.Duration
 	for b.Loop() {
 		total += startToReady(b, bin)

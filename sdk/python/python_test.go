@@ -4,10 +4,13 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/servetest"
 )
+
+func TestMain(m *testing.M) { servetest.Main(m) }
 
 // The Python SDK's tests, warnings as errors, against a countersign built
 // from this tree: the key and signature vectors, the retries, and a real
@@ -24,11 +27,7 @@ func TestPythonSDK(t *testing.T) {
 		t.Fatalf("the Python SDK needs Python 3.10 or newer: %v %s", err, out)
 	}
 
-	bin := filepath.Join(t.TempDir(), "countersign")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/countersign")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building countersign: %v\n%s", err, out)
-	}
+	bin := servetest.Binary(t)
 
 	cmd := exec.CommandContext(ctx, python, "-W", "error", "-m", "unittest", "discover", "-v")
 	cmd.Env = append(os.Environ(), "COUNTERSIGN_BIN="+bin, "PYTHONDONTWRITEBYTECODE=1")

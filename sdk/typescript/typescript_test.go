@@ -9,7 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/servetest"
 )
+
+func TestMain(m *testing.M) { servetest.Main(m) }
 
 // The TypeScript SDK's tests: tsc --strict compiles it into dist/, then
 // Node's test runner runs them against a countersign built from this tree:
@@ -43,11 +47,7 @@ func TestTypeScriptSDK(t *testing.T) {
 		t.Fatalf("tsc --strict: %v\n%s", err, out)
 	}
 
-	bin := filepath.Join(t.TempDir(), "countersign")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/countersign")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building countersign: %v\n%s", err, out)
-	}
+	bin := servetest.Binary(t)
 
 	tests, err := filepath.Glob(filepath.Join("dist", "test", "*.test.js"))
 	if err != nil || len(tests) == 0 {

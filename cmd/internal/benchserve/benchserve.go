@@ -26,6 +26,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// DefaultAdminURL is the PostgreSQL server the programs create their
+// scratch databases on unless told another (-database-url).
+const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
 // Token is the bearer token of the agent "bench" that StartServe configures.
 const Token = "bench-agent-token"
 

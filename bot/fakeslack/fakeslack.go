@@ -1,10 +1,13 @@
-// Package bottest is a fake Slack Web API for tests of the Slack surface: an
-// httptest.Server that serves the methods countersign calls, keeps the
-// messages posted to it, records every call, and answers 429 (Retry-After),
-// 5xx or {"ok":false,"error":…} on demand. Point a client at it with
-// slack.OptionAPIURL(fake.URL() + "/"). Requests to countersign are signed by
-// the tests themselves (Sign).
-package bottest
+// Package fakeslack is a fake Slack Web API: an httptest.Server that serves
+// the methods countersign calls, keeps the messages posted to it, records
+// every call, and answers 429 (Retry-After), 5xx or
+// {"ok":false,"error":…} on demand. Point a client at it with
+// slack.OptionAPIURL(fake.URL() + "/"). Requests to countersign are signed
+// by the caller (Sign).
+//
+// Tests take it through bot/bottest, which closes it when the test ends;
+// cmd/chaos, a program, starts it here, as it imports no test helper.
+package fakeslack
 
 import (
 	"crypto/hmac"
@@ -20,7 +23,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -77,17 +79,19 @@ type Slack struct {
 	socketAcks []map[string]any // what the client sent back
 }
 
-// New starts a fake Slack, closed when the test ends.
-func New(t testing.TB) *Slack {
+// Start starts a fake Slack; Close stops it.
+func Start() *Slack {
 	s := &Slack{groups: map[string][]string{}, failures: map[string][]Failure{}, limited: map[string]time.Time{},
 		socketOut: make(chan []byte, 64)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/socket", s.serveSocket)
 	mux.HandleFunc("/", s.serve)
 	s.server = httptest.NewServer(mux)
-	t.Cleanup(s.server.Close)
 	return s
 }
+
+// Close stops the fake and waits for the calls it is answering.
+func (s *Slack) Close() { s.server.Close() }
 
 // URL is the fake's base URL; slack-go wants it with a trailing slash.
 func (s *Slack) URL() string { return s.server.URL }

@@ -1,0 +1,30 @@
+package wire
+
+import "encoding/json"
+
+// Tool is a tool an agent may request, as GET /v1/tools shows it.
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Reversible  bool   `json:"reversible"`
+	// Policy is the tool's own policy: who decides and how many must
+	// approve. A tier that matches an effect sets the request's.
+	Policy Policy `json:"policy"`
+	// EffectSchema is the JSON Schema (2020-12) an effect must satisfy, if
+	// the tool has one.
+	EffectSchema json.RawMessage `json:"effect_schema,omitempty"`
+}
+
+// Policy is a tool's approval policy.
+type Policy struct {
+	// Approvals is how many distinct approvers a round needs.
+	Approvals int `json:"approvals"`
+	// Approvers are the Slack user and user-group ids, or local reviewers,
+	// who may approve.
+	Approvers []string `json:"approvers"`
+}
+
+// ToolList is the answer of GET /v1/tools.
+type ToolList struct {
+	Tools []Tool `json:"tools"`
+}
