@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -21,6 +21,20 @@ func writeConfig(t *testing.T, yaml string) string {
 	return path
 }
 
+// validate loads the configuration from env as config check does and
+// returns its problems, "" when serve would start with it.
+func validate(t *testing.T, env map[string]string) string {
+	t.Helper()
+	cfg, err := Load(envFrom(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 // The example configuration runs as make run runs it, on a loopback
 // address with a short secret and the development token; beyond this
 // machine (the default :8080) serve refuses both, saying how to make
@@ -28,11 +42,11 @@ func writeConfig(t *testing.T, yaml string) string {
 func TestLoadConfigExampleIsValid(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
-		"COUNTERSIGN_CONFIG":          "../../examples/countersign.yml",
+		"COUNTERSIGN_CONFIG":          "../examples/countersign.yml",
 		"COUNTERSIGN_DATABASE_URL":    "postgres://localhost/countersign",
 		"COUNTERSIGN_DISPATCH_SECRET": "local-dispatch-secret",
 	}
-	cfg, err := LoadConfig(envFrom(env))
+	cfg, err := Load(envFrom(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +63,7 @@ func TestLoadConfigExampleIsValid(t *testing.T) {
 		}
 	}
 	env["COUNTERSIGN_LISTEN"] = "127.0.0.1:8080" // as make run has it
-	if cfg, err = LoadConfig(envFrom(env)); err != nil {
+	if cfg, err = Load(envFrom(env)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -78,7 +92,7 @@ tools:
     approvers: [U1]
     dispatch: {url: "http://billing.internal/credits", headers: {Authorization: "Bearer ${BILLING_TOKEN}"}}
 `)
-	cfg, err := LoadConfig(envFrom(map[string]string{
+	cfg, err := Load(envFrom(map[string]string{
 		"COUNTERSIGN_CONFIG": path,
 		"TOKEN_HASH":         strings.Repeat("ab", 32),
 		// A value that would break YAML if it were pasted into the text.
@@ -99,7 +113,7 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 	t.Parallel()
 	path := writeConfig(t, "tools:\n  t:\n    approver: [U1]\n")
 	// The file's problems are reported by Validate, with every other one.
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path}))
+	cfg, err := Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path}))
 	if err == nil {
 		err = cfg.Validate()
 	}
@@ -120,7 +134,7 @@ tools:
     claim_timeout: 10s
     verify: {url: "${MISSING_VAR}"}
 `)
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "SLACK_BOT_TOKEN": "xoxb-1",
+	cfg, err := Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "SLACK_BOT_TOKEN": "xoxb-1",
 		"COUNTERSIGN_INBOX": "yes", "COUNTERSIGN_INBOX_REVIEWER": "U0ANA"}))
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +172,7 @@ agents:
   - {name: billing-agent, token_sha256: "`+strings.Repeat("ab", 32)+`"}
   - {name: auditor, token_sha256: "`+strings.Repeat("cd", 32)+`", admin: true}
 `)
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path}))
+	cfg, err := Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +193,7 @@ tools:
     approvers: [U1]
     dispatch: {url: "http://billing.internal/credits"}
 `)
-		cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path,
+		cfg, err := Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path,
 			"COUNTERSIGN_DATABASE_URL": "postgres://localhost/countersign", "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 		if err != nil {
 			t.Fatal(err)
@@ -221,19 +235,12 @@ func TestWithDefaultsLeavesItsInputAlone(t *testing.T) {
 	t.Parallel()
 	in := &Config{}
 	in.File.Tools = map[string]ToolConfig{"billing.credit": {Approvers: []string{"U0ANA"}}}
-	out := in.withDefaults()
+	out := in.WithDefaults()
 	if got := out.File.Tools["billing.credit"].Dispatch.Method; got != "POST" {
 		t.Errorf("defaulted method %q, want POST", got)
 	}
 	if in.File.Tools["billing.credit"].Dispatch.Method != "" || in.File.Executor.DispatchSchedule != "" {
-		t.Errorf("withDefaults changed its input: %+v", in.File)
-	}
-	local := in.withLocal("http://127.0.0.1:8080", "cs_local_token")
-	if _, ok := in.File.Tools[localTool]; ok || in.DispatchSecret != "" {
-		t.Error("withLocal changed its input")
-	}
-	if got := local.File.Tools[localTool].Dispatch.URL; got != "http://127.0.0.1:8080"+sandboxPath+"/refunds" {
-		t.Errorf("demo tool dispatches to %q", got)
+		t.Errorf("WithDefaults changed its input: %+v", in.File)
 	}
 }
 
@@ -264,7 +271,7 @@ tools:
 	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "schemas", "file.json"), []byte(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y",
+	cfg, err := Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y",
 		"COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +316,7 @@ tools:
     dispatch: {url: "http://127.0.0.1:9/x"}
     effect_schema: [type, object]
 `)
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y",
+	cfg, err := Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATABASE_URL": "postgres://x/y",
 		"COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +344,7 @@ tools:
     dispatch: {url: "http://billing.internal/credits"}
     request_ttl: 3h
 `+tool)
-		cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
+		cfg, err := Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
 			"COUNTERSIGN_DATABASE_URL": "postgres://localhost/countersign"}))
 		if err != nil {
 			t.Fatal(err)

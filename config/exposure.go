@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"crypto/sha256"
@@ -24,9 +24,9 @@ const minSecretBytes = 32
 // curls, examples/countersign.yml). Anyone who has read them holds them.
 var devTokens = []string{"dev-agent-token"}
 
-// placeholderHash is the text deploy/kubernetes/configmap.yaml ships where
+// PlaceholderHash is the text deploy/kubernetes/configmap.yaml ships where
 // an agent's token hash goes; it fails validation until it is replaced.
-const placeholderHash = "REPLACE-with-the-sha256-of-a-token"
+const PlaceholderHash = "REPLACE-with-the-sha256-of-a-token"
 
 // makeTokenHowTo says how to make a token and its hash, in the words of
 // docs/OPERATIONS.md ("Generating a secret").
@@ -55,7 +55,7 @@ func (c *Config) validateExposure() []error {
 	var errs []error
 	for i, a := range c.File.Agents {
 		for _, h := range a.TokenSHA256 {
-			if strings.TrimSpace(h) == placeholderHash {
+			if strings.TrimSpace(h) == PlaceholderHash {
 				errs = append(errs, fmt.Errorf("agents[%d].token_sha256 is the example's placeholder: %s", i, makeTokenHowTo))
 			}
 		}

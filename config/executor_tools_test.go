@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -29,11 +29,11 @@ tools:
 		t.Fatal(err)
 	}
 	env := map[string]string{"COUNTERSIGN_CONFIG": path, "BILLING_TOKEN": "s3cret"}
-	cfg, err := LoadConfig(func(k string) string { return env[k] })
+	cfg, err := Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool := cfg.executorTools()["billing.credit"]
+	tool := cfg.ExecutorTools()["billing.credit"]
 	if tool.Method != "POST" || tool.URL != "http://billing.internal/credits" || tool.Timeout != 3*time.Second {
 		t.Fatalf("dispatch %s %s %s", tool.Method, tool.URL, tool.Timeout)
 	}
@@ -82,7 +82,7 @@ tools:
     dispatch: {url: "http://billing.internal/credits"}
     verify: {url: "http://billing.internal/objects/{key}?again={key}"}
 `)
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DATABASE_URL": "postgres://x", "COUNTERSIGN_DISPATCH_SECRET": "s"}))
+	cfg, err := Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DATABASE_URL": "postgres://x", "COUNTERSIGN_DISPATCH_SECRET": "s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ tools:
 	load := func(env map[string]string) *Config {
 		t.Helper()
 		env["COUNTERSIGN_CONFIG"], env["COUNTERSIGN_DATABASE_URL"], env["COUNTERSIGN_LISTEN"] = path, "postgres://x", "127.0.0.1:8080"
-		cfg, err := LoadConfig(envFrom(env))
+		cfg, err := Load(envFrom(env))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ tools:
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	tools := cfg.executorTools()
+	tools := cfg.ExecutorTools()
 	if got := tools["billing.credit"].Secrets; len(got) != 1 || string(got[0]) != "billing-only-s3cret" {
 		t.Errorf("billing.credit signs with %q, want its own secret", got)
 	}
@@ -156,7 +156,7 @@ tools:
     approvers: [U1]
     dispatch: {url: "http://billing.internal/credits", secret: "billing-only-s3cret"}
 `)
-	cfg, err = LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": every, "COUNTERSIGN_DATABASE_URL": "postgres://x", "COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
+	cfg, err = Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": every, "COUNTERSIGN_DATABASE_URL": "postgres://x", "COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 	if err != nil {
 		t.Fatal(err)
 	}

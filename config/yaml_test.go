@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func loadProblems(t *testing.T, file string, env map[string]string) []string {
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := LoadConfig(envFrom(vars))
+	cfg, err := Load(envFrom(vars))
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
 	}

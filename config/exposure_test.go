@@ -1,7 +1,6 @@
-package main
+package config
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 )
@@ -32,11 +31,12 @@ tools:
 `)
 	check := func(listen, dispatchSecret string) (int, string) {
 		t.Helper()
-		var out, errOut bytes.Buffer
-		env := envFrom(map[string]string{"COUNTERSIGN_LISTEN": listen, "COUNTERSIGN_DISPATCH_SECRET": dispatchSecret,
-			"COUNTERSIGN_DATABASE_URL": "postgres://127.0.0.1:5432/countersign"})
-		code := run(t.Context(), []string{"config", "check", path}, env, nil, &out, &errOut)
-		return code, errOut.String()
+		problems := validate(t, map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_LISTEN": listen,
+			"COUNTERSIGN_DISPATCH_SECRET": dispatchSecret, "COUNTERSIGN_DATABASE_URL": "postgres://127.0.0.1:5432/countersign"})
+		if problems != "" {
+			return 1, problems
+		}
+		return 0, ""
 	}
 	for _, listen := range []string{"127.0.0.1:8080", "127.0.0.2:0", "[::1]:8080", "localhost:8080"} {
 		if code, problems := check(listen, "x"); code != 0 {
@@ -61,7 +61,7 @@ tools:
 				t.Errorf("on %s, no %q in:\n%s", listen, want, problems)
 			}
 		}
-		if n := strings.Count(problems, "\n"); n != 5 { // the heading and four problems
+		if n := strings.Count(problems, "\n") + 1; n != 4 {
 			t.Errorf("on %s, %d lines, want the four problems alone:\n%s", listen, n, problems)
 		}
 		for _, secret := range []string{"cb-short-value", "tool-short-value", "env-short-value", long} {
@@ -76,20 +76,16 @@ tools:
 // listens, saying how to make a token and its hash.
 func TestPlaceholderTokenHashIsRefused(t *testing.T) {
 	t.Parallel()
-	path := writeConfig(t, "agents:\n  - name: billing-agent\n    token_sha256: "+placeholderHash+`
+	path := writeConfig(t, "agents:\n  - name: billing-agent\n    token_sha256: "+PlaceholderHash+`
 tools:
   billing.credit:
     approvers: [U024BE7LH]
     dispatch: {url: "http://127.0.0.1:9/credits"}
 `)
-	var out, errOut bytes.Buffer
-	env := envFrom(map[string]string{"COUNTERSIGN_LISTEN": "127.0.0.1:8080", "COUNTERSIGN_DISPATCH_SECRET": "local-dispatch-secret",
-		"COUNTERSIGN_DATABASE_URL": "postgres://127.0.0.1:5432/countersign"})
-	if code := run(t.Context(), []string{"config", "check", path}, env, nil, &out, &errOut); code != 1 {
-		t.Fatalf("config check exited %d, want 1", code)
-	}
+	problems := validate(t, map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
+		"COUNTERSIGN_DISPATCH_SECRET": "local-dispatch-secret", "COUNTERSIGN_DATABASE_URL": "postgres://127.0.0.1:5432/countersign"})
 	want := "line 3, column 5: agents[0].token_sha256 is the example's placeholder: make one with TOKEN=$(openssl rand -hex 32), give it to the agent, and put its hash here: printf '%s' \"$TOKEN\" | sha256sum"
-	if !strings.Contains(errOut.String(), want) {
-		t.Errorf("no %q in:\n%s", want, errOut.String())
+	if !strings.Contains(problems, want) {
+		t.Errorf("no %q in:\n%s", want, problems)
 	}
 }

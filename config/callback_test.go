@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"crypto/sha256"
@@ -29,7 +29,7 @@ tools:
   t: {approvers: [U1], dispatch: {url: "http://billing.internal/credits"}}
 callbacks: {timeout: 5s, retry_base: 1s}
 `)
-	cfg, err := LoadConfig(envFrom(map[string]string{
+	cfg, err := Load(envFrom(map[string]string{
 		"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DATABASE_URL": "postgres://localhost/x",
 		"COUNTERSIGN_DISPATCH_SECRET": "s", "CB_SECRET": secret, "COUNTERSIGN_LISTEN": "127.0.0.1:8080",
 	}))

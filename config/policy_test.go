@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -37,7 +37,7 @@ func TestConfigReadsReviewPolicies(t *testing.T) {
 	if err := os.WriteFile(path, []byte(policyFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATA_DIR": t.TempDir(),
+	cfg, err := Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "COUNTERSIGN_DATA_DIR": t.TempDir(),
 		"COUNTERSIGN_LISTEN": "127.0.0.1:8080"}))
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -187,12 +187,25 @@ type EndpointConfig struct {
 	Headers map[string]string `yaml:"headers"`
 }
 
-// databaseURLForm shows the form COUNTERSIGN_DATABASE_URL takes.
-const databaseURLForm = "postgres://user:password@host:5432/dbname?sslmode=require"
+// Values of COUNTERSIGN_SLACK_CHECK: what serve does when Slack refuses the
+// bot token at start.
+const (
+	SlackCheckFail = "fail" // the default: refuse to start, saying why
+	SlackCheckWarn = "warn" // start anyway; cards wait in the outbox until the token works
+)
+
+// DatabaseURLForm shows the form COUNTERSIGN_DATABASE_URL takes.
+const DatabaseURLForm = "postgres://user:password@host:5432/dbname?sslmode=require"
 
 // Defaults applied where the file is silent.
 const (
-	defaultListen            = ":8080"
+	defaultListen = ":8080"
+	// localListen is the local run's: without a file, serve listens on
+	// this machine only.
+	localListen = "127.0.0.1:8080"
+	// DefaultInboxReviewer is who decides through the inbox unless
+	// COUNTERSIGN_INBOX_REVIEWER names someone else.
+	DefaultInboxReviewer     = "local:reviewer"
 	defaultDispatchSchedule  = "@every 1s"
 	defaultReconcileSchedule = "@every 15s"
 	defaultExpirySchedule    = "@every 30s"
@@ -203,10 +216,10 @@ const (
 	defaultApprovalTTL       = 24 * time.Hour
 )
 
-// LoadConfig reads the environment and, if COUNTERSIGN_CONFIG names one, the
+// Load reads the environment and, if COUNTERSIGN_CONFIG names one, the
 // YAML file. Unknown YAML keys are errors; ${VAR} in string values expands
 // from the environment.
-func LoadConfig(getenv func(string) string) (*Config, error) {
+func Load(getenv func(string) string) (*Config, error) {
 	cfg := &Config{
 		DatabaseURL:        getenv("COUNTERSIGN_DATABASE_URL"),
 		Listen:             getenv("COUNTERSIGN_LISTEN"),
@@ -218,7 +231,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		SlackAPIURL:        getenv("COUNTERSIGN_SLACK_API_URL"),
 		SlackCheck:         getenv("COUNTERSIGN_SLACK_CHECK"),
 		DispatchSecret:     getenv("COUNTERSIGN_DISPATCH_SECRET"),
-		InboxReviewer:      orDefault(getenv("COUNTERSIGN_INBOX_REVIEWER"), defaultInboxReviewer),
+		InboxReviewer:      orDefault(getenv("COUNTERSIGN_INBOX_REVIEWER"), DefaultInboxReviewer),
 		InboxSetting:       getenv("COUNTERSIGN_INBOX"),
 		LogFormat:          getenv("COUNTERSIGN_LOG_FORMAT"),
 		DrainDelaySetting:  getenv("COUNTERSIGN_DRAIN_DELAY"),
@@ -230,7 +243,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 	}
 	if cfg.DatabaseURL == "" || cfg.Local() {
-		cfg.DataDir, cfg.dataDirErr = dataDir(getenv)
+		cfg.DataDir, cfg.dataDirErr = DataDir(getenv)
 	}
 	if cfg.ConfigPath != "" {
 		raw, err := os.ReadFile(cfg.ConfigPath)
@@ -239,7 +252,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 		cfg.parseFile(raw, getenv)
 	}
-	return cfg.withDefaults(), nil
+	return cfg.WithDefaults(), nil
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -287,9 +300,9 @@ func (c *Config) parseFile(raw []byte, getenv func(string) string) {
 	}
 }
 
-// withDefaults returns a copy of c with defaults where the file is silent;
+// WithDefaults returns a copy of c with defaults where the file is silent;
 // c is left as it is.
-func (c *Config) withDefaults() *Config {
+func (c *Config) WithDefaults() *Config {
 	d := *c
 	d.File.Tools = make(map[string]ToolConfig, len(c.File.Tools))
 	e := &d.File.Executor
@@ -298,7 +311,7 @@ func (c *Config) withDefaults() *Config {
 	e.ExpirySchedule = orDefault(e.ExpirySchedule, defaultExpirySchedule)
 	e.CardSchedule = orDefault(e.CardSchedule, defaultCardSchedule)
 	e.ReminderSchedule = orDefault(e.ReminderSchedule, defaultReminderSchedule)
-	d.File.Retention.Schedule = orDefault(d.File.Retention.Schedule, defaultRetentionSchedule)
+	d.File.Retention.Schedule = orDefault(d.File.Retention.Schedule, DefaultRetentionSchedule)
 	for name, t := range c.File.Tools {
 		t.Dispatch.Method = strings.ToUpper(orDefault(t.Dispatch.Method, "POST"))
 		if t.Dispatch.Timeout == 0 {
@@ -345,7 +358,7 @@ func (c *Config) Validate() error {
 		add("the config refers to ${%s}, but %s is not set in the environment", name, name)
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
-		add("COUNTERSIGN_DATABASE_URL is not a PostgreSQL URL: write it as %s, or unset it for the embedded store", databaseURLForm)
+		add("COUNTERSIGN_DATABASE_URL is not a PostgreSQL URL: write it as %s, or unset it for the embedded store", DatabaseURLForm)
 	}
 	switch c.LogFormat {
 	case "", "text", "json":
@@ -353,7 +366,7 @@ func (c *Config) Validate() error {
 		add("COUNTERSIGN_LOG_FORMAT is %q: use text or json, or leave it unset (text on a terminal, else json)", c.LogFormat)
 	}
 	switch c.SlackCheck {
-	case "", slackCheckFail, slackCheckWarn:
+	case "", SlackCheckFail, SlackCheckWarn:
 	default:
 		add("COUNTERSIGN_SLACK_CHECK is %q: use fail or warn, or leave it unset (fail)", c.SlackCheck)
 	}
@@ -604,6 +617,10 @@ func validHTTPURL(s string) bool {
 
 // localApproverPrefix marks approvers who decide in the local review inbox.
 const localApproverPrefix = "local:"
+
+// DataDirErr says why no data directory could be found, when one is
+// needed; Validate reports it too.
+func (c *Config) DataDirErr() error { return c.dataDirErr }
 
 // Local reports whether serve runs without a configuration file, on the
 // local defaults (see local.go).
