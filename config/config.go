@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/callback"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/hook"
+	"github.com/countersign/countersign/identity"
 )
 
 // Config is everything serve needs, from the environment and the YAML file.
@@ -126,7 +127,7 @@ type AgentConfig struct {
 	Name        string       `yaml:"name"`
 	TokenSHA256 StringOrList `yaml:"token_sha256"`
 	Admin       bool         `yaml:"admin"`
-	// Owners are the people (Slack user or user-group ids) who own the
+	// Owners are the people (identities: users or user groups) who own the
 	// agent: they may not approve its requests.
 	Owners []string `yaml:"owners"`
 	// Callback, when set, receives the agent's requests' settled and
@@ -375,8 +376,8 @@ func (c *Config) Validate() error {
 	default:
 		add("COUNTERSIGN_INBOX is %q: use on, off, or leave it unset (on when Slack is not configured)", c.InboxSetting)
 	}
-	if !strings.HasPrefix(c.InboxReviewer, localApproverPrefix) {
-		add("COUNTERSIGN_INBOX_REVIEWER %q must start with %q, so it never passes for a Slack user", c.InboxReviewer, localApproverPrefix)
+	if id, err := identity.ParsePerson(c.InboxReviewer); err != nil || id.Scheme != identity.Local {
+		add("COUNTERSIGN_INBOX_REVIEWER %q must start with %q, so it never passes for a Slack user", c.InboxReviewer, identity.Local+":")
 	}
 	errs = append(errs, c.validateSecretLists()...)
 	errs = append(errs, c.validateExposure()...)
@@ -487,10 +488,8 @@ func (a AgentConfig) Validate() error {
 	if _, err := hook.ParseAgent(a.Name, a.TokenSHA256...); err != nil {
 		errs = append(errs, err)
 	}
-	for _, id := range a.Owners {
-		if !lookupID.MatchString(id) || strings.HasPrefix(id, "C") || strings.HasPrefix(id, "G") {
-			errs = append(errs, fmt.Errorf("owner %q is not a Slack user id (U…, W…) or a user-group id (S…)", id))
-		}
+	for _, err := range badIDs(a.Owners) {
+		errs = append(errs, fmt.Errorf("owner %v", err))
 	}
 	if a.Callback != nil {
 		if err := a.Callback.target().Validate(); err != nil {
@@ -527,10 +526,8 @@ func (t ToolConfig) Validate(name string, needsChannel bool) error {
 	if len(t.Approvers) == 0 {
 		add("approvers is empty, so nobody could approve it")
 	}
-	for _, id := range t.Approvers {
-		if !(strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") || strings.HasPrefix(id, "S") || strings.HasPrefix(id, localApproverPrefix)) {
-			add("approver %q is not a Slack user id (U…, W…), a user-group id (S…) or a local reviewer (local:name)", id)
-		}
+	for _, err := range badIDs(t.Approvers) {
+		add("approver %v", err)
 	}
 	if needsChannel && t.Channel == "" {
 		add("no channel for its cards; set tools.%s.channel or slack.channel", name)
@@ -598,10 +595,8 @@ func (t ToolConfig) validateNudges(name string) error {
 	if t.EscalateAfter == 0 && (len(t.EscalateTo) > 0 || t.EscalateAddsApprovers) {
 		add("escalate_to and escalate_adds_approvers need escalate_after, the wait before escalating")
 	}
-	for _, id := range t.EscalateTo {
-		if !(strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") || strings.HasPrefix(id, "S") || strings.HasPrefix(id, localApproverPrefix)) {
-			add("escalate_to %q is not a Slack user id (U…, W…), a user-group id (S…) or a local reviewer (local:name)", id)
-		}
+	for _, err := range badIDs(t.EscalateTo) {
+		add("escalate_to %v", err)
 	}
 	return errors.Join(errs...)
 }
@@ -614,9 +609,6 @@ func validHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
-
-// localApproverPrefix marks approvers who decide in the local review inbox.
-const localApproverPrefix = "local:"
 
 // DataDirErr says why no data directory could be found, when one is
 // needed; Validate reports it too.
@@ -642,11 +634,11 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 	tools := make(map[string]approvals.Tool, len(c.File.Tools))
 	for name, t := range c.File.Tools {
 		tools[name] = approvals.Tool{
-			Name: name, Channel: t.Channel, Approvers: t.Approvers,
+			Name: name, Channel: t.Channel, Approvers: canonical(t.Approvers),
 			RequestTTL: t.RequestTTL, MaxAttempts: t.MaxAttempts, Reversible: t.Reversible,
 			Approvals: t.Approvals, Tiers: t.reviewTiers(), RejectReason: approvals.ReasonRule(t.RejectReason),
 			Description: t.Description, EffectSchema: c.effectSchemas[name],
-			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: t.EscalateTo,
+			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: canonical(t.EscalateTo),
 			EscalateAddsApprovers: t.EscalateAddsApprovers,
 		}
 	}
@@ -658,7 +650,7 @@ func (c *Config) AgentOwners() map[string][]string {
 	owners := make(map[string][]string, len(c.File.Agents))
 	for _, a := range c.File.Agents {
 		if len(a.Owners) > 0 {
-			owners[a.Name] = a.Owners
+			owners[a.Name] = canonical(a.Owners)
 		}
 	}
 	return owners

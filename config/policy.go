@@ -126,10 +126,8 @@ func (t ToolConfig) validatePolicy(name string) []error {
 		if tier.Approvals < 0 {
 			add("tiers[%d]: approvals must be at least 1", i)
 		}
-		for _, id := range tier.Approvers {
-			if !approverID(id) {
-				add("tiers[%d]: approver %q is not a Slack user id (U…, W…), a user-group id (S…) or a local reviewer (local:name)", i, id)
-			}
+		for _, err := range badIDs(tier.Approvers) {
+			add("tiers[%d]: approver %v", i, err)
 		}
 		approvers := tier.Approvers
 		if len(approvers) == 0 {
@@ -150,17 +148,13 @@ func (t ToolConfig) validatePolicy(name string) []error {
 // approvers could ever give: only listed users, fewer than needed. A user
 // group may grow, so a list with one is not judged.
 func quorumReachable(needed int, approvers []string) error {
-	if needed <= 1 || slices.ContainsFunc(approvers, func(id string) bool { return strings.HasPrefix(id, "S") }) {
+	if needed <= 1 || slices.ContainsFunc(approvers, isGroup) {
 		return nil
 	}
 	if len(approvers) < needed {
 		return fmt.Errorf("needs %d approvals but lists only %d approvers and no user group, so it could never be approved", needed, len(approvers))
 	}
 	return nil
-}
-
-func approverID(id string) bool {
-	return strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") || strings.HasPrefix(id, "S") || strings.HasPrefix(id, localApproverPrefix)
 }
 
 // reviewTiers converts the tiers Validate accepted.
@@ -171,7 +165,7 @@ func (t ToolConfig) reviewTiers() []approvals.Tier {
 		if err != nil {
 			continue // Validate refused it
 		}
-		tiers = append(tiers, approvals.Tier{When: c, Approvals: tier.Approvals, Approvers: tier.Approvers})
+		tiers = append(tiers, approvals.Tier{When: c, Approvals: tier.Approvals, Approvers: canonical(tier.Approvers)})
 	}
 	return tiers
 }

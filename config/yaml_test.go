@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/identity"
 )
 
 // loadProblems loads a configuration file with env and returns Validate's
@@ -152,7 +154,7 @@ tools:
     dispatch: {url: "http://127.0.0.1:9/notes"}
 `, nil)
 	want := []string{
-		`FILE: line 5, column 25: agents[0]: owner "not-a-user" is not a Slack user id (U…, W…) or a user-group id (S…)`,
+		`FILE: line 5, column 25: agents[0]: owner "not-a-user" is not ` + identity.Forms,
 		`FILE: line 8, column 5: agents[1]: agent "ops-agent": token_sha256 must be 64 hex characters`,
 		`FILE: line 10, column 3: executor.expiry_schedule "every now and then" is not a cron schedule`,
 		`FILE: line 14, column 5: tools.billing.credit: approvers is empty, so nobody could approve it`,
