@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/importstest"
 )
 
 // The MCP server is a client of countersign: it reaches countersign only
@@ -37,4 +39,11 @@ func TestMCPServerImportsNoServerPackage(t *testing.T) {
 	if !sawClient {
 		t.Fatalf("go list -deps named %v, without the client", deps)
 	}
+}
+
+// The package holds its floor in docs/ARCHITECTURE.md's layers: it imports
+// only packages of countersign on a floor below its own
+// (internal/importstest/floors.go).
+func TestImportsHoldTheirFloor(t *testing.T) {
+	importstest.HoldsFloor(t, ".", "mcpserver")
 }
