@@ -19,8 +19,8 @@ type Decision struct {
 	Round       int
 	PayloadHash string // the hash on the card the decider clicked
 	Verdict     store.Verdict
-	DecidedBy   string // a Slack user id
-	Via         string // "slack", "inbox"
+	DecidedBy   string // the decider, as printed (identity.ID.String)
+	Via         string // the surface it came through (bot.Via, inbox.Via)
 	Reason      string // why, in the reviewer's words; see Tool.RejectReason
 }
 
@@ -285,8 +285,8 @@ type Resolution struct {
 	RequestID   string
 	ExecutionID int64
 	Action      string // what the executor is asked to do
-	By          string // a Slack user id
-	Via         string // "slack"
+	By          string // the clicker, as printed (identity.ID.String)
+	Via         string // the surface it came through (bot.Via, inbox.Via)
 }
 
 // AuthorizeResolution returns the request when by may resolve its execution.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/countersign/countersign/identity"
 	"github.com/countersign/countersign/internal/intentkey"
 	"github.com/countersign/countersign/internal/strictjson"
 )
@@ -24,7 +25,7 @@ type Intent struct {
 	Snapshot       []byte          // the effect's canonical bytes; set by DecodeIntent
 	Summary        string
 	Reason         string
-	RequestedFor   string // a Slack user id (U…, W…) or local:name; Submit refuses others
+	RequestedFor   string // one person (identity.ParsePerson); Submit refuses others
 	IdempotencyKey string
 }
 
@@ -93,7 +94,7 @@ func DecodeIntent(body []byte) (Intent, error) {
 	}{
 		{"summary", 2000, &in.Summary},
 		{"reason", 4000, &in.Reason},
-		{"requested_for", 64, &in.RequestedFor},
+		{"requested_for", identity.MaxLen, &in.RequestedFor},
 	} {
 		if *f.value, err = optionalString(fields, f.name, f.max); err != nil {
 			return Intent{}, err

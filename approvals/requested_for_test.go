@@ -22,6 +22,8 @@ func TestRequestedForMustBeAUserID(t *testing.T) {
 			"@" + requester,
 			"local:",
 			"ops@example.com",
+			groupID,            // a user group is nobody in particular
+			"slack:" + groupID, // with its scheme too
 		}
 		for i, id := range bad {
 			in := newIntent(&intentOpts{RunID: ptr(fmt.Sprintf("r-for-svc-%d", i))})
@@ -57,6 +59,18 @@ func TestRequestedForMustBeAUserID(t *testing.T) {
 		}
 		if _, err := b.svc.Decide(b.ctx, approve(local, "local:Reviewer")); !errors.Is(err, ErrSelfApproval) {
 			t.Fatalf("local:Reviewer approving a request for local:reviewer: %v, want ErrSelfApproval", err)
+		}
+
+		// A Slack id written with its scheme is stored bare, as a click
+		// reports the clicker, and the same person still may not approve.
+		in = newIntent(&intentOpts{RunID: ptr("r-for-scheme")})
+		in.RequestedFor = "slack:" + requester
+		schemed, _, err := b.svc.Submit(b.ctx, "billing-agent", in)
+		if err != nil || schemed.RequestedFor != requester {
+			t.Fatalf("requested_for slack:%s: stored as %q, %v", requester, schemed.RequestedFor, err)
+		}
+		if _, err := b.svc.Decide(b.ctx, approve(schemed, requester)); !errors.Is(err, ErrSelfApproval) {
+			t.Fatalf("the requester approving a request for slack:%s: %v, want ErrSelfApproval", requester, err)
 		}
 	})
 }

@@ -110,7 +110,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		// Every agent may use every configured tool.
 		return store.Request{}, false, &UnknownToolError{Tool: in.Tool, Available: slices.Sorted(maps.Keys(tools))}
 	}
-	if err := checkRequestedFor(in.RequestedFor); err != nil {
+	if in.RequestedFor, err = requestedFor(in.RequestedFor); err != nil {
 		return store.Request{}, false, err
 	}
 	if tool.EffectSchema != nil {

@@ -2,15 +2,16 @@ package approvals
 
 import (
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/countersign/countersign/identity"
 )
 
 // Tool is what review needs to know of a configured tool.
 type Tool struct {
 	Name        string
 	Channel     string        // Slack channel for its cards
-	Approvers   []string      // Slack user ids (U…, W…) and user-group ids (S…)
+	Approvers   []string      // identities as printed (identity.ID.String): people and user groups
 	RequestTTL  time.Duration // how long a request waits for a decision
 	MaxAttempts int           // the cap copied onto each execution
 	Reversible  bool
@@ -71,5 +72,9 @@ func (t Tool) configuredApprovers() []string {
 	return ids
 }
 
-// isGroupID reports whether a Slack id names a user group (they start with S).
-func isGroupID(id string) bool { return strings.HasPrefix(id, "S") }
+// isGroupID reports whether an approver names a user group
+// (identity.ID.IsGroup), whose members a GroupResolver lists.
+func isGroupID(s string) bool {
+	id, err := identity.Parse(s)
+	return err == nil && id.IsGroup()
+}

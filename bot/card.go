@@ -355,8 +355,8 @@ func mention(id string) string {
 	if id == "" {
 		return "—"
 	}
-	if validUserID(id) {
-		return "<@" + id + ">"
+	if user, ok := slackID(id); ok && !user.IsGroup() {
+		return "<@" + user.Value + ">"
 	}
 	return escape(id)
 }
@@ -364,22 +364,10 @@ func mention(id string) string {
 // approverMention renders an approver: a user or a user group (shown by
 // Slack as @handle), or anything else (a local reviewer) as text.
 func approverMention(id string) string {
-	if len(id) > 1 && id[0] == 'S' && validUserID("U"+id[1:]) {
-		return "<!subteam^" + id + ">"
+	if group, ok := slackID(id); ok && group.IsGroup() {
+		return "<!subteam^" + group.Value + ">"
 	}
 	return mention(id)
-}
-
-func validUserID(id string) bool {
-	if len(id) < 2 || len(id) > 32 || (id[0] != 'U' && id[0] != 'W') {
-		return false
-	}
-	for _, c := range id[1:] {
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // slackDate shows a time in each reader's zone, with a UTC fallback.

@@ -211,7 +211,7 @@ func codeOf(e store.Execution) string {
 }
 
 func actor(a string) string {
-	if validUserID(a) {
+	if user, ok := slackID(a); ok && !user.IsGroup() {
 		return mention(a)
 	}
 	return escape(a)

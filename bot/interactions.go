@@ -163,7 +163,7 @@ func (b *Bot) decide(ctx context.Context, c click) (outcome, answer string) {
 	}
 	d := approvals.Decision{
 		RequestID: c.Decision.RequestID, Round: c.Decision.Round, PayloadHash: c.Decision.PayloadHash,
-		Verdict: verdict, DecidedBy: c.User, Via: "slack",
+		Verdict: verdict, DecidedBy: c.User, Via: Via,
 	}
 	// Identical deliveries of one click in flight on this replica (Slack's
 	// retries, double clicks) share one call; the database still decides
@@ -220,7 +220,7 @@ func (b *Bot) resolve(ctx context.Context, c click) (outcome, answer string) {
 		return "no_resolver", "Resolution is not available on this server; ask an operator."
 	}
 	req, err := b.review.AuthorizeResolution(ctx, approvals.Resolution{
-		RequestID: c.Resolve.RequestID, ExecutionID: c.Resolve.ExecutionID, Action: c.ActionID, By: c.User, Via: "slack",
+		RequestID: c.Resolve.RequestID, ExecutionID: c.Resolve.ExecutionID, Action: c.ActionID, By: c.User, Via: Via,
 	})
 	if err != nil {
 		return b.refused("authorizing a resolution", err, slog.String("request_id", c.Resolve.RequestID))

@@ -57,23 +57,7 @@ func nudgeText(v cardView, row store.OutboxRow) string {
 // mentionAny mentions a user (<@U…>) or a user group (<!subteam^S…>);
 // anything else (a local reviewer) is written out, escaped.
 func mentionAny(id string) string {
-	if isGroupID(id) {
-		return "<!subteam^" + id + ">"
-	}
-	return mention(id)
-}
-
-// isGroupID reports whether id has the shape of a Slack user-group id.
-func isGroupID(id string) bool {
-	if len(id) < 2 || len(id) > 32 || id[0] != 'S' {
-		return false
-	}
-	for _, c := range id[1:] {
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return approverMention(id)
 }
 
 // replyMetadata marks a thread reply with its outbox row, so it can be

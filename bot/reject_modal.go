@@ -111,7 +111,7 @@ func (b *Bot) submitReject(ctx context.Context, payload []byte) (outcome string,
 	meta, reason := sub.Meta, sub.Reason
 	out, err := b.review.Decide(ctx, approvals.Decision{
 		RequestID: meta.RequestID, Round: meta.Round, PayloadHash: meta.PayloadHash,
-		Verdict: store.VerdictReject, DecidedBy: sub.User, Via: "slack", Reason: reason,
+		Verdict: store.VerdictReject, DecidedBy: sub.User, Via: Via, Reason: reason,
 	})
 	var input *approvals.InputError
 	if errors.As(err, &input) {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/importstest"
 )
 
 // The client is what agents and providers import: beyond the standard
@@ -33,4 +35,11 @@ func TestClientImportsNoServerPackage(t *testing.T) {
 			t.Errorf("the client depends on %s", dep)
 		}
 	}
+}
+
+// The package holds its floor in docs/ARCHITECTURE.md's layers: it imports
+// only packages of countersign on a floor below its own
+// (internal/importstest/floors.go).
+func TestImportsHoldTheirFloor(t *testing.T) {
+	importstest.HoldsFloor(t, ".", "client")
 }

@@ -34,5 +34,11 @@ func TestHookRefusesARequestedForThatIsNotAUserID(t *testing.T) {
 		if r := b.do(t, http.MethodPost, "/v1/requests", testToken, strings.NewReader(body), nil); r.status != http.StatusCreated {
 			t.Fatalf("requested_for %s: hook answered %d %s, want 201", requester, r.status, r.body)
 		}
+		// With its scheme, a Slack id is answered bare, as the audit has it.
+		body = `{"run_id":"r-for-scheme","step":1,"tool":"billing.credit","effect":{"invoice":"inv_1"},"requested_for":"slack:` + requester + `"}`
+		r := b.do(t, http.MethodPost, "/v1/requests", testToken, strings.NewReader(body), nil)
+		if r.status != http.StatusCreated || !strings.Contains(string(r.body), `"requested_for":"`+requester+`"`) {
+			t.Fatalf("requested_for slack:%s: hook answered %d %s, want 201 with it bare", requester, r.status, r.body)
+		}
 	})
 }

@@ -4,11 +4,14 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/importstest"
 )
 
 // The MCP server is a client of countersign: it reaches countersign only
 // through the Go client and the representation they share (wire), never a
-// service, a store or a database driver.
+// service, a store or a database driver; of the server's packages it takes
+// only leaves (identity's rule for ids).
 func TestMCPServerImportsNoServerPackage(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
@@ -22,6 +25,7 @@ func TestMCPServerImportsNoServerPackage(t *testing.T) {
 		"github.com/countersign/countersign/internal/intentkey": true,
 		"github.com/countersign/countersign/internal/signature": true,
 		"github.com/countersign/countersign/wire":               true,
+		"github.com/countersign/countersign/identity":           true, // a leaf: the rule for ids, standard library only
 	}
 	sawClient := false
 	for _, dep := range deps {
@@ -37,4 +41,11 @@ func TestMCPServerImportsNoServerPackage(t *testing.T) {
 	if !sawClient {
 		t.Fatalf("go list -deps named %v, without the client", deps)
 	}
+}
+
+// The package holds its floor in docs/ARCHITECTURE.md's layers: it imports
+// only packages of countersign on a floor below its own
+// (internal/importstest/floors.go).
+func TestImportsHoldTheirFloor(t *testing.T) {
+	importstest.HoldsFloor(t, ".", "mcpserver")
 }

@@ -10,20 +10,32 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/identity"
 	"github.com/countersign/countersign/wire"
 )
 
 // The fields of a write other than its tool and effect, as POST
 // /v1/requests takes them; request_write and every typed tool share them.
 const (
-	runIDSchema        = `{"type": "string", "minLength": 1, "description": "The id of the agent run deciding to write. It enters the key: keep it the same when you retry."}`
-	stepSchema         = `{"type": ["integer", "string"], "description": "The step of the run that decided the write, used exactly as given (6 and \"6\" are different steps). It enters the key: keep it the same when you retry."}`
-	summarySchema      = `{"type": "string", "description": "One line for the reviewer saying what the write does. Not part of the key."}`
-	reasonSchema       = `{"type": "string", "description": "Why the write is needed, for the reviewer. Not part of the key."}`
-	requestedForSchema = `{"type": "string", "description": "Who the write is for: a Slack user id (U…, W…) or local:name. That person may not approve it."}`
-	keySchema          = `{"type": "string", "pattern": "^[A-Za-z0-9._~:/+=-]{8,255}$", "description": "Only when this write was already tried under a key of your own: that key, instead of the derived one. 8 to 255 letters, digits and -_.:~/+=; one beginning with wa_ must be the derived key."}`
-	refSchema          = `{"type": "object", "required": ["ref"], "additionalProperties": false, "properties": {"ref": {"type": "string", "description": "The request's key (wa_…) or id, as a request_* tool returned it."}}}`
+	runIDSchema   = `{"type": "string", "minLength": 1, "description": "The id of the agent run deciding to write. It enters the key: keep it the same when you retry."}`
+	stepSchema    = `{"type": ["integer", "string"], "description": "The step of the run that decided the write, used exactly as given (6 and \"6\" are different steps). It enters the key: keep it the same when you retry."}`
+	summarySchema = `{"type": "string", "description": "One line for the reviewer saying what the write does. Not part of the key."}`
+	reasonSchema  = `{"type": "string", "description": "Why the write is needed, for the reviewer. Not part of the key."}`
+	keySchema     = `{"type": "string", "pattern": "^[A-Za-z0-9._~:/+=-]{8,255}$", "description": "Only when this write was already tried under a key of your own: that key, instead of the derived one. 8 to 255 letters, digits and -_.:~/+=; one beginning with wa_ must be the derived key."}`
+	refSchema     = `{"type": "object", "required": ["ref"], "additionalProperties": false, "properties": {"ref": {"type": "string", "description": "The request's key (wa_…) or id, as a request_* tool returned it."}}}`
 )
+
+// requestedForSchema is requested_for as countersign reads it: one person,
+// in the words and the pattern of package identity, which the server holds
+// it to.
+var requestedForSchema = func() string {
+	b, err := json.Marshal(map[string]any{"type": "string", "maxLength": identity.MaxLen, "pattern": identity.PersonPattern,
+		"description": "Who the write is for: " + identity.PersonForms + ". That person may not approve it."})
+	if err != nil {
+		panic(err) // constants only
+	}
+	return string(b)
+}()
 
 const retrySafe = "Calling it again with the same arguments is safe: the key is derived from run_id, step, tool and effect, so a retry returns the same request and stores nothing new."
 

@@ -41,3 +41,10 @@ func TestDriversImportOnlyTheCore(t *testing.T) {
 		}
 	}
 }
+
+// The package holds its floor in docs/ARCHITECTURE.md's layers: it imports
+// only packages of countersign on a floor below its own
+// (internal/importstest/floors.go).
+func TestImportsHoldTheirFloor(t *testing.T) {
+	importstest.HoldsFloor(t, ".", "store")
+}

@@ -4,7 +4,16 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/importstest"
 )
+
+// The package holds its floor in docs/ARCHITECTURE.md's layers: it imports
+// only packages of countersign on a floor below its own
+// (internal/importstest/floors.go).
+func TestImportsHoldTheirFloor(t *testing.T) {
+	importstest.HoldsFloor(t, ".", "cmd/chaos")
+}
 
 // The chaos program is a program, not a test: it depends on no test
 // helper (a package named …test) and not on package testing, so what it

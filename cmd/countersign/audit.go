@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store"
 )
 
@@ -86,7 +87,7 @@ func auditCommand(ctx context.Context, args []string, getenv func(string) string
 // auditVerify verifies the audit chains, against the anchor file if one is
 // named, and says where they stand.
 func auditVerify(ctx context.Context, anchorPath string, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := LoadConfig(getenv)
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func auditVerify(ctx context.Context, anchorPath string, getenv func(string) str
 // auditAnchor verifies the audit trail and writes its anchor: to file if
 // named, printing the summary, else all of it to stdout.
 func auditAnchor(ctx context.Context, file string, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := LoadConfig(getenv)
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}

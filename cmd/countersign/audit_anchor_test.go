@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/storetest"
@@ -102,7 +103,7 @@ func postgresOwner(dbURL string) func(t *testing.T, stmts ...string) {
 // withStore opens the store env names, migrated, for fn.
 func withStore(t *testing.T, env map[string]string, fn func(s *store.Ledger)) {
 	t.Helper()
-	cfg, err := LoadConfig(envFrom(env))
+	cfg, err := config.Load(envFrom(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestAuditAnchorerWritesTheFileOrLogs(t *testing.T) {
 // directory is there.
 func TestAuditAnchorConfiguration(t *testing.T) {
 	t.Parallel()
-	r := RetentionConfig{Schedule: "@every 10m", AnchorSchedule: "@daily", AnchorFile: "/var/lib/countersign/anchor.jsonl"}
+	r := config.RetentionConfig{Schedule: "@every 10m", AnchorSchedule: "@daily", AnchorFile: "/var/lib/countersign/anchor.jsonl"}
 	if err := r.Validate(); err != nil {
 		t.Errorf("a daily anchor to a file: %v", err)
 	}
@@ -419,8 +420,8 @@ func TestAuditAnchorConfiguration(t *testing.T) {
 		t.Errorf("an anchor_file without a schedule: %v", err)
 	}
 
-	cfg := &Config{}
-	cfg.File.Retention = RetentionConfig{AnchorSchedule: "@daily", AnchorFile: filepath.Join(t.TempDir(), "anchor.jsonl")}
+	cfg := &config.Config{}
+	cfg.File.Retention = config.RetentionConfig{AnchorSchedule: "@daily", AnchorFile: filepath.Join(t.TempDir(), "anchor.jsonl")}
 	if a := testApp(t, cfg, nil); !a.hasSweep("audit anchor") {
 		t.Errorf("serve does not schedule the anchor: %v", a.sched.names)
 	}

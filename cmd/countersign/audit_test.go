@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store"
 )
 
@@ -106,7 +107,7 @@ func migratedStoreWithRequest(t *testing.T, env map[string]string, key string) (
 	if code, _, stderr := runMigrate(t, env); code != 0 {
 		t.Fatalf("migrate: exit %d: %s", code, stderr)
 	}
-	cfg, err := LoadConfig(envFrom(env))
+	cfg, err := config.Load(envFrom(env))
 	if err != nil {
 		t.Fatal(err)
 	}

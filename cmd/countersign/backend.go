@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 	"github.com/countersign/countersign/store/postgres"
@@ -31,7 +32,7 @@ type backend struct {
 
 // openBackend opens the store, applies its migrations and builds what
 // delivers its wake-ups; newApp starts and stops them.
-func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backend, error) {
+func openBackend(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*backend, error) {
 	s, where, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -64,17 +65,17 @@ func openBackend(ctx context.Context, cfg *Config, logger *slog.Logger) (*backen
 // openStore opens PostgreSQL when COUNTERSIGN_DATABASE_URL is set, else the
 // embedded store in the data directory (created, owner only, if missing),
 // and the ledger on it as the configuration sets it.
-func openStore(ctx context.Context, cfg *Config) (*store.Ledger, string, error) {
+func openStore(ctx context.Context, cfg *config.Config) (*store.Ledger, string, error) {
 	opts := ledgerOptions(cfg)
 	if cfg.DatabaseURL != "" {
 		db, err := postgres.Open(ctx, cfg.DatabaseURL)
 		if err != nil {
-			return nil, "", fmt.Errorf("COUNTERSIGN_DATABASE_URL (%s): %w", databaseURLForm, err)
+			return nil, "", fmt.Errorf("COUNTERSIGN_DATABASE_URL (%s): %w", config.DatabaseURLForm, err)
 		}
 		return store.NewLedger(db, opts), "PostgreSQL", nil
 	}
-	if cfg.dataDirErr != nil {
-		return nil, "", cfg.dataDirErr
+	if cfg.DataDirErr() != nil {
+		return nil, "", cfg.DataDirErr()
 	}
 	if err := makeDataDir(cfg.DataDir); err != nil {
 		return nil, "", err
@@ -89,7 +90,7 @@ func openStore(ctx context.Context, cfg *Config) (*store.Ledger, string, error) 
 
 // ledgerOptions are the ledger's knobs from the configuration: the agents
 // whose requests queue callbacks.
-func ledgerOptions(cfg *Config) store.Options {
+func ledgerOptions(cfg *config.Config) store.Options {
 	targets := cfg.CallbackTargets()
 	names := make([]string, 0, len(targets))
 	for name := range targets {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store/embedded"
 )
 
@@ -27,7 +28,7 @@ func backup(ctx context.Context, file string, getenv func(string) string, stdout
 	if getenv("COUNTERSIGN_DATABASE_URL") != "" {
 		return errors.New("COUNTERSIGN_DATABASE_URL is set: the ledger is in PostgreSQL; back it up with pg_dump (pg_dump -Fc) or continuous archiving for point-in-time recovery (PITR), see the README's Backups")
 	}
-	dir, err := dataDir(getenv)
+	dir, err := config.DataDir(getenv)
 	if err != nil {
 		return err
 	}

@@ -16,13 +16,14 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store/storetest"
 )
 
 // testApp builds serve's components with newApp, on a fresh database, for
 // cfg with one agent and one tool unless cfg names its own; it stops what the test started, and closes the store,
 // when the test ends.
-func testApp(t *testing.T, cfg *Config, logger *slog.Logger) *app {
+func testApp(t *testing.T, cfg *config.Config, logger *slog.Logger) *app {
 	t.Helper()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -32,17 +33,17 @@ func testApp(t *testing.T, cfg *Config, logger *slog.Logger) *app {
 	cfg.ConfigPath = "countersign.yaml" // not the local run
 	cfg.DispatchSecret = smokeSecret
 	cfg.InboxSetting = "off"
-	cfg.InboxReviewer = defaultInboxReviewer
+	cfg.InboxReviewer = config.DefaultInboxReviewer
 	cfg.Listen = "127.0.0.1:0" // as below
 	if cfg.File.Agents == nil {
-		cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: StringOrList{hex.EncodeToString(sum[:])}}}
+		cfg.File.Agents = []config.AgentConfig{{Name: "smoke-agent", TokenSHA256: config.StringOrList{hex.EncodeToString(sum[:])}}}
 	}
 	if cfg.File.Tools == nil {
-		cfg.File.Tools = map[string]ToolConfig{"billing.credit": {
-			Channel: "C0BILLING", Approvers: []string{"UANA"}, Dispatch: DispatchConfig{URL: "http://127.0.0.1:9/credits"},
+		cfg.File.Tools = map[string]config.ToolConfig{"billing.credit": {
+			Channel: "C0BILLING", Approvers: []string{"UANA"}, Dispatch: config.DispatchConfig{URL: "http://127.0.0.1:9/credits"},
 		}}
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func (a *app) hasSweep(name string) bool {
 
 func TestStartBotWithoutTokenMountsNothing(t *testing.T) {
 	t.Parallel()
-	a := testApp(t, &Config{}, nil)
+	a := testApp(t, &config.Config{}, nil)
 	rec := httptest.NewRecorder()
 	a.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader("")))
 	if rec.Code != http.StatusNotFound {
@@ -97,7 +98,7 @@ func TestStartBotWithoutTokenMountsNothing(t *testing.T) {
 func TestStartBotDeliversThroughTheConfiguredAPI(t *testing.T) {
 	t.Parallel()
 	fake := bottest.New(t)
-	a := testApp(t, &Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}, nil)
+	a := testApp(t, &config.Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if a.review.Groups == nil {
@@ -145,7 +146,7 @@ func TestStartBotLookupAllowed(t *testing.T) {
 	const warning = "slack.lookup_allowed is not set"
 	for _, allowed := range [][]string{nil, {"USUP", "C0SUPPORT"}} {
 		fake := bottest.New(t)
-		cfg := &Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}
+		cfg := &config.Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}
 		cfg.File.Slack.LookupAllowed = allowed
 		logs := &syncBuffer{}
 		a := testApp(t, cfg, slog.New(slog.NewJSONHandler(logs, nil)))

@@ -53,7 +53,7 @@ func TestConfigCheckPrintsTheEffectiveConfigurationRedacted(t *testing.T) {
 // A configuration serve would refuse exits 1 with every problem at its line.
 func TestConfigCheckRefusesWithEveryProblem(t *testing.T) {
 	t.Parallel()
-	path := writeConfig(t, validAgent+"tools:\n  billing.credit:\n    approvers: []\n    dispatch: {url: \"ftp://x\"}\n")
+	path := writeConfig(t, "\nagents:\n  - name: billing-agent\n    token_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\ntools:\n  billing.credit:\n    approvers: []\n    dispatch: {url: \"ftp://x\"}\n")
 	var out, errOut bytes.Buffer
 	code := run(t.Context(), []string{"config", "check", path}, envFrom(map[string]string{"COUNTERSIGN_DISPATCH_SECRET": "s"}), nil, &out, &errOut)
 	if code != 1 || out.Len() != 0 {

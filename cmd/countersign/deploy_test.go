@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/executor"
 )
 
@@ -216,7 +217,7 @@ func TestKubernetesManifestsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	env["COUNTERSIGN_CONFIG"] = path
-	shipped, err := LoadConfig(envFrom(env))
+	shipped, err := config.Load(envFrom(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,15 +228,15 @@ func TestKubernetesManifestsAgree(t *testing.T) {
 			t.Errorf("the shipped ConfigMap and Secret: no %q in:\n%v", want, err)
 		}
 	}
-	if !strings.Contains(file, placeholderHash) {
-		t.Fatalf("the ConfigMap's token_sha256 is not the placeholder %q", placeholderHash)
+	if !strings.Contains(file, config.PlaceholderHash) {
+		t.Fatalf("the ConfigMap's token_sha256 is not the placeholder %q", config.PlaceholderHash)
 	}
 	sum := sha256.Sum256([]byte(strings.Repeat("t", 64)))
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(file, placeholderHash, hex.EncodeToString(sum[:]))), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(file, config.PlaceholderHash, hex.EncodeToString(sum[:]))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env["COUNTERSIGN_DISPATCH_SECRET"] = strings.Repeat("d", 64)
-	cfg, err := LoadConfig(envFrom(env))
+	cfg, err := config.Load(envFrom(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestKubernetesManifestsAgree(t *testing.T) {
 // longestStop is the most serve can take, from the end of the drain, to
 // stop with any tools: the executor's grace at its cap, or the HTTP server's
 // and the parked long-polls', or the callbacks' timeout, whichever is longer.
-func longestStop(t *testing.T, cfg *Config) time.Duration {
+func longestStop(t *testing.T, cfg *config.Config) time.Duration {
 	t.Helper()
 	longest := max(executor.MaxShutdownGrace, httpShutdownTimeout+parkedAnswerGrace)
 	if c := cfg.File.Callbacks.Timeout; c > longest {
@@ -295,7 +296,7 @@ func TestSystemdUnitWaitsForTheDrainAndTheShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TimeoutStopSec=%s: %v", m[1], err)
 	}
-	cfg := &Config{ConfigPath: "/etc/countersign/countersign.yml"}
+	cfg := &config.Config{ConfigPath: "/etc/countersign/countersign.yml"}
 	if set := regexp.MustCompile(`(?m)^Environment=COUNTERSIGN_DRAIN_DELAY=(\S*)$`).FindSubmatch(unit); set != nil {
 		cfg.DrainDelaySetting = string(set[1])
 	}

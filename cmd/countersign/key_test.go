@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/countersign/countersign/internal/intentkey/intentkeytest"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/intentkey/intentkeytest"
 )
 
 func TestKeyCommandPrintsTheDerivedKey(t *testing.T) {

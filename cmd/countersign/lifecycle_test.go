@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -159,7 +160,7 @@ func TestLifecycleUnwindsAFailedStart(t *testing.T) {
 func TestNewAppOrdersTheComponents(t *testing.T) {
 	t.Parallel()
 	fakeSlack := "http://127.0.0.1:9/api"
-	a := testApp(t, &Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fakeSlack}, nil)
+	a := testApp(t, &config.Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fakeSlack}, nil)
 	var names []string
 	for _, p := range a.parts {
 		names = append(names, p.name)

@@ -6,6 +6,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/config"
 )
 
 func TestServeNamesTheSettingWhenThePortIsTaken(t *testing.T) {
@@ -33,7 +35,7 @@ func TestLogFormat(t *testing.T) {
 			t.Errorf("format %q logged %q, want it to start %q", format, out.String(), want)
 		}
 	}
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_LOG_FORMAT": "yaml", "COUNTERSIGN_DATA_DIR": t.TempDir()}))
+	cfg, err := config.Load(envFrom(map[string]string{"COUNTERSIGN_LOG_FORMAT": "yaml", "COUNTERSIGN_DATA_DIR": t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func TestLogFormat(t *testing.T) {
 func TestDatabaseURLProblemsNameTheSetting(t *testing.T) {
 	t.Parallel()
 	for _, url := range []string{"localhost:5432/countersign", "mysql://root@127.0.0.1/db"} {
-		cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_DATABASE_URL": url, "COUNTERSIGN_DATA_DIR": t.TempDir()}))
+		cfg, err := config.Load(envFrom(map[string]string{"COUNTERSIGN_DATABASE_URL": url, "COUNTERSIGN_DATA_DIR": t.TempDir()}))
 		if err != nil {
 			t.Fatal(err)
 		}

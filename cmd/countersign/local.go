@@ -10,18 +10,17 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/config"
 )
 
 // The local run: what serve fills in when it starts without COUNTERSIGN_CONFIG,
 // so that `go run ./cmd/countersign serve` shows the whole loop on a machine
 // with Go alone.
 const (
-	localListen    = "127.0.0.1:8080"
 	localAgent     = "local-agent"
 	localTool      = "demo.refund"
 	localTokenFile = "local-agent-token"
@@ -29,40 +28,7 @@ const (
 	// sandboxPath is where serve mounts the built-in sandbox provider that the
 	// demo tool dispatches to.
 	sandboxPath = "/sandbox"
-	// defaultInboxReviewer is who decides through the inbox unless
-	// COUNTERSIGN_INBOX_REVIEWER names someone else.
-	defaultInboxReviewer = "local:reviewer"
 )
-
-// dataDir is where the embedded store and the local agent token live:
-// COUNTERSIGN_DATA_DIR, else the platform's per-user data directory.
-func dataDir(getenv func(string) string) (string, error) {
-	if d := getenv("COUNTERSIGN_DATA_DIR"); d != "" {
-		return d, nil
-	}
-	if runtime.GOOS != "linux" && runtime.GOOS != "freebsd" && runtime.GOOS != "openbsd" {
-		base, err := os.UserConfigDir() // ~/Library/Application Support, %AppData%
-		if err != nil {
-			return "", fmt.Errorf("finding a data directory (set COUNTERSIGN_DATA_DIR): %w", err)
-		}
-		return filepath.Join(base, "countersign"), nil
-	}
-	if x := getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "countersign"), nil
-	}
-	home := getenv("HOME")
-	if home == "" {
-		// An empty environment (env -i, a bare container or unit) still
-		// has a user: its home directory from the password database.
-		if u, err := user.Current(); err == nil && u.HomeDir != "" && u.HomeDir != "/" {
-			home = u.HomeDir
-		}
-	}
-	if home == "" {
-		return "", errors.New("neither COUNTERSIGN_DATA_DIR nor HOME is set, and the user has no home directory, so there is nowhere to keep the embedded store")
-	}
-	return filepath.Join(home, ".local", "share", "countersign"), nil
-}
 
 // localAgentToken returns the local agent's bearer token, created on first
 // use and kept in the data directory so that a pasted curl keeps working
@@ -93,15 +59,15 @@ func randomString(n int) string {
 // the demo tool dispatching to the sandbox served at base, and a dispatch
 // secret of its own, then the usual defaults. The demo tool's approver is
 // whoever decides in the inbox.
-func (c *Config) withLocal(base, token string) *Config {
+func withLocal(c *config.Config, base, token string) *config.Config {
 	d := *c
 	sum := sha256.Sum256([]byte(token))
-	d.File.Agents = []AgentConfig{{Name: localAgent, TokenSHA256: StringOrList{hex.EncodeToString(sum[:])}}}
-	d.File.Tools = map[string]ToolConfig{localTool: {
+	d.File.Agents = []config.AgentConfig{{Name: localAgent, TokenSHA256: config.StringOrList{hex.EncodeToString(sum[:])}}}
+	d.File.Tools = map[string]config.ToolConfig{localTool: {
 		Approvers:   []string{c.InboxReviewer},
-		Dispatch:    DispatchConfig{Method: "POST", URL: base + sandboxPath + "/refunds", Timeout: 5 * time.Second},
+		Dispatch:    config.DispatchConfig{Method: "POST", URL: base + sandboxPath + "/refunds", Timeout: 5 * time.Second},
 		KeyAware:    true,
-		Verify:      &EndpointConfig{URL: base + sandboxPath + "/objects?key={key}"},
+		Verify:      &config.EndpointConfig{URL: base + sandboxPath + "/objects?key={key}"},
 		MaxAttempts: 5,
 		// Short enough that a local reviewer sees expiry happen.
 		RequestTTL:  time.Hour,
@@ -111,7 +77,7 @@ func (c *Config) withLocal(base, token string) *Config {
 	if d.DispatchSecret == "" {
 		d.DispatchSecret = randomString(32)
 	}
-	return d.withDefaults()
+	return d.WithDefaults()
 }
 
 // printLocalBanner tells the person at the terminal how to use the local run.

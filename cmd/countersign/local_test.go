@@ -2,18 +2,18 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"os"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/config"
 )
 
 // The local run: no configuration and no database URL. An agent's curl
@@ -117,7 +117,7 @@ func TestLocalRunApprovesThroughTheInboxToTheSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		if view.Execution != nil && view.Execution.State == "succeeded" {
-			if view.Status != "approved" || view.Decision == nil || view.Decision.Via != "inbox" || view.Decision.By != defaultInboxReviewer || view.Execution.Attempts != 1 {
+			if view.Status != "approved" || view.Decision == nil || view.Decision.Via != "inbox" || view.Decision.By != config.DefaultInboxReviewer || view.Execution.Attempts != 1 {
 				t.Fatalf("view = %s", body)
 			}
 			break
@@ -263,35 +263,17 @@ func postThenApprove(t *testing.T, client *http.Client, base string, logs *syncB
 	return created
 }
 
-// An empty environment (env -i, a bare unit or container) still finds a
-// data directory: the user's home from the password database.
-func TestDataDirWithoutHOMEIsTheUsersHome(t *testing.T) {
-	u, err := user.Current()
-	if err != nil || u.HomeDir == "" || u.HomeDir == "/" {
-		t.Fatalf("this test needs a user with a home directory: %v %+v", err, u)
+// The local run's tool and agent are added to a copy: the configuration
+// they start from is left as it was read.
+func TestWithLocalLeavesItsInputAlone(t *testing.T) {
+	t.Parallel()
+	in := &config.Config{}
+	in.File.Tools = map[string]config.ToolConfig{"billing.credit": {Approvers: []string{"U0ANA"}}}
+	local := withLocal(in, "http://127.0.0.1:8080", "cs_local_token")
+	if _, ok := in.File.Tools[localTool]; ok || in.DispatchSecret != "" {
+		t.Error("withLocal changed its input")
 	}
-	got, err := dataDir(envFrom(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := filepath.Join(u.HomeDir, ".local", "share", "countersign"); got != want {
-		t.Errorf("dataDir = %q, want %q", got, want)
-	}
-}
-
-// A local run that cannot find a data directory says so, and only so: the
-// missing demo agent and tool follow from it and would bury the cause.
-func TestALocalRunWithoutADataDirNamesOnlyThatCause(t *testing.T) {
-	cfg, err := LoadConfig(envFrom(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.dataDirErr = errors.New("nowhere to keep the embedded store")
-	err = cfg.Validate()
-	if err == nil || !strings.Contains(err.Error(), "nowhere to keep the embedded store") {
-		t.Fatalf("Validate = %v, want the data directory's error", err)
-	}
-	if strings.Contains(err.Error(), "no agent") || strings.Contains(err.Error(), "no tool") {
-		t.Errorf("Validate = %v: derived errors follow the cause", err)
+	if got := local.File.Tools[localTool].Dispatch.URL; got != "http://127.0.0.1:8080"+sandboxPath+"/refunds" {
+		t.Errorf("demo tool dispatches to %q", got)
 	}
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"github.com/countersign/countersign/internal/requestid"
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/countersign/countersign/internal/requestid"
 )
 
 // newLogger returns serve's logger: lines for people when stderr is a

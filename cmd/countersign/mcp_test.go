@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/store/storetest"
 )
@@ -66,7 +67,7 @@ tools:
         currency: {$ref: "#/$defs/currency"}
       $defs:
         currency: {enum: [USD, EUR]}
-`, sum(mcpToken), sum(mcpOtherToken), mcpTool, defaultInboxReviewer, providerURL))
+`, sum(mcpToken), sum(mcpOtherToken), mcpTool, config.DefaultInboxReviewer, providerURL))
 }
 
 // mcpGate is serve on the embedded store with a tool that has an effect
@@ -320,7 +321,7 @@ func checkMCPReport(t *testing.T, g *mcpGate, r mcpReport) {
 	if r.Outcome.IsError || !outcome.Settled || outcome.Execution == nil || outcome.Execution.State != "succeeded" || outcome.Key != first.Key {
 		t.Errorf("wait_for_outcome: %s", r.Outcome.Structured)
 	}
-	wantText := "approved by " + defaultInboxReviewer + ", executed"
+	wantText := "approved by " + config.DefaultInboxReviewer + ", executed"
 	if !strings.Contains(r.Outcome.Text, wantText) {
 		t.Errorf("wait_for_outcome says %q, want it to contain %q", r.Outcome.Text, wantText)
 	}
@@ -489,7 +490,7 @@ tools:
     approvers: [U1]
     dispatch: {url: "http://127.0.0.1:9/e"}
 `)
-	cfg, err := LoadConfig(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": strings.Repeat("s", 32), "COUNTERSIGN_DATABASE_URL": "postgres://x/y"}))
+	cfg, err := config.Load(envFrom(map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": strings.Repeat("s", 32), "COUNTERSIGN_DATABASE_URL": "postgres://x/y"}))
 	if err != nil {
 		t.Fatal(err)
 	}

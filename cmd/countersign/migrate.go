@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store/postgres"
 )
 
@@ -57,7 +58,7 @@ func migrate(ctx context.Context, opts migrateOptions, getenv func(string) strin
 			return fmt.Errorf("--app-role: %w", err)
 		}
 	}
-	cfg, err := LoadConfig(getenv)
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/executor/providertest"
 	"github.com/countersign/countersign/migrations"
 	"github.com/countersign/countersign/store/storetest"
@@ -135,7 +136,7 @@ tools:
     dispatch: {url: "%s/credits"}
     key_aware: true
     verify: {url: "%s/objects?key={key}"}
-`, hex.EncodeToString(sum[:]), defaultInboxReviewer, providerSrv.URL, providerSrv.URL))
+`, hex.EncodeToString(sum[:]), config.DefaultInboxReviewer, providerSrv.URL, providerSrv.URL))
 	base, logs := startServeWith(t, envFrom(map[string]string{
 		"COUNTERSIGN_DATABASE_URL":    storetest.WithUser(ownerURL, role),
 		"COUNTERSIGN_CONFIG":          cfgPath,

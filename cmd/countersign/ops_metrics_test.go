@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/config"
 )
 
 // The alert rules load, and their unit tests (deploy/prometheus/alerts_test.yml)
@@ -71,14 +72,14 @@ func TestDashboardAndAlertsReadLiveMetrics(t *testing.T) {
 
 	fake := bottest.New(t)
 	sum := sha256.Sum256([]byte(smokeToken))
-	cfg := &Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}
-	cfg.File.Agents = []AgentConfig{{Name: "smoke-agent", TokenSHA256: StringOrList{hex.EncodeToString(sum[:])},
-		Callback: &CallbackConfig{URL: agentEndpoint.URL + "/callbacks", Secret: StringOrList{"callback-secret"}}}}
-	cfg.File.Tools = map[string]ToolConfig{"billing.credit": {
+	cfg := &config.Config{SlackBotToken: "xoxb-test", SlackSigningSecret: "s3cret", SlackAPIURL: fake.URL()}
+	cfg.File.Agents = []config.AgentConfig{{Name: "smoke-agent", TokenSHA256: config.StringOrList{hex.EncodeToString(sum[:])},
+		Callback: &config.CallbackConfig{URL: agentEndpoint.URL + "/callbacks", Secret: config.StringOrList{"callback-secret"}}}}
+	cfg.File.Tools = map[string]config.ToolConfig{"billing.credit": {
 		Channel: "C0BILLING", Approvers: []string{"UANA"}, KeyAware: true,
-		Dispatch: DispatchConfig{Method: "POST", URL: provider.URL + "/credits", Timeout: 5 * time.Second},
+		Dispatch: config.DispatchConfig{Method: "POST", URL: provider.URL + "/credits", Timeout: 5 * time.Second},
 	}}
-	cfg.File.Callbacks = CallbacksConfig{Poll: 50 * time.Millisecond, RetryBase: 50 * time.Millisecond}
+	cfg.File.Callbacks = config.CallbacksConfig{Poll: 50 * time.Millisecond, RetryBase: 50 * time.Millisecond}
 	cfg.File.Retention.VerifySchedule = "@daily" // exports the audit verifier's gauges
 	a := testApp(t, cfg, nil)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -3,6 +3,8 @@ package main
 import (
 	"log/slog"
 	"reflect"
+
+	"github.com/countersign/countersign/config"
 )
 
 // reload reads the configuration file again on SIGHUP and, when it is valid,
@@ -19,7 +21,7 @@ func (a *app) reload(getenv func(string) string) {
 		log.Warn("SIGHUP: the local run has no configuration file to reload (COUNTERSIGN_CONFIG is not set)")
 		return
 	}
-	loaded, err := LoadConfig(getenv)
+	loaded, err := config.Load(getenv)
 	if err == nil {
 		err = loaded.Validate()
 	}
@@ -37,7 +39,7 @@ func (a *app) reload(getenv func(string) string) {
 	}
 	a.review.Reconfigure(loaded.ReviewTools(), loaded.AgentOwners())
 	a.api.Agents().Store(loaded.AgentList())
-	a.executor.SetTools(loaded.executorTools())
+	a.executor.SetTools(loaded.ExecutorTools())
 	if a.callbacks != nil {
 		a.callbacks.SetTargets(loaded.CallbackTargets())
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/embedded"
 	"github.com/countersign/countersign/store/postgres"
@@ -86,7 +87,7 @@ func restore(ctx context.Context, opts restoreOptions, getenv func(string) strin
 	case opts.postgres:
 		db, err := postgres.Open(ctx, url)
 		if err != nil {
-			return fmt.Errorf("COUNTERSIGN_DATABASE_URL (%s): %w", databaseURLForm, err)
+			return fmt.Errorf("COUNTERSIGN_DATABASE_URL (%s): %w", config.DatabaseURLForm, err)
 		}
 		s := store.NewLedger(db, store.Options{})
 		defer s.Close()
@@ -101,7 +102,7 @@ func restore(ctx context.Context, opts restoreOptions, getenv func(string) strin
 	case url != "":
 		return errors.New("COUNTERSIGN_DATABASE_URL is set: restore PostgreSQL with pg_restore or your PITR procedure, then run `countersign restore --postgres` before starting serve (see the README's Backups)")
 	default:
-		dir, err := dataDir(getenv)
+		dir, err := config.DataDir(getenv)
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -82,8 +83,8 @@ tools:
 			t.Fatal(err)
 		}
 		waitExited(t, replicas[i])
-		if took := time.Since(began); took < defaultDrainDelay {
-			t.Errorf("replica %s exited %v after SIGTERM, before its drain delay of %v", host, took.Round(time.Millisecond), defaultDrainDelay)
+		if took := time.Since(began); took < config.DefaultDrainDelay {
+			t.Errorf("replica %s exited %v after SIGTERM, before its drain delay of %v", host, took.Round(time.Millisecond), config.DefaultDrainDelay)
 		}
 		// The same address again, as a restarted pod or unit: Caddy's
 		// health check finds it, and the next replica waits for that.

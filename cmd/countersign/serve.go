@@ -21,6 +21,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/callback"
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/hook"
 	"github.com/countersign/countersign/sandbox"
@@ -37,7 +38,7 @@ const (
 
 // app is serve's components, built once by newApp, and what they share.
 type app struct {
-	cfg      *Config
+	cfg      *config.Config
 	logger   *slog.Logger
 	db       store.Store
 	notifier store.Notifier
@@ -66,7 +67,7 @@ type app struct {
 }
 
 func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	loaded, err := LoadConfig(getenv)
+	loaded, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}
@@ -141,8 +142,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 // with a file, else the local defaults, whose demo tool dispatches to base
 // (or, when base is empty, to the configured listen address) and whose
 // agent token it returns.
-func resolveConfig(loaded *Config, base string) (*Config, string, error) {
-	if !loaded.Local() || loaded.dataDirErr != nil {
+func resolveConfig(loaded *config.Config, base string) (*config.Config, string, error) {
+	if !loaded.Local() || loaded.DataDirErr() != nil {
 		return loaded, "", nil
 	}
 	if err := makeDataDir(loaded.DataDir); err != nil {
@@ -158,7 +159,7 @@ func resolveConfig(loaded *Config, base string) (*Config, string, error) {
 	if base == "" {
 		base = "http://127.0.0.1:0" // replaced once the port is bound
 	}
-	return loaded.withLocal(base, token), token, nil
+	return withLocal(loaded, base, token), token, nil
 }
 
 // localBase is how this machine reaches the listen address listen, or ""
@@ -182,7 +183,7 @@ func localBase(listen string) string {
 // reads and writes, the executor, the bot, the sweeps, and the HTTP server
 // last, so nothing is served before what serves it runs. They stop in
 // reverse order (see lifecycle.stop and docs/EXECUTOR.md, "Shutdown").
-func newApp(ctx context.Context, cfg *Config, logger *slog.Logger, ln net.Listener) (_ *app, err error) {
+func newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.Listener) (_ *app, err error) {
 	b, err := openBackend(ctx, cfg, logger)
 	if err != nil {
 		return nil, err

@@ -8,17 +8,12 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/countersign/countersign/config"
 )
 
 // slackCheckTimeout bounds the auth.test call at start.
 const slackCheckTimeout = 10 * time.Second
-
-// Values of COUNTERSIGN_SLACK_CHECK: what serve does when Slack refuses the
-// bot token at start.
-const (
-	slackCheckFail = "fail" // the default: refuse to start, saying why
-	slackCheckWarn = "warn" // start anyway; cards wait in the outbox until the token works
-)
 
 // slackAuthErrors are auth.test's answers that mean the token itself is
 // wrong: waiting will not fix them.
@@ -57,7 +52,7 @@ func checkSlack(ctx context.Context, client *slack.Client, mode string, logger *
 		return nil
 	}
 	problem := fmt.Errorf("slack refused SLACK_BOT_TOKEN at auth.test (%v: %s); use the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions page, or set COUNTERSIGN_SLACK_CHECK=warn to start anyway", err, why)
-	if mode == slackCheckWarn {
+	if mode == config.SlackCheckWarn {
 		logger.Error(problem.Error())
 		return nil
 	}
@@ -66,7 +61,7 @@ func checkSlack(ctx context.Context, client *slack.Client, mode string, logger *
 
 // logSlackOff says that Slack is off when there is no bot token, loudly when
 // the configuration file has a slack block (someone meant to use it).
-func logSlackOff(cfg *Config, logger *slog.Logger) {
+func logSlackOff(cfg *config.Config, logger *slog.Logger) {
 	if cfg.SlackBotToken != "" {
 		return
 	}

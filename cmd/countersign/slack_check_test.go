@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store/storetest"
 )
 
@@ -96,14 +97,14 @@ func TestStartChecksTheSlackToken(t *testing.T) {
 func TestASlackBlockWithoutATokenSaysSlackIsOff(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	cfg := &Config{}
+	cfg := &config.Config{}
 	cfg.File.Slack.Channel = "C0BILLING"
 	logSlackOff(cfg, slog.New(slog.NewTextHandler(&out, nil)))
 	if !strings.Contains(out.String(), "slack is off: the configuration has a slack block but SLACK_BOT_TOKEN is not set") {
 		t.Errorf("logged %q", out.String())
 	}
 	out.Reset()
-	logSlackOff(&Config{}, slog.New(slog.NewTextHandler(&out, nil)))
+	logSlackOff(&config.Config{}, slog.New(slog.NewTextHandler(&out, nil)))
 	if !strings.Contains(out.String(), "slack is off (SLACK_BOT_TOKEN is not set)") {
 		t.Errorf("logged %q", out.String())
 	}
@@ -111,7 +112,7 @@ func TestASlackBlockWithoutATokenSaysSlackIsOff(t *testing.T) {
 
 func TestSlackCheckSettingIsValidated(t *testing.T) {
 	t.Parallel()
-	cfg, err := LoadConfig(envFrom(slackCheckEnv(t, nil, map[string]string{"COUNTERSIGN_SLACK_CHECK": "sometimes"})))
+	cfg, err := config.Load(envFrom(slackCheckEnv(t, nil, map[string]string{"COUNTERSIGN_SLACK_CHECK": "sometimes"})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/countersign/countersign/store"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/countersign/countersign/store"
 )
 
 // storeScrapeTimeout bounds the store reads of one scrape.

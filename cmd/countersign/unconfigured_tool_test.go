@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/store"
 )
 
@@ -20,7 +21,7 @@ import (
 // waits for nothing: serve names it at start and in /metrics.
 func TestReadyRowsOfAToolNoLongerConfiguredAreReported(t *testing.T) {
 	t.Parallel()
-	first := testApp(t, &Config{}, nil) // billing.credit, not started: nothing dispatches
+	first := testApp(t, &config.Config{}, nil) // billing.credit, not started: nothing dispatches
 	ctx := context.Background()
 	// A service without the app's intake batcher, which runs only once started.
 	review, err := approvals.New(approvals.Config{DB: first.db, Tools: first.cfg.ReviewTools(), Logger: slog.New(slog.DiscardHandler)})
@@ -39,7 +40,7 @@ func TestReadyRowsOfAToolNoLongerConfiguredAreReported(t *testing.T) {
 
 	// The same database, now configured with another tool only.
 	cfg := *first.cfg
-	cfg.File.Tools = map[string]ToolConfig{"billing.refund": cfg.File.Tools["billing.credit"]}
+	cfg.File.Tools = map[string]config.ToolConfig{"billing.refund": cfg.File.Tools["billing.credit"]}
 	var logs bytes.Buffer
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
