@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/delivery"
 	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
@@ -20,7 +21,7 @@ import (
 const (
 	DefaultPostInterval = time.Second // Slack allows about one post per second per channel
 	DefaultBatch        = 50
-	DefaultLease        = 8 * time.Second // renewed while a delivery is worked (claims.go); with the poll, a dead replica's rows go out within 10s
+	DefaultLease        = 8 * time.Second // renewed while a delivery is worked (the delivery worker); with the poll, a dead replica's rows go out within 10s
 	maxBodyBytes        = 256 << 10       // interaction payloads carry the whole card
 )
 
@@ -108,13 +109,9 @@ type Bot struct {
 	resolver Resolver
 	logger   *slog.Logger
 	metrics  *Metrics
-	interval time.Duration
 	batch    int
-	lease    time.Duration
-
-	mu     sync.Mutex
-	next   map[string]time.Time // channel → earliest next post
-	paused map[string]time.Time // channel → end of a 429 pause
+	pacer    *delivery.Pacer                   // posts to a channel, across the fleet
+	worker   *delivery.Worker[store.OutboxRow] // the outbox (deliver.go, outbox.go)
 
 	clicks    singleflight.Group // identical clicks in flight
 	answers   sync.WaitGroup
@@ -132,8 +129,7 @@ func New(cfg Config) *Bot {
 	b := &Bot{
 		slack: cfg.Slack, db: cfg.Cards, review: cfg.Review, lookup: cfg.Lookup, groups: cfg.Groups, secrets: cfg.SigningSecrets,
 		channel: cfg.DefaultChannel, resolver: cfg.Resolver, logger: cfg.Logger, metrics: cfg.Metrics,
-		interval: cfg.PostInterval, batch: cfg.Batch, lease: cfg.Lease, lookupAllowed: cfg.LookupAllowed,
-		next: make(map[string]time.Time), paused: make(map[string]time.Time),
+		batch: cfg.Batch, lookupAllowed: cfg.LookupAllowed,
 		answerSem:    make(chan struct{}, 32),
 		deliverEvery: cfg.DeliverInterval, socket: cfg.Socket,
 	}
@@ -146,15 +142,26 @@ func New(cfg Config) *Bot {
 	if b.metrics == nil {
 		b.metrics = newMetrics()
 	}
-	if b.interval == 0 {
-		b.interval = DefaultPostInterval
+	interval := cfg.PostInterval
+	if interval == 0 {
+		interval = DefaultPostInterval
 	}
 	if b.batch <= 0 {
 		b.batch = DefaultBatch
 	}
-	if b.lease <= 0 {
-		b.lease = DefaultLease
+	lease := cfg.Lease
+	if lease <= 0 {
+		lease = DefaultLease
 	}
+	b.pacer = delivery.NewPacer(budget{b.db}, interval, b.logger)
+	b.worker = delivery.New(delivery.Config[store.OutboxRow]{
+		Name: "outbox", Queue: outbox{b}, Deliver: b.deliverRow, Classify: classify,
+		Lane: b.targetChannel, Pacer: b.pacer,
+		Backoff:     delivery.Backoff{Base: backoffBase, Max: backoffMax},
+		MaxAttempts: maxTransientTry,
+		Batch:       b.batch, Lease: lease, Poll: b.deliverEvery, MaxRounds: maxDeliverRounds,
+		Logger: b.logger,
+	})
 	return b
 }
 

@@ -5,83 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"github.com/countersign/countersign/delivery"
 	"github.com/countersign/countersign/internal/mutant"
-	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/store"
 )
 
-// Retry policy for transient delivery errors (5xx, timeouts, lost connections).
 const (
-	backoffBase      = 2 * time.Second
-	backoffMax       = 5 * time.Minute
-	maxTransientTry  = 40 // a few hours, mostly at the cap; then failed, and the sweep takes over
 	postponeNoCard   = 2 * time.Second
 	historyPageLimit = 200
 	historyPages     = 3
 )
 
-// transientErrors are Slack error codes worth retrying; every other ok:false
-// answer (channel_not_found, not_in_channel, invalid_auth, …) will not change
-// with a retry, so the row is failed with the code and the error is logged.
-var transientErrors = []string{"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
-
-// reasonRateLimited is recorded on a row Slack refused with 429: its post
-// certainly did not land.
-const reasonRateLimited = "rate limited"
-
-// postponed is a delivery that cannot be made yet; it is not an attempt.
-type postponed struct {
-	delay  time.Duration
-	reason string
-}
-
-func (p *postponed) Error() string { return p.reason }
-
 // DeliverOnce claims due outbox rows and delivers them: one goroutine per
 // channel, rows of a channel in order and spaced by the post interval. It
 // returns how many rows it claimed. Errors of single rows are recorded on the
 // rows; the returned error is only for the claim itself.
-func (b *Bot) DeliverOnce(ctx context.Context) (int, error) {
-	rows, err := b.db.ClaimOutbox(ctx, b.batch, b.lease)
-	if err != nil || len(rows) == 0 {
-		return 0, err
-	}
-	held := b.holdClaims(ctx, rows)
-	defer held.release()
-	byChannel := make(map[string][]store.OutboxRow)
-	var order []string
-	for _, row := range rows {
-		ch := b.targetChannel(ctx, row)
-		if _, seen := byChannel[ch]; !seen {
-			order = append(order, ch)
-		}
-		byChannel[ch] = append(byChannel[ch], row)
-	}
-	var wg sync.WaitGroup
-	for _, ch := range order {
-		wg.Add(1)
-		go func(ch string, rows []store.OutboxRow) {
-			defer wg.Done()
-			for _, row := range rows {
-				if ctx.Err() != nil {
-					return // the lease brings the rest back
-				}
-				b.deliverRow(ctx, ch, row)
-				held.finished(row.ID)
-			}
-		}(ch, byChannel[ch])
-	}
-	wg.Wait()
-	return len(rows), nil
-}
+func (b *Bot) DeliverOnce(ctx context.Context) (int, error) { return b.worker.RunOnce(ctx) }
 
 // targetChannel groups a row by the channel it will write to: the card's for
 // updates and replies, the tool's for posts.
@@ -98,18 +43,10 @@ func (b *Bot) targetChannel(ctx context.Context, row store.OutboxRow) string {
 	return b.toolChannel(req.Tool)
 }
 
-// deliverRow makes one delivery and records its outcome on the row.
-func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRow) {
-	kind := string(row.Kind)
-	log := b.logger.With(slog.Int64("outbox_id", row.ID), slog.String("kind", kind), slog.String("request_id", row.RequestID))
-	if until := b.pausedUntil(ctx, channel); !until.IsZero() {
-		b.metrics.Deliveries.WithLabelValues(kind, "postponed").Inc()
-		b.record(ctx, log, func(ctx context.Context) error {
-			return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Delay: time.Until(until), Reason: "channel paused by a rate limit"})
-		})
-		return
-	}
-
+// deliverRow makes one delivery of row; the worker classifies its error
+// and records the outcome.
+func (b *Bot) deliverRow(ctx context.Context, row store.OutboxRow) (delivery.Done, error) {
+	channel := b.targetChannel(ctx, row)
 	var note string
 	var err error
 	switch row.Kind {
@@ -122,78 +59,7 @@ func (b *Bot) deliverRow(ctx context.Context, channel string, row store.OutboxRo
 	default:
 		err = fmt.Errorf("unknown outbox kind %q", row.Kind)
 	}
-	if err != nil && ctx.Err() != nil {
-		return // shutting down; the outcome is unknown and the lease brings the row back
-	}
-
-	// The Slack API URL is configurable; its words stay out of the row
-	// and the log like every outbound call's.
-	why := outbound.Describe(err)
-	var p *postponed
-	var rl *slack.RateLimitedError
-	var se slack.SlackErrorResponse
-	switch {
-	case err == nil:
-		b.metrics.Deliveries.WithLabelValues(kind, "delivered").Inc()
-		b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxDelivered(ctx, row.ID, note) })
-	case errors.As(err, &p):
-		b.metrics.Deliveries.WithLabelValues(kind, "postponed").Inc()
-		b.record(ctx, log, func(ctx context.Context) error {
-			return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Delay: p.delay, Reason: p.reason})
-		})
-	case errors.As(err, &rl):
-		wait := max(rl.RetryAfter, time.Second)
-		b.pause(ctx, channel, wait)
-		b.metrics.Deliveries.WithLabelValues(kind, "rate_limited").Inc()
-		log.Warn("slack rate limit", slog.String("channel", channel), slog.Duration("retry_after", wait))
-		b.record(ctx, log, func(ctx context.Context) error {
-			return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Delay: wait, Reason: reasonRateLimited, Attempted: true})
-		})
-	case errors.As(err, &se) && !slices.Contains(transientErrors, se.Err), errors.Is(err, errPermanent):
-		b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
-		log.Error("slack delivery failed for good", slog.String("channel", channel), slog.String("error", why))
-		b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxFailed(ctx, row.ID, why) })
-		if row.Kind == store.OutboxUpdateCard && se.Err == "message_not_found" {
-			// Someone deleted the card: stop the sweep from updating it for ever.
-			b.record(ctx, log, func(ctx context.Context) error {
-				return b.db.MarkCardRendered(ctx, store.MarkCardRenderedParams{RequestID: row.RequestID, Round: row.Round, State: "message_not_found", Settled: true})
-			})
-		}
-	default:
-		if row.Attempts >= maxTransientTry {
-			b.metrics.Deliveries.WithLabelValues(kind, "failed").Inc()
-			log.Error("slack delivery gave up", slog.Int("attempts", row.Attempts), slog.String("error", why))
-			b.record(ctx, log, func(ctx context.Context) error { return b.db.MarkOutboxFailed(ctx, row.ID, why) })
-			return
-		}
-		b.metrics.Deliveries.WithLabelValues(kind, "retry").Inc()
-		log.Warn("slack delivery will be retried", slog.Int("attempts", row.Attempts), slog.String("error", why))
-		b.record(ctx, log, func(ctx context.Context) error {
-			return b.db.RetryOutbox(ctx, store.RetryOutboxParams{ID: row.ID, Delay: backoff(row.Attempts), Reason: why, Attempted: true})
-		})
-	}
-}
-
-// errPermanent marks a delivery that can never be made (its request is gone).
-var errPermanent = errors.New("permanent")
-
-// record writes a row's outcome; a failure only delays the row (its lease
-// runs out and it is delivered again), so it is logged.
-func (b *Bot) record(ctx context.Context, log *slog.Logger, fn func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := fn(ctx); err != nil {
-		log.Error("recording delivery outcome", slog.String("error", err.Error()))
-	}
-}
-
-// backoff is exponential with full jitter over the upper half, capped.
-func backoff(attempts int) time.Duration {
-	d := backoffMax
-	if attempts < 20 {
-		d = min(backoffBase<<max(attempts-1, 0), backoffMax)
-	}
-	return d/2 + rand.N(d/2+1)
+	return delivery.Done{Note: note}, err
 }
 
 // post posts a round's card, unless it is already there: recorded in cards,
@@ -421,89 +287,14 @@ func (b *Bot) noCardYet(ctx context.Context, row store.OutboxRow) (string, error
 		return "", err
 	}
 	if pending {
-		return "", &postponed{delay: postponeNoCard, reason: "waiting for the card to be posted"}
+		return "", delivery.Postpone(postponeNoCard, "waiting for the card to be posted")
 	}
 	return "no card to update", nil
 }
 
 // wait spaces posts to a channel by the post interval, across the fleet:
 // the slot comes from the shared budget in the ledger (slack_pacing), so
-// replicas together keep Slack's pace. When the ledger cannot answer, this
-// process's own spacing stands in.
-func (b *Bot) wait(ctx context.Context, channel string) error {
-	if b.interval < 0 {
-		return nil
-	}
-	d, err := b.db.TakePostSlot(ctx, channel, b.interval)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		b.logger.Warn("taking a post slot from the shared budget failed; pacing this process alone",
-			slog.String("channel", channel), slog.String("error", err.Error()))
-		d = b.localSlot(channel)
-	}
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		// A 429 another replica met while this one waited pauses it too.
-		if p, err := b.db.ChannelPause(ctx, channel); err == nil && p > 0 {
-			return &postponed{delay: p, reason: "channel paused by a rate limit"}
-		}
-	}
-	return nil
-}
-
-// localSlot is this process's own next slot for channel, from now.
-func (b *Bot) localSlot(channel string) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	at := latest(b.next[channel], now)
-	b.next[channel] = at.Add(b.interval)
-	return at.Sub(now)
-}
-
-// pause holds posts to channel back for d, on every replica: the pause is
-// kept in the ledger, and in this process too for when the ledger cannot
-// be reached.
-func (b *Bot) pause(ctx context.Context, channel string, d time.Duration) {
-	b.mu.Lock()
-	b.paused[channel] = latest(b.paused[channel], time.Now().Add(d))
-	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := b.db.PauseChannel(ctx, channel, d); err != nil {
-		b.logger.Warn("sharing a rate limit's pause failed; this process alone waits it out",
-			slog.String("channel", channel), slog.String("error", err.Error()))
-	}
-}
-
-// pausedUntil is when channel's pause ends, this process's or another
-// replica's; zero when it is not paused.
-func (b *Bot) pausedUntil(ctx context.Context, channel string) time.Time {
-	b.mu.Lock()
-	until, ok := b.paused[channel]
-	if ok && time.Now().After(until) {
-		delete(b.paused, channel)
-		until = time.Time{}
-	}
-	b.mu.Unlock()
-	if !until.IsZero() {
-		return until
-	}
-	d, err := b.db.ChannelPause(ctx, channel)
-	if err != nil || d <= 0 {
-		return time.Time{}
-	}
-	return time.Now().Add(d)
-}
+// replicas together keep Slack's pace.
+func (b *Bot) wait(ctx context.Context, channel string) error { return b.pacer.Wait(ctx, channel) }
 
 func earliest(ts ...time.Time) time.Time { return slices.MinFunc(ts, time.Time.Compare) }
-
-func latest(ts ...time.Time) time.Time { return slices.MaxFunc(ts, time.Time.Compare) }
