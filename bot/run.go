@@ -12,10 +12,6 @@ import (
 // deliveries.
 const DefaultDeliverInterval = time.Second
 
-// maxDeliverRounds bounds the batches one poll delivers, so a backlog drains
-// without one poll running for ever.
-const maxDeliverRounds = 20
-
 // Start runs the outbox delivery loop and, when Config.Socket is set, Socket
 // Mode, and returns. They stop when ctx ends or Stop is called.
 func (b *Bot) Start(ctx context.Context) error {
@@ -24,7 +20,7 @@ func (b *Bot) Start(ctx context.Context) error {
 		return fmt.Errorf("starting the bot: %w", err)
 	}
 	ctx = b.UntilStopping(ctx) // neither loop has anything to finish
-	if err := b.worker.Start(ctx); err != nil {
+	if err := b.delivery.Start(ctx); err != nil {
 		return err
 	}
 	if b.socket != nil {
@@ -43,7 +39,7 @@ func (b *Bot) Start(ctx context.Context) error {
 // Stop ends what Start runs and waits, until ctx ends, for it and for the
 // ephemeral answers still in flight.
 func (b *Bot) Stop(ctx context.Context) error {
-	if err := errors.Join(b.worker.Stop(ctx), b.Base.Stop(ctx)); err != nil {
+	if err := errors.Join(b.delivery.Stop(ctx), b.Base.Stop(ctx)); err != nil {
 		return fmt.Errorf("stopping the bot: %w", err)
 	}
 	done := make(chan struct{})

@@ -28,6 +28,10 @@ const (
 	Postponed
 )
 
+// ReasonRateLimited is the reason an adapter gives a RateLimited failure,
+// recorded on the item: its attempt certainly did not land.
+const ReasonRateLimited = "rate limited"
+
 // Failure is a classified error of one attempt.
 type Failure struct {
 	Class  Class
