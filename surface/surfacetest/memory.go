@@ -130,6 +130,14 @@ func (m *Memory) FindReply(_ context.Context, ref string, r surface.Reply) (bool
 
 func (m *Memory) Classify(err error) *delivery.Failure { return delivery.Classify(err) }
 
+// Holds gives the surface a card it showed before (say, under an earlier
+// schema): ref at the destination before its first "/".
+func (m *Memory) Holds(ref, requestID, key string, round int, state string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cards = append(m.cards, &Card{Ref: ref, Destination: m.DestinationOf(ref), RequestID: requestID, Key: key, Round: round, State: state})
+}
+
 // Card returns a copy of the card of a request round, if one was posted.
 func (m *Memory) Card(requestID string, round int) (Card, bool) {
 	m.mu.Lock()
