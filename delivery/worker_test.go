@@ -75,7 +75,9 @@ type budget struct {
 	paused map[string]time.Time
 }
 
-func (b *budget) TakeSlot(context.Context, string, time.Duration) (time.Duration, error) { return 0, nil }
+func (b *budget) TakeSlot(context.Context, string, time.Duration) (time.Duration, error) {
+	return 0, nil
+}
 
 func (b *budget) Pause(_ context.Context, lane string, d time.Duration) error {
 	b.mu.Lock()
