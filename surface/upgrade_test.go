@@ -155,6 +155,7 @@ func oldPostgres(t *testing.T) *store.Ledger {
 	if _, err := old.ExecContext(ctx, `INSERT INTO slack_pacing (channel, next_post_at, paused_until) VALUES ('C1', now(), now() + interval '8 s')`); err != nil {
 		t.Fatal(err)
 	}
+	downAndBack(t, old, goose.DialectPostgres, migrations.Postgres)
 	d, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -182,6 +183,7 @@ func oldSQLite(t *testing.T) *store.Ledger {
 	if _, err := old.ExecContext(ctx, `INSERT INTO slack_pacing (channel, next_post_at, paused_until) VALUES ('C1', `+us+`, `+us+` + 8000000)`); err != nil {
 		t.Fatal(err)
 	}
+	downAndBack(t, old, goose.DialectSQLite3, migrations.SQLite)
 	old.Close()
 	d, err := embedded.Open(ctx, path)
 	if err != nil {
@@ -199,6 +201,34 @@ func migrateUpTo(t *testing.T, db *sql.DB, dialect goose.Dialect, all fs.FS) {
 	}
 	if _, err := provider.Up(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// downAndBack migrates db up through the surfaces' migration and down
+// again: the Slack-only schema's rows come back as they were.
+func downAndBack(t *testing.T, db *sql.DB, dialect goose.Dialect, all fs.FS) {
+	t.Helper()
+	ctx := context.Background()
+	provider, err := goose.NewProvider(dialect, db, all, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.UpTo(ctx, schemaBeforeSurfaces+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.DownTo(ctx, schemaBeforeSurfaces); err != nil {
+		t.Fatal(err)
+	}
+	for query, want := range map[string]string{
+		`SELECT channel || '/' || ts FROM cards`:                                          "C1/1.1",
+		`SELECT card_channel || '/' || card_ts FROM requests WHERE id = '` + posted + `'`: "C1/1.1",
+		`SELECT channel FROM slack_pacing`:                                                "C1",
+		`SELECT CAST(count(*) AS TEXT) FROM outbox WHERE state = 'pending'`:               "3",
+	} {
+		var got string
+		if err := db.QueryRowContext(ctx, query).Scan(&got); err != nil || got != want {
+			t.Errorf("%s after down = %q, %v; want %q", query, got, err, want)
+		}
 	}
 }
 

@@ -44,9 +44,9 @@ ALTER TABLE surface_pacing RENAME COLUMN destination TO channel;
 ALTER TABLE surface_pacing RENAME TO slack_pacing;
 ALTER TABLE slack_pacing ADD CONSTRAINT slack_pacing_pkey PRIMARY KEY (channel);
 
+UPDATE requests SET card_surface = NULL, card_ref = NULL WHERE card_surface <> 'slack';
 UPDATE requests SET card_surface = split_part(card_ref, '/', 1), card_ref = split_part(card_ref, '/', 2)
     WHERE card_surface = 'slack';
-UPDATE requests SET card_surface = NULL, card_ref = NULL WHERE card_surface IS NOT NULL AND card_ref NOT LIKE '%.%';
 ALTER TABLE requests RENAME COLUMN card_ref TO card_ts;
 ALTER TABLE requests RENAME COLUMN card_surface TO card_channel;
 

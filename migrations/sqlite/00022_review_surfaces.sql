@@ -52,10 +52,10 @@ INSERT INTO slack_pacing (channel, next_post_at, paused_until)
     SELECT destination, next_post_at, paused_until FROM surface_pacing WHERE surface = 'slack';
 DROP TABLE surface_pacing;
 
+UPDATE requests SET card_surface = NULL, card_ref = NULL WHERE card_surface <> 'slack';
 UPDATE requests SET card_surface = substr(card_ref, 1, instr(card_ref, '/') - 1),
     card_ref = substr(card_ref, instr(card_ref, '/') + 1)
     WHERE card_surface = 'slack';
-UPDATE requests SET card_surface = NULL, card_ref = NULL WHERE card_surface IS NOT NULL AND card_ref NOT LIKE '%.%';
 ALTER TABLE requests RENAME COLUMN card_ref TO card_ts;
 ALTER TABLE requests RENAME COLUMN card_surface TO card_channel;
 
