@@ -87,7 +87,7 @@ SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1 AND request_id = $2);
 	SELECT x.kind, r.request_id, r.decision_round, x.data::jsonb, r.updated_at, r.updated_at
 	FROM r CROSS JOIN unnest($9::text[], $10::text[], $13::boolean[]) AS x(kind, data, coalesces)
 	WHERE NOT (x.coalesces AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = r.request_id
-		AND w.round = r.decision_round AND w.kind = x.kind AND {{outbox_waiting}}))
+		AND w.round = r.decision_round AND w.kind = x.kind AND w.surface = '' AND {{outbox_waiting}}))
 )
 SELECT {{execution_columns}}, decision_round AS round, coalesce($1::timestamptz, now()) AS db_now
 FROM r LEFT JOIN LATERAL (SELECT pg_notify($12, r.request_id::text) WHERE $11::boolean) n ON true;
@@ -148,7 +148,7 @@ WITH i AS (
 	FROM unnest($19::bigint[], $20::text[], $21::text[], $28::boolean[]) AS x(ord, kind, data, coalesces)
 	JOIN r ON r.ord = x.ord
 	WHERE NOT (x.coalesces AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = r.request_id
-		AND w.round = r.round AND w.kind = x.kind AND {{outbox_waiting}}))
+		AND w.round = r.round AND w.kind = x.kind AND w.surface = '' AND {{outbox_waiting}}))
 ), cb AS (
 	INSERT INTO callbacks (request_id, agent, event, next_attempt_at, give_up_at, created_at)
 	SELECT r.request_id, q.requested_by, x.event,
