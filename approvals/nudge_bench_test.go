@@ -28,7 +28,7 @@ func BenchmarkNudgeSweep(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := bundle.store.RecordCard(bundle.ctx, store.Card{RequestID: req.ID, Round: 1, Channel: "C1", TS: run}); err != nil {
+		if _, err := bundle.store.RecordCard(bundle.ctx, store.Card{RequestID: req.ID, Round: 1, Surface: "slack", Ref: "C1/" + run}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -197,7 +197,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 // (the post failed for good), it queues the card again.
 func (s *Service) answerReplay(ctx context.Context, existing store.Request, postQueued bool, agent, basisHash string) (store.Request, bool, error) {
 	if existing.RequestedBy == agent && existing.BasisHash == basisHash &&
-		existing.Status == store.RequestPending && existing.CardTS == "" && !postQueued {
+		existing.Status == store.RequestPending && existing.CardRef == "" && !postQueued {
 		if err := s.DB.RedriveCard(ctx, existing.ID); err != nil {
 			return store.Request{}, false, err
 		}

@@ -14,14 +14,15 @@ import (
 	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/surface"
 )
 
 // Defaults for Config fields left zero.
 const (
-	DefaultPostInterval = time.Second // Slack allows about one post per second per channel
-	DefaultBatch        = 50
-	DefaultLease        = 8 * time.Second // renewed while a delivery is worked (claims.go); with the poll, a dead replica's rows go out within 10s
-	maxBodyBytes        = 256 << 10       // interaction payloads carry the whole card
+	DefaultPostInterval = surface.DefaultPostInterval // Slack allows about one post per second per channel
+	DefaultBatch        = surface.DefaultBatch
+	DefaultLease        = surface.DefaultLease // renewed while a delivery is worked; with the poll, a dead replica's rows go out within 10s
+	maxBodyBytes        = 256 << 10            // interaction payloads carry the whole card
 )
 
 // Config is what a Bot needs.
@@ -46,6 +47,9 @@ type Config struct {
 	DeliverInterval time.Duration
 	// Socket, when set, is the Socket Mode connection Start runs.
 	Socket *socketmode.Client
+	// Surfaces are review surfaces besides Slack that every tool's cards
+	// go to, delivered by the same outbox loop.
+	Surfaces []surface.Adapter
 
 	// LookupAllowed lists the users (U…, W…), user groups (S…) and channels
 	// (C…, G…) whose slash commands may look requests up; empty: everyone.
@@ -65,29 +69,12 @@ type Reviewer interface {
 }
 
 // Cards is the ledger's delivery side the bot works (a store.Store): the
-// outbox rows it delivers, the cards it records, and what a card shows. It
-// is all the bot may read or write in the ledger besides the Reviewer's
-// decisions.
+// outbox rows it delivers to its surfaces, the cards they record, what a
+// card shows, and the convergence sweep. It is all the bot may read or
+// write in the ledger besides the Reviewer's decisions.
 type Cards interface {
-	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]store.OutboxRow, error)
-	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
-	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
-	RetryOutbox(ctx context.Context, p store.RetryOutboxParams) error
-	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error
-	TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
-	PauseChannel(ctx context.Context, channel string, d time.Duration) error
-	ChannelPause(ctx context.Context, channel string) (time.Duration, error)
-	PostPending(ctx context.Context, requestID string, round int) (bool, error)
-	OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error)
+	surface.Ledger
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
-	CardFor(ctx context.Context, requestID string, round int) (store.Card, error)
-	RecordCard(ctx context.Context, c store.Card) (store.Card, error)
-	MarkCardRendered(ctx context.Context, p store.MarkCardRenderedParams) error
-	CardState(ctx context.Context, requestID string, round int) (string, error)
-	RequestByID(ctx context.Context, id string) (store.Request, error)
-	DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error)
-	ExecutionForDecision(ctx context.Context, decisionID int64) (store.Execution, error)
-	VotesFor(ctx context.Context, requestID string, round int) ([]store.Vote, error)
 }
 
 // Lookup answers the slash command's lookups (lookup.Service).
@@ -108,13 +95,7 @@ type Bot struct {
 	resolver Resolver
 	logger   *slog.Logger
 	metrics  *Metrics
-	interval time.Duration
-	batch    int
-	lease    time.Duration
-
-	mu     sync.Mutex
-	next   map[string]time.Time // channel → earliest next post
-	paused map[string]time.Time // channel → end of a 429 pause
+	delivery *surface.Deliverer // the outbox, to Slack and Config.Surfaces
 
 	clicks    singleflight.Group // identical clicks in flight
 	answers   sync.WaitGroup
@@ -132,10 +113,9 @@ func New(cfg Config) *Bot {
 	b := &Bot{
 		slack: cfg.Slack, db: cfg.Cards, review: cfg.Review, lookup: cfg.Lookup, groups: cfg.Groups, secrets: cfg.SigningSecrets,
 		channel: cfg.DefaultChannel, resolver: cfg.Resolver, logger: cfg.Logger, metrics: cfg.Metrics,
-		interval: cfg.PostInterval, batch: cfg.Batch, lease: cfg.Lease, lookupAllowed: cfg.LookupAllowed,
-		next: make(map[string]time.Time), paused: make(map[string]time.Time),
-		answerSem:    make(chan struct{}, 32),
-		deliverEvery: cfg.DeliverInterval, socket: cfg.Socket,
+		lookupAllowed: cfg.LookupAllowed,
+		answerSem:     make(chan struct{}, 32),
+		deliverEvery:  cfg.DeliverInterval, socket: cfg.Socket,
 	}
 	if b.deliverEvery <= 0 {
 		b.deliverEvery = DefaultDeliverInterval
@@ -146,15 +126,11 @@ func New(cfg Config) *Bot {
 	if b.metrics == nil {
 		b.metrics = newMetrics()
 	}
-	if b.interval == 0 {
-		b.interval = DefaultPostInterval
-	}
-	if b.batch <= 0 {
-		b.batch = DefaultBatch
-	}
-	if b.lease <= 0 {
-		b.lease = DefaultLease
-	}
+	b.delivery = surface.New(surface.Config{
+		Ledger: b.db, Tools: b.review, Adapters: append([]surface.Adapter{b.Surface()}, cfg.Surfaces...),
+		PostInterval: cfg.PostInterval, Batch: cfg.Batch, Lease: cfg.Lease, Poll: b.deliverEvery,
+		Logger: b.logger, Deliveries: b.metrics.Deliveries, Nudges: b.metrics.Nudges,
+	})
 	return b
 }
 

@@ -2,9 +2,7 @@ package bot
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/surface"
 )
 
 // Contract names on the card (docs/ARCHITECTURE.md, "The contracts").
@@ -33,72 +32,8 @@ const (
 	maxEffectText  = 2800 // leaves room for the code fence and the note
 )
 
-// cardView is everything a round's card shows, read from the database.
-type cardView struct {
-	Request   store.Request
-	Round     int
-	State     string // countersign_card_state
-	Decision  *store.Decision
-	Execution *store.Execution
-	Tool      approvals.Tool
-	Votes     []store.Vote // the round's, oldest first
-	Approvers []string     // the request's (frozen) approvers
-}
-
-// settled reports whether the card can no longer change.
-func (v cardView) settled() bool {
-	switch {
-	case v.State == "superseded", store.Settled(store.RequestStatus(v.State), ""):
-		return true
-	case v.Execution != nil:
-		return store.Settled(store.RequestApproved, v.Execution.State)
-	}
-	return false
-}
-
-// open reports whether the card still has something to ask or show a
-// reviewer: its request is not settled, and not pending past its expiry
-// (the sweep has yet to record it expired).
-func (v cardView) open(now time.Time) bool {
-	if v.settled() {
-		return false
-	}
-	return v.Request.Status != store.RequestPending || now.Before(v.Request.ExpiresAt)
-}
-
-// loadCard reads what a round's card must show.
-func (b *Bot) loadCard(ctx context.Context, requestID string, round int) (cardView, error) {
-	db := b.db
-	req, err := db.RequestByID(ctx, requestID)
-	if err != nil {
-		return cardView{}, err
-	}
-	state, err := db.CardState(ctx, requestID, round)
-	if err != nil {
-		return cardView{}, err
-	}
-	v := cardView{Request: req, Round: round, State: state}
-	v.Tool, _ = b.review.Tool(req.Tool)
-	v.Approvers = b.review.Approvers(req)
-	if v.Votes, err = db.VotesFor(ctx, requestID, round); err != nil {
-		return cardView{}, err
-	}
-	d, err := db.DecisionFor(ctx, requestID, round)
-	switch {
-	case err == nil:
-		v.Decision = &d
-		e, err := db.ExecutionForDecision(ctx, d.ID)
-		switch {
-		case err == nil:
-			v.Execution = &e
-		case !errors.Is(err, store.ErrNotFound):
-			return cardView{}, err
-		}
-	case !errors.Is(err, store.ErrNotFound):
-		return cardView{}, err
-	}
-	return v, nil
-}
+// cardView is everything a round's card shows, read from the ledger.
+type cardView = surface.View
 
 // decisionValue is what an approve or reject button carries: enough for the
 // click to be checked against the round and the payload the reviewer saw.

@@ -187,7 +187,7 @@ func detailText(d lookup.Detail) string {
 			fmt.Fprintf(&sb, "  %s %s by %s%s\n", ev.At.UTC().Format("2006-01-02 15:04:05"), escape(string(ev.Kind)), actor(ev.Actor), eventDetail(ev.Data))
 		}
 	}
-	if link := cardLink(req.CardChannel, req.CardTS); link != "" {
+	if link := slackCardLink(req); link != "" {
 		fmt.Fprintf(&sb, "<%s|Open the card>\n", link)
 	} else {
 		sb.WriteString("The card has not been posted yet.\n")
@@ -228,4 +228,12 @@ func eventDetail(data map[string]any) string {
 		parts[i] = f.Name + "=" + escape(cut(f.Value, 80))
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// slackCardLink links the request's card when it is Slack's.
+func slackCardLink(req store.Request) string {
+	if req.CardSurface != SurfaceName {
+		return ""
+	}
+	return cardLink(splitRef(req.CardRef))
 }

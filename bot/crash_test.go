@@ -82,7 +82,7 @@ func TestKilledWorkerLeavesOneCard(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	b.fake.AfterPost(nil)
-	if got := b.request(req.ID).CardTS; got != "" {
+	if got := tsOf(b.request(req.ID).CardRef); got != "" {
 		t.Fatalf("the killed worker recorded ts %q", got)
 	}
 
@@ -91,8 +91,8 @@ func TestKilledWorkerLeavesOneCard(t *testing.T) {
 		t.Fatalf("chat.postMessage calls = %d, want 1", n)
 	}
 	msgs := b.fake.Messages(billingChan)
-	if len(msgs) != 1 || b.request(req.ID).CardTS != msgs[0].TS {
-		t.Fatalf("%d cards; recorded ts %q", len(msgs), b.request(req.ID).CardTS)
+	if len(msgs) != 1 || tsOf(b.request(req.ID).CardRef) != msgs[0].TS {
+		t.Fatalf("%d cards; recorded ts %q", len(msgs), tsOf(b.request(req.ID).CardRef))
 	}
 }
 

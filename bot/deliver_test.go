@@ -27,8 +27,8 @@ func TestPostCard(t *testing.T) {
 			t.Fatalf("chat.postMessage calls = %d, want 1", n)
 		}
 		stored := b.request(req.ID)
-		if stored.CardChannel != billingChan || stored.CardTS == "" {
-			t.Fatalf("card not recorded on the request: %q %q", stored.CardChannel, stored.CardTS)
+		if channelOf(stored.CardRef) != billingChan || tsOf(stored.CardRef) == "" {
+			t.Fatalf("card not recorded on the request: %q %q", channelOf(stored.CardRef), tsOf(stored.CardRef))
 		}
 		m := b.card(req.ID, 1)
 		var md struct {
@@ -163,7 +163,7 @@ func TestUnknownPostOutcomeLeavesOneCard(t *testing.T) {
 		if msgs := b.fake.Messages(billingChan); len(msgs) != 1 {
 			t.Fatalf("%d cards in the channel, want 1", len(msgs))
 		}
-		if got, want := b.request(req.ID).CardTS, b.fake.Messages(billingChan)[0].TS; got != want {
+		if got, want := tsOf(b.request(req.ID).CardRef), b.fake.Messages(billingChan)[0].TS; got != want {
 			t.Fatalf("recorded ts %q, card ts %q", got, want)
 		}
 	})
@@ -185,7 +185,7 @@ func TestCrashBetweenPostAndRecordLeavesOneCard(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.fake.AfterPost(nil)
-		if got := b.request(req.ID).CardTS; got != "" {
+		if got := tsOf(b.request(req.ID).CardRef); got != "" {
 			t.Fatalf("the crashed worker recorded ts %q", got)
 		}
 		if n := len(b.fake.Messages(billingChan)); n != 1 {
@@ -196,8 +196,8 @@ func TestCrashBetweenPostAndRecordLeavesOneCard(t *testing.T) {
 		if n := b.fake.Count("chat.postMessage"); n != 1 {
 			t.Fatalf("chat.postMessage calls = %d, want 1", n)
 		}
-		if msgs := b.fake.Messages(billingChan); len(msgs) != 1 || b.request(req.ID).CardTS != msgs[0].TS {
-			t.Fatalf("cards = %d, recorded ts %q", len(msgs), b.request(req.ID).CardTS)
+		if msgs := b.fake.Messages(billingChan); len(msgs) != 1 || tsOf(b.request(req.ID).CardRef) != msgs[0].TS {
+			t.Fatalf("cards = %d, recorded ts %q", len(msgs), tsOf(b.request(req.ID).CardRef))
 		}
 	})
 }
@@ -223,7 +223,7 @@ func TestRateLimitStormLosesNothing(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for _, r := range reqs {
-			ts := b.request(r.ID).CardTS
+			ts := tsOf(b.request(r.ID).CardRef)
 			if ts == "" || seen[ts] {
 				t.Fatalf("request %s has card ts %q (duplicate or missing)", r.Key, ts)
 			}
@@ -245,7 +245,7 @@ func TestTransientErrorIsRetried(t *testing.T) {
 		b.fake.FailNext("chat.postMessage", bottest.Failure{Status: 503}, bottest.Failure{SlackError: "internal_error"})
 		req := b.submit(intent{})
 		b.deliver()
-		if got := b.request(req.ID).CardTS; got == "" {
+		if got := tsOf(b.request(req.ID).CardRef); got == "" {
 			t.Fatal("the card was not posted after transient errors")
 		}
 		if n := len(b.fake.Messages(billingChan)); n != 1 {
@@ -385,7 +385,7 @@ func TestDuplicatePostIsTakenBack(t *testing.T) {
 	req := b.submit(intent{})
 	b.fake.AfterPost(func(m bottest.Message) {
 		// Another replica's card for the round is recorded while this post is in flight.
-		b.exec(`INSERT INTO cards (request_id, round, channel, ts) VALUES ($1, 1, $2, '1.000001')`, req.ID, billingChan)
+		b.exec(`INSERT INTO cards (request_id, round, surface, ref) VALUES ($1, 1, 'slack', $2 || '/1.000001')`, req.ID, billingChan)
 	})
 	b.deliver()
 	if n := b.fake.Count("chat.delete"); n != 1 {
@@ -394,7 +394,7 @@ func TestDuplicatePostIsTakenBack(t *testing.T) {
 	if msgs := b.fake.Messages(billingChan); len(msgs) != 0 {
 		t.Fatalf("%d cards left from this worker, want 0 (the other replica's stands)", len(msgs))
 	}
-	if c, _ := b.store.CardFor(b.ctx, req.ID, 1); c.TS != "1.000001" {
-		t.Fatalf("the card that stands is %q", c.TS)
+	if c, _ := b.store.CardFor(b.ctx, req.ID, 1, onSlack); tsOf(c.Ref) != "1.000001" {
+		t.Fatalf("the card that stands is %q", tsOf(c.Ref))
 	}
 }

@@ -1,8 +1,12 @@
-// Package bot is countersign's Slack reviewer surface.
+// Package bot is countersign's Slack reviewer surface: the first adapter
+// of the review-surface port (Surface, a surface.Adapter), and the clicks
+// and slash commands that come back from Slack.
 //
-// A worker delivers the outbox (DeliverOnce): it posts one approval card per
-// request round, updates it as the request and its execution move, and
-// replies in the card's thread when a write fails or needs a human. Cards are
+// The outbox loop (DeliverOnce, a surface.Deliverer on the delivery
+// worker) delivers to Slack and to any surface in Config.Surfaces: it posts
+// one approval card per request round, updates it as the request and its
+// execution move, and replies in the card's thread when a write fails or
+// needs a human. A card is recorded under the ref "channel/ts". Cards are
 // always rendered from the database (request, the round's decision and
 // execution), never from the outbox row, and carry message metadata
 // (event_type countersign_card, the key and round) so a post whose outcome is

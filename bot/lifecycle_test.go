@@ -52,8 +52,8 @@ func TestCardFollowsTheWrite(t *testing.T) {
 			t.Fatalf("after %s the card lacks %q:\n%s", s.set, s.want, text)
 		}
 	}
-	c, _ := b.store.CardFor(b.ctx, req.ID, 1)
-	replies := b.fake.Replies(c.Channel, c.TS)
+	c, _ := b.store.CardFor(b.ctx, req.ID, 1, onSlack)
+	replies := b.fake.Replies(channelOf(c.Ref), tsOf(c.Ref))
 	if len(replies) != 1 || !strings.Contains(replies[0].Text, "<@UANA>") || !strings.Contains(replies[0].Text, "card_declined") {
 		t.Fatalf("thread replies = %+v", replies)
 	}
@@ -120,8 +120,8 @@ func TestNeedsReview(t *testing.T) {
 	if ids := strings.Join(m.ActionIDs(), ","); ids != "mark_succeeded,mark_failed,resend" {
 		t.Fatalf("needs-review buttons = %s", ids)
 	}
-	c, _ := b.store.CardFor(b.ctx, req.ID, 1)
-	if r := b.fake.Replies(c.Channel, c.TS); len(r) != 1 || !strings.Contains(r[0].Text, "needs review") || !strings.Contains(r[0].Text, "<@UANA>") {
+	c, _ := b.store.CardFor(b.ctx, req.ID, 1, onSlack)
+	if r := b.fake.Replies(channelOf(c.Ref), tsOf(c.Ref)); len(r) != 1 || !strings.Contains(r[0].Text, "needs review") || !strings.Contains(r[0].Text, "<@UANA>") {
 		t.Fatalf("thread replies = %+v", r)
 	}
 	value := m.ButtonValue("mark_succeeded")
@@ -190,7 +190,7 @@ func TestConvergence(t *testing.T) {
 	b.click("UANA", billingChan, "reject", decisionValue(other))
 	b.deliver()
 	b.exec(`UPDATE outbox SET created_at = now() - interval '1 hour' WHERE state = 'failed'`)
-	if c, _ := b.store.CardFor(b.ctx, other.ID, 1); !c.Settled {
+	if c, _ := b.store.CardFor(b.ctx, other.ID, 1, onSlack); !c.Settled {
 		t.Fatal("a deleted card is still swept")
 	}
 	if n, _ := b.bot.ConvergeOnce(b.ctx); n != 0 {
@@ -230,8 +230,8 @@ func TestSupersedeGetsANewCard(t *testing.T) {
 	if strings.Join(fresh.ActionIDs(), ",") != "approve,reject" {
 		t.Fatalf("new card buttons: %v", fresh.ActionIDs())
 	}
-	if got := b.request(req.ID); got.CardTS != fresh.TS {
-		t.Fatalf("the request points at card %s, not the new %s", got.CardTS, fresh.TS)
+	if got := b.request(req.ID); tsOf(got.CardRef) != fresh.TS {
+		t.Fatalf("the request points at card %s, not the new %s", tsOf(got.CardRef), fresh.TS)
 	}
 	b.click("UBEN", billingChan, "approve", decisionValue(req)) // round 1's value
 	if !hasAny(b.ephemerals("UBEN"), "stale") {
@@ -251,7 +251,7 @@ func TestConvergencePostsAMissingCard(t *testing.T) {
 	b.fake.FailNext("chat.postMessage", bottest.Failure{SlackError: "not_in_channel"})
 	req := b.submit(intent{})
 	b.deliver()
-	if b.request(req.ID).CardTS != "" {
+	if tsOf(b.request(req.ID).CardRef) != "" {
 		t.Fatal("a refused post was recorded")
 	}
 	if n, _ := b.bot.ConvergeOnce(b.ctx); n != 0 {
@@ -264,7 +264,7 @@ func TestConvergencePostsAMissingCard(t *testing.T) {
 		t.Fatalf("the sweep queued %d (%v), want 1", n, err)
 	}
 	b.deliver()
-	if got := b.request(req.ID).CardTS; got == "" || len(b.fake.Messages(billingChan)) != 1 {
+	if got := tsOf(b.request(req.ID).CardRef); got == "" || len(b.fake.Messages(billingChan)) != 1 {
 		t.Fatalf("card ts %q, %d cards", got, len(b.fake.Messages(billingChan)))
 	}
 	if n, _ := b.bot.ConvergeOnce(b.ctx); n != 0 {

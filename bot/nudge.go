@@ -11,22 +11,16 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/surface"
 )
 
 // ReplyEventType is the message metadata event type of every thread reply.
 const ReplyEventType = "countersign_reply"
 
-// nudgeOf reports whether an outbox row is a reminder or an escalation,
-// and which.
-func nudgeOf(row store.OutboxRow) (store.NudgeKind, bool) {
-	kind, _ := row.Data["nudge"].(string)
-	return store.NudgeKind(kind), kind != ""
-}
-
 // nudgeText is a reminder or escalation: who is asked, how long the round
 // has waited, and the short key.
-func nudgeText(v cardView, row store.OutboxRow) string {
-	kind, _ := nudgeOf(row)
+func nudgeText(v surface.View, row store.OutboxRow) string {
+	kind, _ := surface.Reply{Row: row}.Nudge()
 	mentions, _ := row.Data["mention"].(string)
 	var who []string
 	for _, id := range strings.Fields(mentions) {
@@ -68,19 +62,20 @@ func replyMetadata(req store.Request, row store.OutboxRow) slack.SlackMetadata {
 	}}
 }
 
-// findReply reports whether the card's thread holds the reply of row
+// FindReply reports whether the card's thread holds the reply of r's row
 // already: an earlier attempt may have posted it and died before
 // recording it.
-func (b *Bot) findReply(ctx context.Context, card store.Card, row store.OutboxRow) (bool, error) {
-	params := &slack.GetConversationRepliesParameters{ChannelID: card.Channel, Timestamp: card.TS,
+func (s slackSurface) FindReply(ctx context.Context, ref string, r surface.Reply) (bool, error) {
+	channel, ts := splitRef(ref)
+	params := &slack.GetConversationRepliesParameters{ChannelID: channel, Timestamp: ts,
 		Limit: historyPageLimit, IncludeAllMetadata: true}
 	for range historyPages {
-		msgs, hasMore, cursor, err := b.slack.GetConversationRepliesContext(ctx, params)
+		msgs, hasMore, cursor, err := s.b.slack.GetConversationRepliesContext(ctx, params)
 		if err != nil {
 			return false, err
 		}
 		for _, m := range msgs {
-			if isReply(m.Metadata, row.ID) {
+			if isReply(m.Metadata, r.Row.ID) {
 				return true, nil
 			}
 		}

@@ -35,11 +35,11 @@ func (b *bundle) nudgeAt(ahead time.Duration) int {
 
 func (b *bundle) replies(req store.Request) []bottest.Message {
 	b.t.Helper()
-	c, err := b.store.CardFor(b.ctx, req.ID, req.Round)
+	c, err := b.store.CardFor(b.ctx, req.ID, req.Round, onSlack)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return b.fake.Replies(c.Channel, c.TS)
+	return b.fake.Replies(channelOf(c.Ref), tsOf(c.Ref))
 }
 
 // A pending request gets one reminder naming the approvers (not the person

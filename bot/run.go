@@ -12,10 +12,6 @@ import (
 // deliveries.
 const DefaultDeliverInterval = time.Second
 
-// maxDeliverRounds bounds the batches one tick delivers, so a backlog drains
-// without one tick running for ever.
-const maxDeliverRounds = 20
-
 // Start runs the outbox delivery loop and, when Config.Socket is set, Socket
 // Mode, and returns. They stop when ctx ends or Stop is called.
 func (b *Bot) Start(ctx context.Context) error {
@@ -24,7 +20,7 @@ func (b *Bot) Start(ctx context.Context) error {
 		return fmt.Errorf("starting the bot: %w", err)
 	}
 	ctx = b.UntilStopping(ctx) // neither loop has anything to finish
-	if err := b.Go(func() { b.deliverLoop(ctx) }); err != nil {
+	if err := b.delivery.Start(ctx); err != nil {
 		return err
 	}
 	if b.socket != nil {
@@ -43,7 +39,7 @@ func (b *Bot) Start(ctx context.Context) error {
 // Stop ends what Start runs and waits, until ctx ends, for it and for the
 // ephemeral answers still in flight.
 func (b *Bot) Stop(ctx context.Context) error {
-	if err := b.Base.Stop(ctx); err != nil {
+	if err := errors.Join(b.delivery.Stop(ctx), b.Base.Stop(ctx)); err != nil {
 		return fmt.Errorf("stopping the bot: %w", err)
 	}
 	done := make(chan struct{})
@@ -56,31 +52,5 @@ func (b *Bot) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return errors.New("slack answers still in flight at shutdown")
-	}
-}
-
-// deliverLoop runs DeliverOnce every interval until ctx ends; a full batch
-// is followed at once by the next, up to maxDeliverRounds per tick.
-func (b *Bot) deliverLoop(ctx context.Context) {
-	tick := time.NewTicker(b.deliverEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		for range maxDeliverRounds {
-			n, err := b.DeliverOnce(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					b.logger.Error("outbox delivery failed", slog.String("error", err.Error()))
-				}
-				break
-			}
-			if n < b.batch {
-				break
-			}
-		}
 	}
 }

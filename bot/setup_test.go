@@ -24,6 +24,7 @@ import (
 	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/store/postgres"
 	"github.com/countersign/countersign/store/storetest"
+	"github.com/countersign/countersign/surface"
 )
 
 const (
@@ -59,6 +60,8 @@ type options struct {
 	driver *drivertest.Driver
 	// signingSecrets are Slack's signing secrets; nil is secret alone.
 	signingSecrets []string
+	// surfaces are review surfaces besides Slack.
+	surfaces []surface.Adapter
 }
 
 func setup(t testing.TB, opts *options) *bundle {
@@ -121,6 +124,7 @@ func setup(t testing.TB, opts *options) *bundle {
 	b := bot.New(bot.Config{
 		Slack: client, Review: review, Cards: ledger, Lookup: lookup.Service{DB: ledger}, Groups: groups, SigningSecrets: signingSecrets, Resolver: opts.resolver,
 		Logger: logger, PostInterval: -1, Lease: opts.lease, LookupAllowed: opts.lookupAllowed,
+		Surfaces: opts.surfaces,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/interactions", b.Interactions())
@@ -255,13 +259,13 @@ func (b *bundle) request(id string) store.Request {
 // card returns the fake's copy of a request round's card.
 func (b *bundle) card(id string, round int) bottest.Message {
 	b.t.Helper()
-	c, err := b.store.CardFor(b.ctx, id, round)
+	c, err := b.store.CardFor(b.ctx, id, round, onSlack)
 	if err != nil {
 		b.t.Fatalf("card of %s round %d: %v", id, round, err)
 	}
-	m, ok := b.fake.Message(c.Channel, c.TS)
+	m, ok := b.fake.Message(channelOf(c.Ref), tsOf(c.Ref))
 	if !ok {
-		b.t.Fatalf("card %s/%s is not in the fake", c.Channel, c.TS)
+		b.t.Fatalf("card %s/%s is not in the fake", channelOf(c.Ref), tsOf(c.Ref))
 	}
 	return m
 }
@@ -353,3 +357,11 @@ func newClient(fake *bottest.Slack) *slack.Client {
 
 // slackClient is a second client on the bundle's fake Slack.
 func (b *bundle) slackClient() *slack.Client { return newClient(b.fake) }
+
+// channelOf and tsOf read a Slack card's ref, "channel/ts".
+func channelOf(ref string) string { c, _, _ := strings.Cut(ref, "/"); return c }
+
+func tsOf(ref string) string { _, ts, _ := strings.Cut(ref, "/"); return ts }
+
+// onSlack is the surface the bot's cards are recorded under.
+const onSlack = bot.SurfaceName

@@ -107,7 +107,7 @@ func TestSlackTurnedOnPostsOnlyWhatIsStillOpen(t *testing.T) {
 			}
 			t.Fatalf("cards posted for %v; want the pending request's and the one that needs review only", keys)
 		}
-		if c, err := b.store.CardFor(b.ctx, pending.ID, 1); err != nil || c.TS == "" {
+		if c, err := b.store.CardFor(b.ctx, pending.ID, 1, onSlack); err != nil || tsOf(c.Ref) == "" {
 			t.Fatalf("the pending request's card is not recorded: %+v, %v", c, err)
 		}
 		if n := b.count(`SELECT count(*) FROM outbox WHERE state <> 'delivered'`); n != 0 {

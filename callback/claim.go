@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/countersign/countersign/delivery"
 	"github.com/countersign/countersign/store"
 )
 
@@ -15,41 +16,65 @@ import (
 // the POST is in flight.
 const ClaimLease = 8 * time.Second
 
-// holdClaim renews claimed's lease until the returned stop is called, and
-// keeps claimed up to date with each renewal (the renewed lease identifies
-// the attempt). claimed must not be read until stop has returned.
-func (d *Deliverer) holdClaim(ctx context.Context, claimed *store.Callback, logger *slog.Logger) (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(d.lease / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			renew, cancel := context.WithTimeout(ctx, d.lease/3)
-			renewed, err := d.cfg.DB.RenewCallback(renew, *claimed, d.lease)
-			cancel()
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				return // a redrive took the row over; the outcome will say so
-			case err != nil:
-				if ctx.Err() == nil {
-					logger.Warn("renewing a callback claim failed; another replica may send it when its lease runs out",
-						slog.String("error", err.Error()))
-				}
-			default:
-				*claimed = renewed
-			}
+// queue is the ledger's callbacks as the delivery worker's queue. A
+// delivery's claim carries its lease, which fences a late outcome after a
+// redrive: each renewal is the attempt's new lease.
+type queue struct{ d *Deliverer }
+
+func (q queue) Claim(ctx context.Context, limit int, lease time.Duration) ([]store.Callback, error) {
+	return q.d.cfg.DB.ClaimCallbacks(ctx, limit, lease)
+}
+
+func (q queue) Renew(ctx context.Context, held []store.Callback, lease time.Duration) ([]store.Callback, error) {
+	out := make([]store.Callback, len(held))
+	var errs []error
+	for i, c := range held {
+		out[i] = c
+		renewed, err := q.d.cfg.DB.RenewCallback(ctx, c, lease)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// A redrive took the row over; the outcome will say so.
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			out[i] = renewed
 		}
-	}()
-	return func() {
-		close(quit)
-		<-done
 	}
+	return out, errors.Join(errs...)
+}
+
+func (q queue) Attempts(c store.Callback) int { return c.Attempts }
+
+// Record writes an attempt's outcome on the delivery as last renewed.
+func (q queue) Record(ctx context.Context, row store.Callback, o delivery.Outcome) error {
+	logger := q.d.cfg.Logger.With(slog.String("request_id", row.RequestID), slog.String("delivery", row.DeliveryID),
+		slog.String("event", string(row.Event)), slog.String("agent", row.Agent), slog.Int("attempt", row.Attempts))
+	outcome := "delivered"
+	if o.Result == delivery.Delivered {
+		if err := q.d.cfg.DB.MarkCallbackDelivered(ctx, row, o.Done.Code); err != nil {
+			logger.Warn("recording a callback delivery failed; it will be sent again", slog.String("error", err.Error()))
+		}
+		logger.Debug("callback delivered", slog.Int("status", o.Done.Code))
+	} else {
+		state, err := q.d.cfg.DB.RetryCallback(ctx, store.RetryCallbackParams{Claimed: row, Delay: o.Delay, Status: o.Fail.Code, Reason: o.Fail.Reason})
+		outcome = "retry"
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			logger.Info("callback attempt superseded: a redrive or a later claim sends it again")
+		case err != nil:
+			logger.Warn("recording a callback attempt failed; its lease brings it back", slog.String("error", err.Error()))
+		case state == store.CallbackFailed:
+			logger.Error("callback failed for good: its retry window has passed", slog.String("reason", o.Fail.Reason))
+			outcome = "failed"
+		default:
+			logger.Info("callback not delivered; retrying", slog.String("reason", o.Fail.Reason))
+		}
+		if _, ok := (*q.d.targets.Load())[row.Agent]; !ok && outcome == "retry" {
+			outcome = "unconfigured"
+		}
+	}
+	if q.d.cfg.Metrics != nil {
+		q.d.cfg.Metrics.Attempts.WithLabelValues(string(row.Event), outcome).Inc()
+	}
+	return nil
 }

@@ -3,21 +3,17 @@ package callback
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/delivery"
 	"github.com/countersign/countersign/internal/mutant"
 	"github.com/countersign/countersign/internal/outbound"
 	"github.com/countersign/countersign/internal/signature"
-	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/store"
 )
 
@@ -65,14 +61,15 @@ type Config struct {
 	Client *http.Client
 }
 
-// Deliverer delivers queued callbacks.
+// Deliverer delivers queued callbacks, on the delivery worker: every
+// claimed delivery at once, retried with backoff until the ledger's retry
+// window for it ends.
 type Deliverer struct {
 	cfg     Config
 	targets atomic.Pointer[map[string]Target] // cfg.Targets, or SetTargets' last
 	client  *http.Client
-	lease   time.Duration
 
-	startstop.Base
+	*delivery.Worker[store.Callback]
 }
 
 // WithDefaults returns cfg with the timings it leaves out filled in, as New
@@ -108,8 +105,14 @@ func New(cfg Config) *Deliverer {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	d := &Deliverer{cfg: cfg, client: client, lease: ClaimLease}
+	d := &Deliverer{cfg: cfg, client: client}
 	d.targets.Store(&cfg.Targets)
+	d.Worker = delivery.New(delivery.Config[store.Callback]{
+		Name: "callback", Queue: queue{d}, Deliver: d.send,
+		Backoff: delivery.Backoff{Base: cfg.RetryBase, Max: MaxRetryDelay},
+		Batch:   cfg.Batch, Lease: ClaimLease, Poll: cfg.Poll, Finish: true,
+		AfterRun: d.gaugeBacklog, Logger: cfg.Logger,
+	})
 	return d
 }
 
@@ -119,119 +122,30 @@ func New(cfg Config) *Deliverer {
 // not be changed afterwards.
 func (d *Deliverer) SetTargets(targets map[string]Target) { d.targets.Store(&targets) }
 
-// Start delivers in the background until Stop; the deliveries outlive
-// ctx, since Stop waits for those in flight.
-func (d *Deliverer) Start(ctx context.Context) error {
-	ctx, err := d.StartInit(context.WithoutCancel(ctx))
-	if err != nil {
-		return fmt.Errorf("starting callback delivery: %w", err)
+// gaugeBacklog reads how many deliveries are pending into the metrics.
+func (d *Deliverer) gaugeBacklog(ctx context.Context) {
+	if d.cfg.Metrics == nil {
+		return
 	}
-	return d.Go(func() { d.run(ctx) })
-}
-
-// Stop stops claiming and waits for the deliveries in flight; when ctx ends
-// first they are cut off, and their leases bring them back later.
-func (d *Deliverer) Stop(ctx context.Context) error {
-	if err := d.Base.Stop(ctx); err != nil {
-		return fmt.Errorf("stopping callback delivery: %w; the deliveries in flight are retried after their lease", context.Cause(ctx))
-	}
-	return nil
-}
-
-func (d *Deliverer) run(ctx context.Context) {
-	ticker := time.NewTicker(d.cfg.Poll)
-	defer ticker.Stop()
-	stopping := d.Stopping()
-	for {
-		// Drain: a full batch means more may be due.
-		for {
-			n, err := d.RunOnce(ctx)
-			if err != nil && ctx.Err() == nil {
-				d.cfg.Logger.Warn("claiming callbacks failed", slog.String("error", err.Error()))
-			}
-			if err != nil || n < d.cfg.Batch || d.IsStopping() {
-				break
-			}
-		}
-		select {
-		case <-stopping:
-			return
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	if n, err := d.cfg.DB.CountCallbackBacklog(ctx); err == nil {
+		d.cfg.Metrics.Backlog.Set(float64(n))
 	}
 }
 
-// RunOnce claims up to a batch of due deliveries, sends them at once and
-// records each outcome. It returns how many it claimed.
-func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
-	rows, err := d.cfg.DB.ClaimCallbacks(ctx, d.cfg.Batch, d.lease)
-	if err != nil {
-		return 0, err
-	}
-	var wg sync.WaitGroup
-	for _, row := range rows {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.deliver(ctx, row)
-		}()
-	}
-	wg.Wait()
-	if d.cfg.Metrics != nil {
-		if n, err := d.cfg.DB.CountCallbackBacklog(ctx); err == nil {
-			d.cfg.Metrics.Backlog.Set(float64(n))
-		}
-	}
-	return len(rows), nil
-}
-
-// deliver makes one attempt at row and records its outcome. An outcome that
-// cannot be recorded leaves the row to its lease: it is sent again.
-func (d *Deliverer) deliver(ctx context.Context, row store.Callback) {
-	logger := d.cfg.Logger.With(slog.String("request_id", row.RequestID), slog.String("delivery", row.DeliveryID),
-		slog.String("event", string(row.Event)), slog.String("agent", row.Agent), slog.Int("attempt", row.Attempts))
-	sent := row // what is sent; row follows the renewed claim
-	stopRenewing := d.holdClaim(ctx, &row, logger)
-	status, reason := d.send(ctx, sent)
-	stopRenewing()
-	record, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	outcome := "delivered"
+// send POSTs the representation to the agent's URL. An answer other than
+// 2xx, or none, is a transient failure: the ledger's retry window, not a
+// count of attempts, says when it fails for good.
+func (d *Deliverer) send(ctx context.Context, row store.Callback) (delivery.Done, error) {
+	status, reason := d.post(ctx, row)
 	if status >= 200 && status < 300 {
-		if err := d.cfg.DB.MarkCallbackDelivered(record, row, status); err != nil {
-			logger.Warn("recording a callback delivery failed; it will be sent again", slog.String("error", err.Error()))
-		}
-		logger.Debug("callback delivered", slog.Int("status", status))
-	} else {
-		state, err := d.cfg.DB.RetryCallback(record, store.RetryCallbackParams{Claimed: row, Delay: d.backoff(row.Attempts), Status: status, Reason: reason})
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			logger.Info("callback attempt superseded: a redrive or a later claim sends it again")
-			outcome = "retry"
-		case err != nil:
-			logger.Warn("recording a callback attempt failed; its lease brings it back", slog.String("error", err.Error()))
-			outcome = "retry"
-		case state == store.CallbackFailed:
-			logger.Error("callback failed for good: its retry window has passed", slog.String("reason", reason))
-			outcome = "failed"
-		default:
-			logger.Info("callback not delivered; retrying", slog.String("reason", reason))
-			outcome = "retry"
-		}
-		if _, ok := (*d.targets.Load())[row.Agent]; !ok && outcome == "retry" {
-			outcome = "unconfigured"
-		}
+		return delivery.Done{Code: status}, nil
 	}
-	if d.cfg.Metrics != nil {
-		d.cfg.Metrics.Attempts.WithLabelValues(string(row.Event), outcome).Inc()
-	}
+	return delivery.Done{}, &delivery.Failure{Class: delivery.Transient, Code: status, Reason: reason}
 }
 
-// send POSTs the representation to the agent's URL and returns the status
+// post POSTs the representation to the agent's URL and returns the status
 // (0 when there was no answer) and, unless 2xx, why it did not land.
-func (d *Deliverer) send(ctx context.Context, row store.Callback) (int, string) {
+func (d *Deliverer) post(ctx context.Context, row store.Callback) (int, string) {
 	target, ok := (*d.targets.Load())[row.Agent]
 	if !ok {
 		return 0, "the agent has no callback configured"
@@ -278,17 +192,4 @@ func (d *Deliverer) observe(outcome string, start time.Time) {
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.Duration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
 	}
-}
-
-// backoff is the delay after the attempt-th failed attempt: RetryBase
-// doubled per attempt up to MaxRetryDelay, drawn from its upper half so
-// deliveries that failed together spread out.
-func (d *Deliverer) backoff(attempt int) time.Duration {
-	delay := d.cfg.RetryBase
-	for i := 1; i < attempt && delay < MaxRetryDelay; i++ {
-		delay *= 2
-	}
-	delay = min(delay, MaxRetryDelay)
-	half := delay / 2
-	return half + rand.N(half+1)
 }

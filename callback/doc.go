@@ -17,4 +17,6 @@
 // the row's retry window of at least 24 hours has passed. Claims are
 // leases on the row, so a crashed process's deliveries come back after the
 // lease: delivery is at least once, and the agent dedupes on the delivery id.
+// The claims, their renewal and the retries run on the delivery worker
+// (package delivery), as the cards to the review surfaces do.
 package callback

@@ -2,20 +2,25 @@ package store
 
 import "fmt"
 
-// Card is the Slack message showing one round of a request.
+// Card is the message showing one round of a request on one review
+// surface. Ref is the surface's own reference to it, opaque to the ledger
+// (Slack's is "channel/ts"), by which the surface updates it and replies in
+// its thread.
 type Card struct {
 	RequestID     string
 	Round         int
-	Channel       string
-	TS            string
+	Surface       string
+	Ref           string
 	RenderedState string
 	Settled       bool
 }
 
-// MarkCardRenderedParams is the state a request round's card now shows.
+// MarkCardRenderedParams is the state a request round's card on Surface
+// now shows.
 type MarkCardRenderedParams struct {
 	RequestID string
 	Round     int
+	Surface   string
 	State     string
 	Settled   bool
 }

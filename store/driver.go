@@ -98,12 +98,12 @@ type Reader interface {
 	// still waiting to be delivered.
 	PostPending(ctx context.Context, requestID string, round int) (bool, error)
 	// OtherPostRows reports whether the round of row's request has post
-	// rows besides row, in any state: an earlier one may have posted the
-	// card.
+	// rows for row's surface (or for every surface) besides row, in any
+	// state: an earlier one may have posted the card.
 	OtherPostRows(ctx context.Context, row OutboxRow) (bool, error)
-	// CardFor returns the card of a request round, or ErrNotFound if it was
-	// never recorded.
-	CardFor(ctx context.Context, requestID string, round int) (Card, error)
+	// CardFor returns the card of a request round on surface, or
+	// ErrNotFound if it was never recorded.
+	CardFor(ctx context.Context, requestID string, round int, surface string) (Card, error)
 	// CardState returns what a round's card must show (CardStateOf), or
 	// ErrNotFound when the request does not exist.
 	CardState(ctx context.Context, requestID string, round int) (string, error)
@@ -121,8 +121,8 @@ type Reader interface {
 	LatestCallback(ctx context.Context, requestID string) (Callback, error)
 	// CountCallbackBacklog returns how many deliveries are pending.
 	CountCallbackBacklog(ctx context.Context) (int, error)
-	// CountOutboxBacklog returns how many Slack deliveries (cards,
-	// updates, replies) are pending.
+	// CountOutboxBacklog returns how many deliveries to review surfaces
+	// (cards, updates, replies) are pending.
 	CountOutboxBacklog(ctx context.Context) (int, error)
 	// ReadyByTool counts the executions waiting to be sent, per tool: a
 	// tool no longer configured has rows nothing will claim.
@@ -205,7 +205,8 @@ type Executor interface {
 	// the next round at p.At, its expiry at least p.At+p.TTL; ok false when
 	// it moved on.
 	ReopenRequest(ctx context.Context, p ReopenRequestParams) (newRound int, ok bool, err error)
-	SetCard(ctx context.Context, id, channel, ts string) error
+	// SetCard points the request at its card: surface and its ref.
+	SetCard(ctx context.Context, id, surface, ref string) error
 
 	// SettledRequests reads up to p.Limit requests settled before p.Before
 	// (see SettledParams), oldest change first, each with the tombstone it
@@ -265,14 +266,14 @@ type Executor interface {
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
 	RetryOutbox(ctx context.Context, p RetryOutboxParams) error
-	// TakePostSlot takes the next post slot of channel, interval after the
+	// TakePostSlot takes the next post slot of lane, interval after the
 	// one before it and not before a pause ends, and returns how long from
 	// now until it comes (zero: now).
-	TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
-	// PauseChannel pauses posts to channel for at least d from now.
-	PauseChannel(ctx context.Context, channel string, d time.Duration) error
-	// ChannelPause is how long channel's pause still runs (zero: none).
-	ChannelPause(ctx context.Context, channel string) (time.Duration, error)
+	TakePostSlot(ctx context.Context, lane Lane, interval time.Duration) (time.Duration, error)
+	// PauseLane pauses posts to lane for at least d from now.
+	PauseLane(ctx context.Context, lane Lane, d time.Duration) error
+	// LanePause is how long lane's pause still runs (zero: none).
+	LanePause(ctx context.Context, lane Lane) (time.Duration, error)
 	// RenewOutbox moves the leases of the pending rows ids to at least
 	// lease from now (never earlier: a retry's later time stands).
 	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error
@@ -367,13 +368,17 @@ type Replayed struct {
 	PostQueued bool
 }
 
-// NewOutbox is a delivery to queue.
+// NewOutbox is a delivery to queue: for Surface at Destination, or, left
+// "", for every surface of the request's tool (the batch statements queue
+// only these).
 type NewOutbox struct {
-	Kind      OutboxKind
-	RequestID string
-	Round     int
-	Data      map[string]any
-	At        time.Time
+	Kind        OutboxKind
+	RequestID   string
+	Round       int
+	Surface     string
+	Destination string
+	Data        map[string]any
+	At          time.Time
 	// Coalesce: the row is not queued while one of the same kind, request
 	// and round waits that no delivery has claimed yet; that one does its
 	// work when it is sent (a card update renders the card as it then is).

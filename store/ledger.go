@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -356,12 +357,13 @@ func (l *Ledger) ExpireDue(ctx context.Context, now *time.Time, limit int) (reqs
 	return reqs, nil
 }
 
-// SetCard records where a request's card was posted.
-func (l *Ledger) SetCard(ctx context.Context, id, channel, ts string) error {
+// SetCard records where a request's card was posted: its surface and the
+// surface's reference to it.
+func (l *Ledger) SetCard(ctx context.Context, id, surface, ref string) error {
 	if !IsUUID(id) {
 		return nil
 	}
-	return l.driver.Write(ctx, func(ex Executor) error { return ex.SetCard(ctx, id, channel, ts) })
+	return l.driver.Write(ctx, func(ex Executor) error { return ex.SetCard(ctx, id, surface, ref) })
 }
 
 // Decide records a verdict if, and only if, the request is still pending in
@@ -640,10 +642,29 @@ func (l *Ledger) LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Un
 	return alone(ctx, l, func(ex Executor) ([]Unknown, error) { return ex.LeaseUnknowns(ctx, p) })
 }
 
-// EnqueueOutbox queues a Slack delivery; a zero at means the database clock.
+// EnqueueOutbox queues a delivery to every surface of the request's tool; a
+// zero at means the database clock.
 func (l *Ledger) EnqueueOutbox(ctx context.Context, kind OutboxKind, requestID string, round int, data map[string]any, at time.Time) error {
 	return l.driver.Write(ctx, func(ex Executor) error {
 		return ex.InsertOutbox(ctx, []NewOutbox{{Kind: kind, RequestID: requestID, Round: round, Data: data, At: at}})
+	})
+}
+
+// FanOutOutbox hands row, queued for every surface of its request's tool,
+// to each of surfaces: one row per surface, due now, with row's data, and
+// row delivered, in one transaction. Each surface's row then has its own
+// attempts, pacing and outcome.
+func (l *Ledger) FanOutOutbox(ctx context.Context, row OutboxRow, surfaces []string) error {
+	rows := make([]NewOutbox, len(surfaces))
+	for i, s := range surfaces {
+		rows[i] = NewOutbox{Kind: row.Kind, RequestID: row.RequestID, Round: row.Round, Data: row.Data,
+			Surface: s, Destination: row.Destination}
+	}
+	return l.inTx(ctx, func(ex Executor) error {
+		if err := ex.MarkOutboxDelivered(ctx, row.ID, "handed to "+strings.Join(surfaces, ", ")); err != nil {
+			return err
+		}
+		return ex.InsertOutbox(ctx, rows)
 	})
 }
 
@@ -690,9 +711,9 @@ func (l *Ledger) RenewOutbox(ctx context.Context, ids []int64, lease time.Durati
 }
 
 // RecordCard stores where a round's card was posted and the state it showed,
-// and, when it is the request's current round, the request's card_channel and
-// card_ts. The first recorded card of a round wins; the card that stands is
-// returned.
+// and, when it is the request's current round and the request has none yet,
+// the request's card_surface and card_ref. The first recorded card of a
+// round on a surface wins; the card that stands is returned.
 func (l *Ledger) RecordCard(ctx context.Context, c Card) (Card, error) {
 	return alone(ctx, l, func(ex Executor) (Card, error) { return ex.RecordCard(ctx, c) })
 }

@@ -2,7 +2,8 @@ package store
 
 import "time"
 
-// OutboxKind is what a Slack delivery does; values equal the SQL values.
+// OutboxKind is what a delivery to a review surface does: post a round's
+// card, update it, or reply in its thread. Values equal the SQL values.
 type OutboxKind string
 
 // Outbox kinds.
@@ -22,21 +23,26 @@ const (
 	OutboxFailed    OutboxState = "failed"
 )
 
-// OutboxRow is one Slack delivery as the worker claims it.
+// OutboxRow is one delivery to a review surface as the worker claims it.
+// Surface names the surface it is for ("slack"); "" is every surface of the
+// request's tool. Destination is where on the surface, when the row names
+// it ("" is the tool's, or the card's).
 type OutboxRow struct {
-	ID        int64
-	Kind      OutboxKind
-	RequestID string
-	Round     int
-	Data      map[string]any
-	Attempts  int // claims so far, this one included
-	LastError string
-	CreatedAt time.Time
+	ID          int64
+	Kind        OutboxKind
+	RequestID   string
+	Round       int
+	Surface     string
+	Destination string
+	Data        map[string]any
+	Attempts    int // claims so far, this one included
+	LastError   string
+	CreatedAt   time.Time
 }
 
 // RetryOutboxParams puts delivery ID back for another try after Delay, on
-// the database clock. Attempted says whether Slack was called this time; a
-// delivery only postponed (its channel is paused, its card not posted yet)
+// the database clock. Attempted says whether the surface was called this
+// time; a delivery only postponed (its lane is paused, its card not posted yet)
 // gives its claim back and keeps the last error of a real attempt.
 type RetryOutboxParams struct {
 	ID        int64

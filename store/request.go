@@ -64,8 +64,8 @@ type Request struct {
 	Status       RequestStatus
 	Round        int
 	ExpiresAt    time.Time
-	CardChannel  string
-	CardTS       string
+	CardSurface  string // the surface of its current round's first card, "" before one is posted
+	CardRef      string // that surface's reference to the card
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	Policy       Policy

@@ -30,7 +30,7 @@ type Store interface {
 	RequestByRef(ctx context.Context, ref string) (Request, error)
 	CancelRequest(ctx context.Context, id, actor string, now *time.Time) (req Request, cancelled bool, err error)
 	ExpireDue(ctx context.Context, now *time.Time, limit int) ([]Request, error)
-	SetCard(ctx context.Context, id, channel, ts string) error
+	SetCard(ctx context.Context, id, surface, ref string) error
 
 	// Review.
 	Decide(ctx context.Context, p DecideParams) (req Request, d Decision, decided bool, err error)
@@ -55,9 +55,10 @@ type Store interface {
 	MarkOutboxFailed(ctx context.Context, id int64, reason string) error
 	RetryOutbox(ctx context.Context, p RetryOutboxParams) error
 	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error
-	TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
-	PauseChannel(ctx context.Context, channel string, d time.Duration) error
-	ChannelPause(ctx context.Context, channel string) (time.Duration, error)
+	FanOutOutbox(ctx context.Context, row OutboxRow, surfaces []string) error
+	TakePostSlot(ctx context.Context, lane Lane, interval time.Duration) (time.Duration, error)
+	PauseLane(ctx context.Context, lane Lane, d time.Duration) error
+	LanePause(ctx context.Context, lane Lane) (time.Duration, error)
 	RecordCard(ctx context.Context, c Card) (Card, error)
 	MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)

@@ -133,12 +133,13 @@ func (c *nudgeCluster) submit(t *testing.T, n int) store.Request {
 // replies returns the texts in the thread of a request's first card.
 func (c *nudgeCluster) replies(t *testing.T, req store.Request) []string {
 	t.Helper()
-	card, err := c.db.CardFor(context.Background(), req.ID, 1)
+	card, err := c.db.CardFor(context.Background(), req.ID, 1, "slack")
 	if err != nil {
 		return nil
 	}
 	var texts []string
-	for _, m := range c.fake.Replies(card.Channel, card.TS) {
+	channel, ts, _ := strings.Cut(card.Ref, "/") // Slack's ref
+	for _, m := range c.fake.Replies(channel, ts) {
 		texts = append(texts, m.Text)
 	}
 	return texts

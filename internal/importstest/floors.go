@@ -41,8 +41,9 @@ var floors = map[string]int{
 	"internal/mutant":     FloorLeaf,
 	"migrations":          FloorLeaf,
 
-	"store":  FloorCore,
-	"client": FloorCore,
+	"store":    FloorCore,
+	"delivery": FloorCore, // the one claim/lease/retry/pace worker: plumbing, no domain
+	"client":   FloorCore,
 
 	"store/postgres": FloorDriver,
 	"store/embedded": FloorDriver,
@@ -54,6 +55,7 @@ var floors = map[string]int{
 	"lookup":    FloorService,
 	"callback":  FloorService,
 	"sandbox":   FloorService,
+	"surface":   FloorService + 2, // the review-surface port: it renders what approvals decided
 
 	"hook":      FloorSurface,
 	"bot":       FloorSurface,
@@ -84,6 +86,7 @@ var floors = map[string]int{
 	"store/drivertest":                 FloorDriver + helper + 1,
 	"approvals/approvalstest":          FloorService + helper,
 	"executor/providertest":            FloorService + helper,
+	"surface/surfacetest":              FloorService + 2 + helper,
 	"sdk/python":                       FloorLeaf,
 	"sdk/typescript":                   FloorLeaf,
 }

@@ -60,7 +60,7 @@ func testCardStateIsCardStateOf(t *testing.T, b *Backend) {
 			t.Errorf("%s: CardState = %q, %v; CardStateOf says %q", c.name, got, err, want)
 		}
 		// The sweep agrees: a card showing it is not stale.
-		if _, err := b.RecordCard(ctx, store.Card{RequestID: c.id, Round: c.round, Channel: "C1", TS: "1." + c.name,
+		if _, err := b.RecordCard(ctx, store.Card{RequestID: c.id, Round: c.round, Surface: "slack", Ref: "C1/1." + c.name,
 			RenderedState: want}); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func testCardStateIsCardStateOf(t *testing.T, b *Backend) {
 	if n, err := b.EnqueueStaleCards(ctx, 100); err != nil || n != 0 {
 		t.Errorf("EnqueueStaleCards with every card showing CardStateOf = %d, %v; want 0", n, err)
 	}
-	if err := b.MarkCardRendered(ctx, store.MarkCardRenderedParams{RequestID: cases[0].id, Round: 1, State: "stale"}); err != nil {
+	if err := b.MarkCardRendered(ctx, store.MarkCardRenderedParams{RequestID: cases[0].id, Round: 1, Surface: "slack", State: "stale"}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := b.EnqueueStaleCards(ctx, 100); err != nil || n != 1 {

@@ -89,6 +89,7 @@ var contract = []struct {
 	{"SlackPacing", testSlackPacing},
 	{"OutboxClaimsAreExclusiveUnderConcurrency", testOutboxClaimsAreExclusiveUnderConcurrency},
 	{"CardsRecordFirstAndConverge", testCardsRecordFirstAndConverge},
+	{"OutboxFansOutToSurfaces", testOutboxFansOutToSurfaces},
 	{"DecideFirstWriterWins", testDecideFirstWriterWins},
 	{"ApproveCreatesReadyExecutionFromTheRequest", testApproveCreatesReadyExecutionFromTheRequest},
 	{"RejectCreatesNoExecution", testRejectCreatesNoExecution},

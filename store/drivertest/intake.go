@@ -276,7 +276,7 @@ func testReadsOfIdsThatCannotExistFindNothing(t *testing.T, b *Backend) {
 		_, notFound["DecisionFor"] = b.DecisionFor(ctx, id, 1)
 		_, notFound["LatestDecision"] = b.LatestDecision(ctx, id)
 		_, notFound["LatestExecution"] = b.LatestExecution(ctx, id)
-		_, notFound["CardFor"] = b.CardFor(ctx, id, 1)
+		_, notFound["CardFor"] = b.CardFor(ctx, id, 1, "slack")
 		_, notFound["CardState"] = b.CardState(ctx, id, 1)
 		_, notFound["LatestCallback"] = b.LatestCallback(ctx, id)
 		for name, err := range notFound {

@@ -20,8 +20,8 @@ func dueNudges(t *testing.T, b *Backend, kind store.NudgeKind, after time.Durati
 
 func postCard(t *testing.T, b *Backend, requestID string, round int) {
 	t.Helper()
-	if _, err := b.RecordCard(context.Background(), store.Card{RequestID: requestID, Round: round, Channel: "C1",
-		TS: time.Now().Format("150405.000000"), RenderedState: "pending"}); err != nil {
+	if _, err := b.RecordCard(context.Background(), store.Card{RequestID: requestID, Round: round, Surface: "slack",
+		Ref: "C1/" + time.Now().Format("150405.000000"), RenderedState: "pending"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -111,19 +111,31 @@ func testOutboxClaimsAreExclusiveUnderConcurrency(t *testing.T, b *Backend) {
 func testCardsRecordFirstAndConverge(t *testing.T, b *Backend) {
 	ctx := context.Background()
 	req := insertRequest(t, b, "wa_card")
-	if _, err := b.CardFor(ctx, req.ID, 1); err != store.ErrNotFound {
+	if _, err := b.CardFor(ctx, req.ID, 1, "slack"); err != store.ErrNotFound {
 		t.Fatalf("CardFor before posting = %v, want ErrNotFound", err)
 	}
-	first, err := b.RecordCard(ctx, store.Card{RequestID: req.ID, Round: 1, Channel: "C1", TS: "1.1", RenderedState: "pending"})
-	if err != nil || first.TS != "1.1" {
+	first, err := b.RecordCard(ctx, store.Card{RequestID: req.ID, Round: 1, Surface: "slack", Ref: "C1/1.1", RenderedState: "pending"})
+	if err != nil || first.Ref != "C1/1.1" {
 		t.Fatalf("RecordCard = %+v, %v", first, err)
 	}
-	second, err := b.RecordCard(ctx, store.Card{RequestID: req.ID, Round: 1, Channel: "C2", TS: "2.2", RenderedState: "pending"})
-	if err != nil || second.TS != "1.1" || second.Channel != "C1" {
+	second, err := b.RecordCard(ctx, store.Card{RequestID: req.ID, Round: 1, Surface: "slack", Ref: "C2/2.2", RenderedState: "pending"})
+	if err != nil || second.Ref != "C1/1.1" || second.Surface != "slack" {
 		t.Fatalf("second RecordCard = %+v, %v; want the first card", second, err)
 	}
-	if got, _ := b.RequestByID(ctx, req.ID); got.CardChannel != "C1" || got.CardTS != "1.1" {
-		t.Errorf("request card = %s %s", got.CardChannel, got.CardTS)
+	if got, _ := b.RequestByID(ctx, req.ID); got.CardSurface != "slack" || got.CardRef != "C1/1.1" {
+		t.Errorf("request card = %s %s", got.CardSurface, got.CardRef)
+	}
+	// Another surface's card of the round stands beside it; the request
+	// keeps pointing at the first.
+	other, err := b.RecordCard(ctx, store.Card{RequestID: req.ID, Round: 1, Surface: "memory", Ref: "m-1", RenderedState: "pending"})
+	if err != nil || other.Ref != "m-1" || other.Surface != "memory" {
+		t.Fatalf("another surface's RecordCard = %+v, %v", other, err)
+	}
+	if got, _ := b.RequestByID(ctx, req.ID); got.CardSurface != "slack" || got.CardRef != "C1/1.1" {
+		t.Errorf("request card after another surface's = %s %s", got.CardSurface, got.CardRef)
+	}
+	if err := b.MarkCardRendered(ctx, store.MarkCardRenderedParams{RequestID: req.ID, Round: 1, Surface: "memory", State: "rejected", Settled: true}); err != nil {
+		t.Fatal(err)
 	}
 	// The card shows pending: nothing to converge.
 	if n, err := b.EnqueueStaleCards(ctx, 10); err != nil || n != 0 {
@@ -150,10 +162,16 @@ func testCardsRecordFirstAndConverge(t *testing.T, b *Backend) {
 	if n, err := b.EnqueueStaleCards(ctx, 10); err != nil || n != 1 {
 		t.Fatalf("EnqueueStaleCards with a stale card = %d, %v; want 1", n, err)
 	}
-	if err := b.MarkCardRendered(ctx, store.MarkCardRenderedParams{RequestID: req.ID, Round: 1, State: "rejected", Settled: true}); err != nil {
+	// The update is for the stale card's surface alone.
+	if stale, err := b.ClaimOutbox(ctx, 10, time.Millisecond); err != nil || len(stale) != 1 || stale[0].Surface != "slack" {
+		t.Fatalf("the sweep's update = %+v, %v; want one for slack", stale, err)
+	} else if err := b.RetryOutbox(ctx, store.RetryOutboxParams{ID: stale[0].ID}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := b.CardFor(ctx, req.ID, 1); err != nil || c.RenderedState != "rejected" || !c.Settled {
+	if err := b.MarkCardRendered(ctx, store.MarkCardRenderedParams{RequestID: req.ID, Round: 1, Surface: "slack", State: "rejected", Settled: true}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := b.CardFor(ctx, req.ID, 1, "slack"); err != nil || c.RenderedState != "rejected" || !c.Settled {
 		t.Errorf("CardFor = %+v, %v", c, err)
 	}
 	if _, err := b.CardState(ctx, "00000000-0000-4000-8000-000000000000", 1); err != store.ErrNotFound {
@@ -229,5 +247,39 @@ func testCardUpdatesCoalesceWhileOneWaits(t *testing.T, b *Backend) {
 	}
 	if n := updates(); n != 2 {
 		t.Errorf("%d card updates after the outcome, want 2: the claimed one cannot show it", n)
+	}
+}
+
+// testOutboxFansOutToSurfaces: a row for every surface of its tool is handed
+// to each named surface as a row of its own, with its data, and is itself
+// delivered; the copies are claimed with their surface.
+func testOutboxFansOutToSurfaces(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	req := insertRequest(t, b, "wa_fan_out")
+	claimed, err := b.ClaimOutbox(ctx, 10, time.Minute)
+	if err != nil || len(claimed) != 1 || claimed[0].Surface != "" {
+		t.Fatalf("ClaimOutbox = %+v, %v; want the intake's post for every surface", claimed, err)
+	}
+	row := claimed[0]
+	row.Data = map[string]any{"reason": "test"}
+	if err := b.FanOutOutbox(ctx, row, []string{"slack", "memory"}); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := b.ClaimOutbox(ctx, 10, time.Minute)
+	if err != nil || len(copies) != 2 {
+		t.Fatalf("ClaimOutbox after the fan-out = %+v, %v; want two rows", copies, err)
+	}
+	surfaces := map[string]bool{}
+	for _, c := range copies {
+		surfaces[c.Surface] = true
+		if c.Kind != row.Kind || c.RequestID != req.ID || c.Round != row.Round || c.Data["reason"] != "test" || c.Attempts != 1 {
+			t.Errorf("copy = %+v; want row %+v's kind, request, round and data, first attempt", c, row)
+		}
+	}
+	if !surfaces["slack"] || !surfaces["memory"] {
+		t.Errorf("copies for %v; want slack and memory", surfaces)
+	}
+	if n, err := b.CountOutboxBacklog(ctx); err != nil || n != 2 {
+		t.Errorf("backlog = %d, %v; want the two copies (the original delivered)", n, err)
 	}
 }

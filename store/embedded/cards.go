@@ -8,28 +8,28 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-func (e executor) CardFor(ctx context.Context, requestID string, round int) (store.Card, error) {
-	return scanCard(e.read().QueryRowContext(ctx, q.Get("card_for"), canonicalID(requestID), round))
+func (e executor) CardFor(ctx context.Context, requestID string, round int, surface string) (store.Card, error) {
+	return scanCard(e.read().QueryRowContext(ctx, q.Get("card_for"), canonicalID(requestID), round, surface))
 }
 
-// RecordCard inserts the card unless the round has one, and points the
-// request at it; the card that stands is returned.
+// RecordCard inserts the card unless the round has one on its surface, and
+// points the request at it; the card that stands is returned.
 func (e executor) RecordCard(ctx context.Context, c store.Card) (store.Card, error) {
 	id := canonicalID(c.RequestID)
-	stood, err := scanCard(e.tx.QueryRowContext(ctx, q.Get("insert_card"), id, c.Round, c.Channel, c.TS, c.RenderedState,
+	stood, err := scanCard(e.tx.QueryRowContext(ctx, q.Get("insert_card"), id, c.Round, c.Surface, c.Ref, c.RenderedState,
 		c.Settled, micros(e.tx.now)))
 	if errors.Is(err, store.ErrNotFound) {
-		return scanCard(e.tx.QueryRowContext(ctx, q.Get("card_for"), id, c.Round))
+		return scanCard(e.tx.QueryRowContext(ctx, q.Get("card_for"), id, c.Round, c.Surface))
 	}
 	if err != nil {
 		return store.Card{}, wrap("recording card", err)
 	}
-	return stood, e.tx.exec(ctx, "recording card", q.Get("point_request_at_card"), stood.Channel, stood.TS, id, stood.Round)
+	return stood, e.tx.exec(ctx, "recording card", q.Get("point_request_at_card"), stood.Surface, stood.Ref, id, stood.Round)
 }
 
 func (e executor) MarkCardRendered(ctx context.Context, p store.MarkCardRenderedParams) error {
 	return e.tx.exec(ctx, "recording card render", q.Get("mark_card_rendered"), p.State, p.Settled, micros(e.tx.now),
-		canonicalID(p.RequestID), p.Round)
+		canonicalID(p.RequestID), p.Round, p.Surface)
 }
 
 func (e executor) CardState(ctx context.Context, requestID string, round int) (string, error) {

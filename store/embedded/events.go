@@ -31,7 +31,7 @@ func (e executor) InsertOutbox(ctx context.Context, rows []store.NewOutbox) erro
 	for _, o := range rows {
 		at := micros(e.tx.orClock(o.At))
 		if err := e.tx.exec(ctx, "enqueueing "+string(o.Kind), q.Get("insert_outbox"), o.Kind, canonicalID(o.RequestID),
-			o.Round, jsonData(o.Data), at, at, o.Coalesce); err != nil {
+			o.Round, jsonData(o.Data), at, at, o.Coalesce, o.Surface, o.Destination); err != nil {
 			return err
 		}
 	}

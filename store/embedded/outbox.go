@@ -12,7 +12,7 @@ func (e executor) ClaimOutbox(ctx context.Context, limit int, lease time.Duratio
 	rows, err := e.tx.QueryContext(ctx, q.Get("claim_outbox"), micros(e.tx.now), lease.Microseconds(), limit)
 	return collect("claiming outbox", func(row scanner) (store.OutboxRow, error) {
 		var o store.OutboxRow
-		return scanInto("reading outbox", row, &o, &o.ID, &o.Kind, &o.RequestID, &o.Round, jsonText{&o.Data}, &o.Attempts,
+		return scanInto("reading outbox", row, &o, &o.ID, &o.Kind, &o.RequestID, &o.Round, &o.Surface, &o.Destination, jsonText{&o.Data}, &o.Attempts,
 			&o.LastError, at{t: &o.CreatedAt})
 	}, rows, err)
 }
@@ -48,5 +48,5 @@ func (e executor) PostPending(ctx context.Context, requestID string, round int) 
 
 func (e executor) OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error) {
 	return e.exists(ctx, "reading outbox", q.Get("other_post_rows"), canonicalID(row.RequestID), row.Round, row.ID,
-		string(store.OutboxPostCard))
+		string(store.OutboxPostCard), row.Surface)
 }

@@ -3,20 +3,23 @@ package embedded
 import (
 	"context"
 	"time"
+
+	"github.com/countersign/countersign/store"
 )
 
-func (e executor) TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error) {
+func (e executor) TakePostSlot(ctx context.Context, lane store.Lane, interval time.Duration) (time.Duration, error) {
 	var us int64
-	err := e.tx.QueryRowContext(ctx, q.Get("take_post_slot"), micros(e.tx.now), channel, interval.Microseconds()).Scan(&us)
+	err := e.tx.QueryRowContext(ctx, q.Get("take_post_slot"), micros(e.tx.now), lane.Surface, interval.Microseconds(),
+		lane.Destination).Scan(&us)
 	return max(time.Duration(us)*time.Microsecond, 0), wrap("taking a post slot", err)
 }
 
-func (e executor) PauseChannel(ctx context.Context, channel string, d time.Duration) error {
-	return e.tx.exec(ctx, "pausing a channel", q.Get("pause_channel"), micros(e.tx.now), channel, d.Microseconds())
+func (e executor) PauseLane(ctx context.Context, lane store.Lane, d time.Duration) error {
+	return e.tx.exec(ctx, "pausing a lane", q.Get("pause_lane"), micros(e.tx.now), lane.Surface, d.Microseconds(), lane.Destination)
 }
 
-func (e executor) ChannelPause(ctx context.Context, channel string) (time.Duration, error) {
+func (e executor) LanePause(ctx context.Context, lane store.Lane) (time.Duration, error) {
 	var us int64
-	err := e.tx.QueryRowContext(ctx, q.Get("channel_pause"), micros(e.tx.now), channel).Scan(&us)
-	return time.Duration(us) * time.Microsecond, wrap("reading a channel's pause", err)
+	err := e.tx.QueryRowContext(ctx, q.Get("lane_pause"), micros(e.tx.now), lane.Surface, lane.Destination).Scan(&us)
+	return time.Duration(us) * time.Microsecond, wrap("reading a lane's pause", err)
 }

@@ -2,7 +2,7 @@
 -- unix microseconds; ?N are the Go call's arguments in order.
 
 -- name: card_columns
-request_id, round, channel, ts, rendered_state, settled
+request_id, round, surface, ref, rendered_state, settled
 
 -- name: decision_columns
 id, request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at, reason
@@ -18,7 +18,7 @@ id, request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
 -- name: request_columns
 id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_channel, ''), coalesce(card_ts, ''), created_at, updated_at, version, policy
+	coalesce(card_surface, ''), coalesce(card_ref, ''), created_at, updated_at, version, policy
 
 -- name: insert_execution
 -- A request created before a restore's guard_until may have been sent
@@ -110,7 +110,7 @@ SELECT id FROM (
 -- name: claim_outbox
 UPDATE outbox SET next_attempt_at = ?1 + ?2, attempts = attempts + 1
 WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)
-RETURNING id, kind, request_id, round, data, attempts, coalesce(last_error, ''), created_at;
+RETURNING id, kind, request_id, round, surface, destination, data, attempts, coalesce(last_error, ''), created_at;
 
 -- name: renew_outbox
 -- ?3 is a JSON array of ids.
@@ -136,24 +136,28 @@ SELECT EXISTS (SELECT 1 FROM outbox
 
 -- name: other_post_rows
 SELECT EXISTS (SELECT 1 FROM outbox
-	WHERE request_id = ?1 AND round = ?2 AND kind = ?4 AND id <> ?3);
+	WHERE request_id = ?1 AND round = ?2 AND kind = ?4 AND id <> ?3 AND surface IN (?5, ''));
 
 -- name: card_for
-SELECT {{card_columns}} FROM cards WHERE request_id = ? AND round = ?;
+SELECT {{card_columns}} FROM cards WHERE request_id = ? AND round = ? AND surface = ?;
 
 -- name: insert_card
-INSERT INTO cards (request_id, round, channel, ts, rendered_state, settled, posted_at, rendered_at)
+INSERT INTO cards (request_id, round, surface, ref, rendered_state, settled, posted_at, rendered_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
-ON CONFLICT (request_id, round) DO NOTHING
+ON CONFLICT (request_id, round, surface) DO NOTHING
 RETURNING {{card_columns}};
 
 
 -- name: point_request_at_card
-UPDATE requests SET card_channel = ?, card_ts = ? WHERE id = ? AND round = ?;
+-- The request points at the round's first card: another surface's card of
+-- the same round leaves it.
+UPDATE requests AS r SET card_surface = ?1, card_ref = ?2 WHERE r.id = ?3 AND r.round = ?4
+	AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round
+		AND c.surface = r.card_surface AND c.surface <> ?1 AND c.ref = r.card_ref);
 
 -- name: mark_card_rendered
 UPDATE cards SET rendered_state = ?, settled = ?, rendered_at = ?
-WHERE request_id = ? AND round = ?;
+WHERE request_id = ? AND round = ? AND surface = ?;
 
 -- name: card_state_of
 -- What the card of request c.request_id in round c.round must show
@@ -174,13 +178,13 @@ SELECT {{card_state_of}} FROM (SELECT ?1 AS request_id, ?2 AS round) c;
 -- ?3 is how long a failed delivery keeps the sweep from queueing the same
 -- card again and ?4 how long a pending round may go without a card (both in
 -- microseconds), ?5 and ?6 the kinds of an update and a post, ?7 their data
--- (store.StaleCardsParams).
+-- (store.StaleCardsParams). An update is for the stale card's surface.
 WITH stale AS (
-	SELECT c.request_id, c.round FROM cards c
+	SELECT c.request_id, c.round, c.surface FROM cards c
 	WHERE NOT c.settled
 		AND c.rendered_state IS NOT {{card_state_of}}
 		AND NOT EXISTS (SELECT 1 FROM outbox o
-			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = ?5
+			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = ?5 AND o.surface IN (c.surface, '')
 				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > ?1 - ?3)))
 	ORDER BY c.rendered_at
 	LIMIT ?2
@@ -194,10 +198,10 @@ WITH stale AS (
 	ORDER BY r.expires_at
 	LIMIT ?2
 )
-INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-SELECT ?5, request_id, round, ?7, ?1, ?1 FROM stale
+INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at, surface)
+SELECT ?5, request_id, round, ?7, ?1, ?1, surface FROM stale
 UNION ALL
-SELECT ?6, request_id, round, ?7, ?1, ?1 FROM unposted;
+SELECT ?6, request_id, round, ?7, ?1, ?1, '' FROM unposted;
 
 -- name: requests_by_key_prefix
 SELECT {{request_columns}} FROM requests
@@ -286,12 +290,12 @@ WHERE id = ?3 AND status = 'approved' AND round = ?4
 RETURNING {{request_columns}};
 
 -- name: set_card
-UPDATE requests SET card_channel = ?, card_ts = ? WHERE id = ?;
+UPDATE requests SET card_surface = ?, card_ref = ? WHERE id = ?;
 
 -- name: redrive_card
 INSERT INTO outbox (kind, request_id, round, next_attempt_at, created_at)
 SELECT ?3, r.id, r.round, ?1, ?1 FROM requests r
-WHERE r.id = ?2 AND r.status = 'pending' AND r.card_ts IS NULL
+WHERE r.id = ?2 AND r.status = 'pending' AND r.card_ref IS NULL
 	AND NOT EXISTS (SELECT 1 FROM outbox o
 		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = ?3 AND o.state = 'pending');
 
@@ -357,10 +361,10 @@ FROM events WHERE request_id = ? ORDER BY id;
 -- A row that coalesces (?7) is not queued while one of its kind, request and
 -- round waits for its first claim (store.NewOutbox.Coalesce; the single
 -- writer keeps a delivery from claiming it meanwhile).
-INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6
+INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at, surface, destination)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?8, ?9
 WHERE NOT (?7 AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = ?2 AND w.round = ?3 AND w.kind = ?1
-	AND w.state = 'pending' AND w.attempts = 0));
+	AND w.surface = ?8 AND w.state = 'pending' AND w.attempts = 0));
 
 -- name: due_nudges
 -- Pending requests of tool ?1 whose round began at or before ?2, with their
@@ -526,16 +530,16 @@ SELECT request_id, seq, hash FROM audit_checkpoint_heads WHERE request_id = ?1 A
 
 -- name: take_post_slot
 -- Returns the microseconds from now (?1) until the slot taken.
-INSERT INTO slack_pacing (channel, next_post_at) VALUES (?2, ?1 + ?3)
-ON CONFLICT (channel) DO UPDATE SET next_post_at = max(next_post_at, ?1, coalesce(paused_until, ?1)) + ?3
+INSERT INTO surface_pacing (surface, destination, next_post_at) VALUES (?2, ?4, ?1 + ?3)
+ON CONFLICT (surface, destination) DO UPDATE SET next_post_at = max(next_post_at, ?1, coalesce(paused_until, ?1)) + ?3
 RETURNING next_post_at - ?3 - ?1;
 
--- name: pause_channel
-INSERT INTO slack_pacing (channel, next_post_at, paused_until) VALUES (?2, ?1, ?1 + ?3)
-ON CONFLICT (channel) DO UPDATE SET paused_until = max(coalesce(paused_until, 0), excluded.paused_until);
+-- name: pause_lane
+INSERT INTO surface_pacing (surface, destination, next_post_at, paused_until) VALUES (?2, ?4, ?1, ?1 + ?3)
+ON CONFLICT (surface, destination) DO UPDATE SET paused_until = max(coalesce(paused_until, 0), excluded.paused_until);
 
--- name: channel_pause
-SELECT coalesce((SELECT max(coalesce(paused_until, 0) - ?1, 0) FROM slack_pacing WHERE channel = ?2), 0);
+-- name: lane_pause
+SELECT coalesce((SELECT max(coalesce(paused_until, 0) - ?1, 0) FROM surface_pacing WHERE surface = ?2 AND destination = ?3), 0);
 
 -- name: flag_unsettled_executions
 UPDATE executions SET verify_first = 1 WHERE state NOT IN ('succeeded', 'failed', 'superseded');

@@ -86,8 +86,8 @@ func (e executor) ReopenRequest(ctx context.Context, p store.ReopenRequestParams
 	return r.Round, ok, err
 }
 
-func (e executor) SetCard(ctx context.Context, id, channel, ts string) error {
-	return e.tx.exec(ctx, "recording card", q.Get("set_card"), channel, ts, canonicalID(id))
+func (e executor) SetCard(ctx context.Context, id, surface, ref string) error {
+	return e.tx.exec(ctx, "recording card", q.Get("set_card"), surface, ref, canonicalID(id))
 }
 
 func (e executor) RedriveCard(ctx context.Context, id string, kind store.OutboxKind) error {

@@ -6,19 +6,19 @@ import (
 	"github.com/countersign/countersign/store"
 )
 
-func (e executor) CardFor(ctx context.Context, requestID string, round int) (store.Card, error) {
-	rows, err := e.db.Query(ctx, q.Get("card_for"), requestID, round)
+func (e executor) CardFor(ctx context.Context, requestID string, round int, surface string) (store.Card, error) {
+	rows, err := e.db.Query(ctx, q.Get("card_for"), requestID, round, surface)
 	return one[store.Card]("reading card", rows, err)
 }
 
 func (e executor) RecordCard(ctx context.Context, c store.Card) (store.Card, error) {
 	rows, err := e.db.Query(ctx, q.Get("record_card"),
-		c.RequestID, c.Round, c.Channel, c.TS, c.RenderedState, c.Settled)
+		c.RequestID, c.Round, c.Surface, c.Ref, c.RenderedState, c.Settled)
 	return one[store.Card]("recording card", rows, err)
 }
 
 func (e executor) MarkCardRendered(ctx context.Context, p store.MarkCardRenderedParams) error {
-	_, err := e.db.Exec(ctx, q.Get("mark_card_rendered"), p.RequestID, p.Round, p.State, p.Settled)
+	_, err := e.db.Exec(ctx, q.Get("mark_card_rendered"), p.RequestID, p.Round, p.State, p.Settled, p.Surface)
 	return wrap("recording card render", err)
 }
 

@@ -63,16 +63,16 @@ func (e executor) EventsFor(ctx context.Context, requestID string) ([]store.Even
 func (e executor) InsertOutbox(ctx context.Context, rows []store.NewOutbox) error {
 	n := len(rows)
 	kinds, ids, rounds, data, ats := make([]string, n), make([]string, n), make([]int32, n), make([]string, n), make([]*time.Time, n)
-	coalesce := make([]bool, n)
+	coalesce, surfaces, destinations := make([]bool, n), make([]string, n), make([]string, n)
 	for i, o := range rows {
 		raw, err := encode(o.Data)
 		if err != nil {
 			return wrap("encoding outbox data", err)
 		}
 		kinds[i], ids[i], rounds[i], data[i], ats[i] = string(o.Kind), o.RequestID, int32(o.Round), raw, orNow(o.At)
-		coalesce[i] = o.Coalesce
+		coalesce[i], surfaces[i], destinations[i] = o.Coalesce, o.Surface, o.Destination
 	}
 	err := e.later(ctx, q.Get("insert_outbox"),
-		kinds, ids, rounds, data, ats, coalesce)
+		kinds, ids, rounds, data, ats, coalesce, surfaces, destinations)
 	return wrap("enqueueing deliveries", err)
 }

@@ -44,5 +44,5 @@ func (e executor) PostPending(ctx context.Context, requestID string, round int) 
 
 func (e executor) OtherPostRows(ctx context.Context, row store.OutboxRow) (bool, error) {
 	return e.exists(ctx, "reading outbox", q.Get("other_post_rows"), row.RequestID, row.Round, row.ID,
-		string(store.OutboxPostCard))
+		string(store.OutboxPostCard), row.Surface)
 }

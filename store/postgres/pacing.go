@@ -3,21 +3,23 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/countersign/countersign/store"
 )
 
-func (e executor) TakePostSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error) {
+func (e executor) TakePostSlot(ctx context.Context, lane store.Lane, interval time.Duration) (time.Duration, error) {
 	var us int64
-	err := e.db.QueryRow(ctx, q.Get("take_post_slot"), channel, interval.Microseconds()).Scan(&us)
+	err := e.db.QueryRow(ctx, q.Get("take_post_slot"), lane.Surface, interval.Microseconds(), lane.Destination).Scan(&us)
 	return max(time.Duration(us)*time.Microsecond, 0), wrap("taking a post slot", err)
 }
 
-func (e executor) PauseChannel(ctx context.Context, channel string, d time.Duration) error {
-	_, err := e.db.Exec(ctx, q.Get("pause_channel"), channel, d.Microseconds())
-	return wrap("pausing a channel", err)
+func (e executor) PauseLane(ctx context.Context, lane store.Lane, d time.Duration) error {
+	_, err := e.db.Exec(ctx, q.Get("pause_lane"), lane.Surface, d.Microseconds(), lane.Destination)
+	return wrap("pausing a lane", err)
 }
 
-func (e executor) ChannelPause(ctx context.Context, channel string) (time.Duration, error) {
+func (e executor) LanePause(ctx context.Context, lane store.Lane) (time.Duration, error) {
 	var us int64
-	err := e.db.QueryRow(ctx, q.Get("channel_pause"), channel).Scan(&us)
-	return time.Duration(us) * time.Microsecond, wrap("reading a channel's pause", err)
+	err := e.db.QueryRow(ctx, q.Get("lane_pause"), lane.Surface, lane.Destination).Scan(&us)
+	return time.Duration(us) * time.Microsecond, wrap("reading a lane's pause", err)
 }

@@ -63,7 +63,7 @@ func TestHeldWritesRunInTheirPlace(t *testing.T) {
 	// A held write that fails (a second live execution) fails the
 	// transaction at the commit, and what ran before it is rolled back.
 	err = db.InTx(ctx, true, func(ex store.Executor) error {
-		if err := ex.SetCard(ctx, req.ID, "C1", "1.0"); err != nil {
+		if err := ex.SetCard(ctx, req.ID, "slack", "C1/1.0"); err != nil {
 			return err
 		}
 		return ex.InsertExecution(ctx, store.NewExecution{RequestID: req.ID, DecisionID: 1, MaxAttempts: 3, At: time.Now()})
@@ -86,8 +86,8 @@ func TestHeldWritesRunInTheirPlace(t *testing.T) {
 		t.Error("InTx after a failing held write committed")
 	}
 	after := must(b.RequestByID(ctx, req.ID))
-	if after.CardChannel != "" {
-		t.Errorf("the card set before a failing held write stayed: %q", after.CardChannel)
+	if after.CardSurface != "" {
+		t.Errorf("the card set before a failing held write stayed: %q", after.CardSurface)
 	}
 	if n := b.Count(t, "SELECT count(*) FROM executions"); n != 1 {
 		t.Errorf("%d executions, want 1", n)

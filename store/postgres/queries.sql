@@ -3,7 +3,7 @@
 -- (coalesce($N, now())).
 
 -- name: card_columns
-request_id::text AS request_id, round, channel, ts, rendered_state, settled
+request_id::text AS request_id, round, surface, ref, rendered_state, settled
 
 -- name: claim_cte
 -- Picks and claims the due rows ($1 now, $2 limit, $3 tools, $4 worker, $5
@@ -42,7 +42,7 @@ id, request_id::text AS request_id, decision_id, key, tool, snapshot, snapshot_h
 -- name: request_columns
 id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_channel, '') AS card_channel, coalesce(card_ts, '') AS card_ts, created_at, updated_at, version, policy
+	coalesce(card_surface, '') AS card_surface, coalesce(card_ref, '') AS card_ref, created_at, updated_at, version, policy
 
 -- name: insert_execution
 -- A request created before a restore's guard_until may have been sent
@@ -87,7 +87,7 @@ SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1 AND request_id = $2);
 	SELECT x.kind, r.request_id, r.decision_round, x.data::jsonb, r.updated_at, r.updated_at
 	FROM r CROSS JOIN unnest($9::text[], $10::text[], $13::boolean[]) AS x(kind, data, coalesces)
 	WHERE NOT (x.coalesces AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = r.request_id
-		AND w.round = r.decision_round AND w.kind = x.kind AND {{outbox_waiting}}))
+		AND w.round = r.decision_round AND w.kind = x.kind AND w.surface = '' AND {{outbox_waiting}}))
 )
 SELECT {{execution_columns}}, decision_round AS round, coalesce($1::timestamptz, now()) AS db_now
 FROM r LEFT JOIN LATERAL (SELECT pg_notify($12, r.request_id::text) WHERE $11::boolean) n ON true;
@@ -148,7 +148,7 @@ WITH i AS (
 	FROM unnest($19::bigint[], $20::text[], $21::text[], $28::boolean[]) AS x(ord, kind, data, coalesces)
 	JOIN r ON r.ord = x.ord
 	WHERE NOT (x.coalesces AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = r.request_id
-		AND w.round = r.round AND w.kind = x.kind AND {{outbox_waiting}}))
+		AND w.round = r.round AND w.kind = x.kind AND w.surface = '' AND {{outbox_waiting}}))
 ), cb AS (
 	INSERT INTO callbacks (request_id, agent, event, next_attempt_at, give_up_at, created_at)
 	SELECT r.request_id, q.requested_by, x.event,
@@ -279,12 +279,14 @@ SELECT id, request_id::text AS request_id, at, actor, kind, data
 FROM events WHERE request_id = $1 ORDER BY seq;
 
 -- name: insert_outbox
--- A row that coalesces ($6) is not queued while one like it waits unclaimed.
-INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at)
-SELECT t.kind, t.request_id::uuid, t.round, t.data::jsonb, coalesce(t.at, now()), coalesce(t.at, now())
-FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[], $6::boolean[]) AS t(kind, request_id, round, data, at, coalesces)
+-- A row that coalesces ($6) is not queued while one like it (for the same
+-- surface) waits unclaimed.
+INSERT INTO outbox (kind, request_id, round, data, next_attempt_at, created_at, surface, destination)
+SELECT t.kind, t.request_id::uuid, t.round, t.data::jsonb, coalesce(t.at, now()), coalesce(t.at, now()), t.surface, t.destination
+FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[], $6::boolean[], $7::text[], $8::text[])
+	AS t(kind, request_id, round, data, at, coalesces, surface, destination)
 WHERE NOT (t.coalesces AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = t.request_id::uuid AND w.round = t.round
-	AND w.kind = t.kind AND {{outbox_waiting}}));
+	AND w.kind = t.kind AND w.surface = t.surface AND {{outbox_waiting}}));
 
 -- name: outbox_waiting
 -- A row that waits for its first claim, locked until the transaction ends
@@ -301,7 +303,7 @@ WITH due AS (
 )
 UPDATE outbox o SET next_attempt_at = now() + $2::bigint * interval '1 microsecond', attempts = o.attempts + 1
 FROM due WHERE o.id = due.id
-RETURNING o.id, o.kind, o.request_id::text AS request_id, o.round, o.data, o.attempts,
+RETURNING o.id, o.kind, o.request_id::text AS request_id, o.round, o.surface, o.destination, o.data, o.attempts,
 	coalesce(o.last_error, '') AS last_error, o.created_at;
 
 -- name: renew_outbox
@@ -327,29 +329,33 @@ SELECT EXISTS (SELECT 1 FROM outbox
 
 -- name: other_post_rows
 SELECT EXISTS (SELECT 1 FROM outbox
-	WHERE request_id = $1 AND round = $2 AND kind = $4 AND id <> $3);
+	WHERE request_id = $1 AND round = $2 AND kind = $4 AND id <> $3 AND surface IN ($5, ''));
 
 -- name: card_for
-SELECT {{card_columns}} FROM cards WHERE request_id = $1 AND round = $2;
+SELECT {{card_columns}} FROM cards WHERE request_id = $1 AND round = $2 AND surface = $3;
 
 -- name: record_card
+-- The request points at the round's first card: another surface's card of
+-- the same round leaves it.
 WITH ins AS (
-	INSERT INTO cards (request_id, round, channel, ts, rendered_state, settled)
+	INSERT INTO cards (request_id, round, surface, ref, rendered_state, settled)
 	VALUES ($1, $2, $3, $4, $5, $6)
-	ON CONFLICT (request_id, round) DO NOTHING
-	RETURNING request_id, round, channel, ts, rendered_state, settled
+	ON CONFLICT (request_id, round, surface) DO NOTHING
+	RETURNING request_id, round, surface, ref, rendered_state, settled
 ), req AS (
-	UPDATE requests SET card_channel = ins.channel, card_ts = ins.ts
-	FROM ins WHERE requests.id = ins.request_id AND requests.round = ins.round
+	UPDATE requests r SET card_surface = ins.surface, card_ref = ins.ref
+	FROM ins WHERE r.id = ins.request_id AND r.round = ins.round
+		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.request_id = r.id AND c.round = r.round
+			AND c.surface = r.card_surface AND c.surface <> ins.surface AND c.ref = r.card_ref)
 )
 SELECT {{card_columns}} FROM ins
 UNION ALL
-SELECT request_id::text, round, channel, ts, rendered_state, settled FROM cards
-WHERE request_id = $1 AND round = $2 AND NOT EXISTS (SELECT 1 FROM ins);
+SELECT request_id::text, round, surface, ref, rendered_state, settled FROM cards
+WHERE request_id = $1 AND round = $2 AND surface = $3 AND NOT EXISTS (SELECT 1 FROM ins);
 
 -- name: mark_card_rendered
 UPDATE cards SET rendered_state = $3, settled = $4, rendered_at = now()
-WHERE request_id = $1 AND round = $2;
+WHERE request_id = $1 AND round = $2 AND surface = $5;
 
 -- name: card_state
 -- countersign_card_state (migrations/postgres/00003_bot.sql) is
@@ -360,13 +366,13 @@ SELECT countersign_card_state($1, $2);
 -- $2 is how long a failed delivery keeps the sweep from queueing the same
 -- card again and $3 how long a pending round may go without a card (both in
 -- microseconds), $4 and $5 the kinds of an update and a post, $6 their data
--- (store.StaleCardsParams).
+-- (store.StaleCardsParams). An update is for the stale card's surface.
 WITH stale AS (
-	SELECT c.request_id, c.round FROM cards c
+	SELECT c.request_id, c.round, c.surface FROM cards c
 	WHERE NOT c.settled
 		AND c.rendered_state IS DISTINCT FROM countersign_card_state(c.request_id, c.round)
 		AND NOT EXISTS (SELECT 1 FROM outbox o
-			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = $4
+			WHERE o.request_id = c.request_id AND o.round = c.round AND o.kind = $4 AND o.surface IN (c.surface, '')
 				AND (o.state = 'pending' OR (o.state = 'failed' AND o.created_at > now() - $2::bigint * interval '1 microsecond')))
 	ORDER BY c.rendered_at
 	LIMIT $1
@@ -381,10 +387,10 @@ WITH stale AS (
 	ORDER BY r.expires_at
 	LIMIT $1
 )
-INSERT INTO outbox (kind, request_id, round, data)
-SELECT $4, request_id, round, $6::jsonb FROM stale
+INSERT INTO outbox (kind, request_id, round, data, surface)
+SELECT $4, request_id, round, $6::jsonb, surface FROM stale
 UNION ALL
-SELECT $5, request_id, round, $6::jsonb FROM unposted;
+SELECT $5, request_id, round, $6::jsonb, '' FROM unposted;
 
 -- name: requests_by_key_prefix
 SELECT {{request_columns}} FROM requests
@@ -522,12 +528,12 @@ WHERE id = $1 AND status = 'approved' AND round = $2
 RETURNING round;
 
 -- name: set_card
-UPDATE requests SET card_channel = $2, card_ts = $3 WHERE id = $1;
+UPDATE requests SET card_surface = $2, card_ref = $3 WHERE id = $1;
 
 -- name: redrive_card
 INSERT INTO outbox (kind, request_id, round)
 SELECT $2::text, r.id, r.round FROM requests r
-WHERE r.id = $1 AND r.status = 'pending' AND r.card_ts IS NULL
+WHERE r.id = $1 AND r.status = 'pending' AND r.card_ref IS NULL
 	AND NOT EXISTS (SELECT 1 FROM outbox o
 		WHERE o.request_id = r.id AND o.round = r.round AND o.kind = $2 AND o.state = 'pending');
 
@@ -583,7 +589,7 @@ WHERE r.status = 'pending' AND r.tool = $1
 	-- Scalar subqueries, not EXISTS and NOT EXISTS: they stay one probe of
 	-- cards' key and of outbox_nudge_once per pending request, where a
 	-- misjudged join scans one table for each row of the other.
-	AND (SELECT c.ts FROM cards c WHERE c.request_id = r.id AND c.round = r.round) IS NOT NULL
+	AND (SELECT c.ref FROM cards c WHERE c.request_id = r.id AND c.round = r.round LIMIT 1) IS NOT NULL
 	AND (SELECT o.id FROM outbox o
 		WHERE o.request_id = r.id AND o.round = r.round AND o.data ? 'nudge' AND o.data ->> 'nudge' = $4
 		LIMIT 1) IS NULL
@@ -742,18 +748,18 @@ WHERE request_id = $1 AND seq >= $2 ORDER BY seq LIMIT 1;
 
 -- name: take_post_slot
 -- Returns the microseconds from now until the slot taken.
-INSERT INTO slack_pacing AS p (channel, next_post_at) VALUES ($1, now() + $2::bigint * interval '1 microsecond')
-ON CONFLICT (channel) DO UPDATE SET next_post_at =
+INSERT INTO surface_pacing AS p (surface, destination, next_post_at) VALUES ($1, $3, now() + $2::bigint * interval '1 microsecond')
+ON CONFLICT (surface, destination) DO UPDATE SET next_post_at =
 	greatest(p.next_post_at, now(), coalesce(p.paused_until, now())) + $2::bigint * interval '1 microsecond'
 RETURNING (extract(epoch FROM (p.next_post_at - now())) * 1000000)::bigint - $2::bigint;
 
--- name: pause_channel
-INSERT INTO slack_pacing AS p (channel, paused_until) VALUES ($1, now() + $2::bigint * interval '1 microsecond')
-ON CONFLICT (channel) DO UPDATE SET paused_until = greatest(p.paused_until, excluded.paused_until);
+-- name: pause_lane
+INSERT INTO surface_pacing AS p (surface, destination, paused_until) VALUES ($1, $3, now() + $2::bigint * interval '1 microsecond')
+ON CONFLICT (surface, destination) DO UPDATE SET paused_until = greatest(p.paused_until, excluded.paused_until);
 
--- name: channel_pause
+-- name: lane_pause
 SELECT coalesce((SELECT greatest((extract(epoch FROM (paused_until - now())) * 1000000)::bigint, 0)
-	FROM slack_pacing WHERE channel = $1), 0);
+	FROM surface_pacing WHERE surface = $1 AND destination = $2), 0);
 
 -- name: mark_restored
 WITH f AS (

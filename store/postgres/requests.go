@@ -19,7 +19,7 @@ import (
 func scanRequest(row pgx.Row, r *store.Request, extra ...any) error {
 	return row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &r.Step, &r.Tool, &r.Snapshot, &r.PayloadHash,
 		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &r.ExpiresAt,
-		&r.CardChannel, &r.CardTS, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.Policy}, extra...)...)
+		&r.CardSurface, &r.CardRef, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.Policy}, extra...)...)
 }
 
 // collect scans every row into a T by column name; an argument that names
@@ -146,8 +146,8 @@ func (e executor) ReopenRequest(ctx context.Context, p store.ReopenRequestParams
 	return newRound, err == nil, wrap("reopening request", err)
 }
 
-func (e executor) SetCard(ctx context.Context, id, channel, ts string) error {
-	_, err := e.db.Exec(ctx, q.Get("set_card"), id, channel, ts)
+func (e executor) SetCard(ctx context.Context, id, surface, ref string) error {
+	_, err := e.db.Exec(ctx, q.Get("set_card"), id, surface, ref)
 	return wrap("recording card", err)
 }
 

@@ -55,7 +55,7 @@ var appTables = []struct{ table, privileges string }{
 	{"audit_checkpoints", "SELECT"},
 	{"audit_checkpoint_heads", "SELECT"},
 	{"audit_floor", "SELECT"},
-	{"slack_pacing", "SELECT, INSERT, UPDATE"},
+	{"surface_pacing", "SELECT, INSERT, UPDATE"},
 	// Executions are flagged from restores as they are inserted; only
 	// `countersign restore`, as the owner, writes them.
 	{"restores", "SELECT"},

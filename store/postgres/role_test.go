@@ -37,7 +37,7 @@ var appRolePrivileges = map[string][]string{
 	"table audit_checkpoint_heads": {"SELECT"},
 	"table audit_floor":            {"SELECT"},
 	// The shared Slack budget: one row per channel, moved on and paused.
-	"table slack_pacing": {"SELECT", "INSERT", "UPDATE"},
+	"table surface_pacing": {"SELECT", "INSERT", "UPDATE"},
 	// Read as executions are inserted; written by restore as the owner.
 	"table restores":           {"SELECT"},
 	"sequence restores_id_seq": nil,

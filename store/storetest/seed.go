@@ -189,7 +189,7 @@ func ledgerStatements(s Seed) []string {
 		// effect's strings are written out as countersign_effect_strings(e)
 		// finds them, which costs 17 µs a row more.
 		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, summary,
-	requested_by, status, expires_at, created_at, updated_at, round_started_at, card_channel, card_ts)
+	requested_by, status, expires_at, created_at, updated_at, round_started_at, card_surface, card_ref)
 SELECT 'wa_' || encode(sha256(convert_to('list' || i, 'UTF8')), 'hex'), 'sha256:' || md5(i::text),
 	'run-' || (i %% 50) || '-' || (i / 500), to_jsonb(i %% 10),
 	CASE (i / 50) %% 50 WHEN 0 THEN 'billing.credit' WHEN 1 THEN 'deploy.release' ELSE 'tool-' || (i / 50) %% 50 END,
@@ -197,7 +197,7 @@ SELECT 'wa_' || encode(sha256(convert_to('list' || i, 'UTF8')), 'hex'), 'sha256:
 	CASE i %% 50 WHEN 0 THEN 'billing-agent' ELSE 'agent-' || i %% 50 END,
 	st, CASE st WHEN 'pending' THEN now() + interval '1 day' ELSE c + interval '1 hour' END, c,
 	c + CASE st WHEN 'pending' THEN interval '0' WHEN 'cancelled' THEN interval '10 s' WHEN 'expired' THEN interval '1 hour' ELSE interval '30 s' END,
-	c, CASE WHEN %[3]t THEN 'C0BENCH' END, CASE WHEN %[3]t THEN to_char(c, 'YYYYMMDDHH24MISS') || '.' || i END
+	c, CASE WHEN %[3]t THEN 'slack' END, CASE WHEN %[3]t THEN 'C0BENCH/' || to_char(c, 'YYYYMMDDHH24MISS') || '.' || i END
 FROM generate_series(1, %[1]d) AS i,
 	LATERAL (SELECT (hashint4(i) & 2147483647) %% 100, i > %[1]d - %[4]d) AS s(h, live),
 	LATERAL (SELECT CASE WHEN live AND h < %[2]d THEN 'pending' WHEN h < %[2]d + 70 THEN 'approved' WHEN h < %[2]d + 80 THEN 'rejected'
@@ -265,13 +265,13 @@ func seedStatement(ctx context.Context, db *postgres.Driver, sql string) error {
 var trailStatements = []string{
 	`INSERT INTO votes (request_id, round, voter, verdict, via, payload_hash_seen, voted_at)
 SELECT request_id, round, decided_by, verdict, via, payload_hash_seen, decided_at FROM decisions`,
-	`INSERT INTO cards (request_id, round, channel, ts, rendered_state, settled, posted_at, rendered_at)
-SELECT r.id, 1, r.card_channel, r.card_ts,
+	`INSERT INTO cards (request_id, round, surface, ref, rendered_state, settled, posted_at, rendered_at)
+SELECT r.id, 1, r.card_surface, r.card_ref,
 	CASE r.status WHEN 'approved' THEN 'approved/' || e.state || '/' || e.attempts ELSE r.status END,
 	r.status <> 'pending' AND coalesce(e.state IN ('succeeded', 'failed'), true), r.created_at, greatest(r.updated_at, e.updated_at)
 FROM requests r LEFT JOIN executions e ON e.request_id = r.id`,
-	`INSERT INTO outbox (kind, request_id, round, state, attempts, next_attempt_at, created_at, delivered_at)
-SELECT k.kind, r.id, 1, 'delivered', 1, k.at, k.at, k.at + interval '200 ms'
+	`INSERT INTO outbox (kind, request_id, round, surface, state, attempts, next_attempt_at, created_at, delivered_at)
+SELECT k.kind, r.id, 1, 'slack', 'delivered', 1, k.at, k.at, k.at + interval '200 ms'
 FROM requests r LEFT JOIN executions e ON e.request_id = r.id,
 	LATERAL (VALUES ('post_card', r.created_at, true), ('update_card', greatest(r.updated_at, e.updated_at), r.status <> 'pending'),
 		('thread_reply', e.updated_at, e.state IN ('succeeded', 'failed'))) AS k(kind, at, owed)
