@@ -33,7 +33,6 @@ func TestVerifyWaitsForAWriteStoredAfterTheTimeout(t *testing.T) {
 			req := b.approve(t)
 			const storeAfter = 1500 * time.Millisecond
 			b.provider.SetFor(req.Key, providertest.Behavior{StoreAfter: storeAfter, Times: 1})
-			sent := time.Now()
 			b.dispatch(t)
 			wantState(t, b.execution(t, req.ID), store.ExecUnknown)
 
@@ -47,7 +46,12 @@ func TestVerifyWaitsForAWriteStoredAfterTheTimeout(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
-			time.Sleep(time.Until(sent.Add(storeAfter + 500*time.Millisecond))) // the slow first write has landed
+			for deadline := time.Now().Add(10 * time.Second); b.provider.Storing() > 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("the slow first write never landed")
+				}
+				time.Sleep(10 * time.Millisecond) // polling interval, not a wait for an event
+			}
 			wantObjects(t, b.provider, req.Key, c.objects)
 		})
 	}

@@ -89,6 +89,7 @@ type Provider struct {
 
 	badSignatures atomic.Int64
 	received      atomic.Int64
+	storing       atomic.Int64
 }
 
 // New returns an empty provider that honours keys.
@@ -194,6 +195,10 @@ func (p *Provider) Writes(key string) int {
 // Received returns how many write requests arrived in all.
 func (p *Provider) Received() int { return int(p.received.Load()) }
 
+// Storing returns how many writes slowed by StoreAfter are not stored yet,
+// so a test can wait for a write that outlived its client to land.
+func (p *Provider) Storing() int { return int(p.storing.Load()) }
+
 // BadSignatures returns how many writes carried no valid signature.
 func (p *Provider) BadSignatures() int { return int(p.badSignatures.Load()) }
 
@@ -278,6 +283,9 @@ func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
 	if b.Times > 0 && p.writes[key] > b.Times {
 		b = Behavior{}
 	}
+	if b.StoreAfter > 0 && b.Status == 0 && b.Code == "" && !b.Hang {
+		p.storing.Add(1) // with the write's count, so no moment shows neither
+	}
 	release := p.release
 	p.mu.Unlock()
 
@@ -307,6 +315,7 @@ func (p *Provider) write(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if b.StoreAfter > 0 {
+		defer p.storing.Add(-1)
 		time.Sleep(b.StoreAfter) // not cut short when the client leaves
 	}
 	p.mu.Lock()

@@ -126,21 +126,23 @@ func (p *serveProcess) kill(t *testing.T) {
 
 // agentEndpoint is an agent's callback URL: it checks each callback's
 // signature and counts deliveries per delivery id. While hold is set it
-// answers nothing, and tells held.
+// answers nothing, and tells held. Each delivery closes arrived and
+// replaces it, so waitFor wakes on deliveries rather than polling.
 type agentEndpoint struct {
 	*httptest.Server
-	secret []byte
-	mu     sync.Mutex
-	seen   map[string]int
-	bad    int
-	bodies []string
-	events []string
-	hold   bool
-	held   chan struct{}
+	secret  []byte
+	mu      sync.Mutex
+	seen    map[string]int
+	bad     int
+	bodies  []string
+	events  []string
+	hold    bool
+	held    chan struct{}
+	arrived chan struct{}
 }
 
 func newAgentEndpoint(t *testing.T, secret string) *agentEndpoint {
-	e := &agentEndpoint{secret: []byte(secret), seen: map[string]int{}, held: make(chan struct{}, 16)}
+	e := &agentEndpoint{secret: []byte(secret), seen: map[string]int{}, held: make(chan struct{}, 16), arrived: make(chan struct{})}
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		e.mu.Lock()
@@ -150,6 +152,8 @@ func newAgentEndpoint(t *testing.T, secret string) *agentEndpoint {
 		e.seen[r.Header.Get(callback.DeliveryHeader)]++
 		e.bodies = append(e.bodies, string(body))
 		e.events = append(e.events, r.Header.Get(callback.EventHeader))
+		close(e.arrived)
+		e.arrived = make(chan struct{})
 		hold := e.hold
 		e.mu.Unlock()
 		if hold {
@@ -169,20 +173,24 @@ func (e *agentEndpoint) setHold(hold bool) {
 	e.mu.Unlock()
 }
 
-// waitFor polls e until cond holds, or fails the test.
+// waitFor checks cond after each delivery e receives until it holds, or
+// fails the test after 45 s.
 func (e *agentEndpoint) waitFor(t *testing.T, what string, cond func(e *agentEndpoint) bool) {
 	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for time.Now().Before(deadline) {
+	timeout := time.After(45 * time.Second)
+	for {
 		e.mu.Lock()
-		ok := cond(e)
+		ok, arrived := cond(e), e.arrived
 		e.mu.Unlock()
 		if ok {
 			return
 		}
-		time.Sleep(25 * time.Millisecond)
+		select {
+		case <-arrived:
+		case <-timeout:
+			t.Fatalf("the agent endpoint never saw %s", what)
+		}
 	}
-	t.Fatalf("the agent endpoint never saw %s", what)
 }
 
 // A serve process killed (SIGKILL) while its callback was in flight, after

@@ -101,7 +101,9 @@ func TestSIGHUPReloadsAgentsToolsAndPolicies(t *testing.T) {
 		code, _ := call(http.MethodGet, "/v1/requests/"+first["id"].(string)+"?wait=3s", "steady-token", "")
 		polled <- code
 	}()
-	time.Sleep(300 * time.Millisecond) // the long-poll is most likely waiting by now
+	eventually(t, "the long-poll waits before the reload", func() bool {
+		return metricsAt(t, base)["countersign_long_polls_waiting"] == 1
+	})
 
 	write(reloadConfig([]string{"new-token", "steady-token"}, 2, `  billing.refund:
     approvers: [local:ana]

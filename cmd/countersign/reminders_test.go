@@ -96,7 +96,13 @@ func (c *nudgeCluster) start(t *testing.T) *serveProcess {
 // metrics returns the samples of the process's /metrics, by name with labels.
 func (p *serveProcess) metrics(t *testing.T) map[string]float64 {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(p.base + "/metrics")
+	return metricsAt(t, p.base)
+}
+
+// metricsAt scrapes base's /metrics into its samples by name.
+func metricsAt(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,15 +151,25 @@ func TestStopCutsOffWhenItsContextEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	var unwound atomic.Bool
+	unwind := make(chan struct{}) // the test says when unwinding ends
 	go func() {
 		defer leave()
 		<-work.Done()
-		time.Sleep(10 * time.Millisecond) // unwinding takes a moment
+		<-unwind
 		unwound.Store(true)
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := s.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop(ctx) }()
+	<-work.Done()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while the cut work was unwinding", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(unwind)
+	if err := <-stopped; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Stop = %v, want DeadlineExceeded", err)
 	}
 	if !unwound.Load() {

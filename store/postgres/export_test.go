@@ -3,3 +3,6 @@ package postgres
 // Classify is what every primitive does to its errors: it marks an outage
 // with store.ErrUnavailable.
 func Classify(err error) error { return unavailable(err) }
+
+// Checks returns how many times l has tried for, or checked, the sweep lock.
+func (l *Leader) Checks() int64 { return l.checks.Load() }

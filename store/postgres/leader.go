@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +39,7 @@ type Leader struct {
 	mu      sync.Mutex
 	term    context.Context // cancelled when this replica stops leading
 	endTerm context.CancelFunc
+	checks  atomic.Int64 // checks done, for tests to wait on rather than sleep
 
 	startstop.Base // Start and Stop run Run in the background
 }
@@ -139,6 +141,7 @@ func (l *Leader) connect(ctx context.Context) (*pgx.Conn, error) {
 func (l *Leader) check(ctx context.Context, conn *pgx.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, l.every)
 	defer cancel()
+	defer l.checks.Add(1)
 	if _, leading := l.Term(); leading {
 		var held bool
 		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'

@@ -63,14 +63,32 @@ func waitForOneLeader(t *testing.T, ls []*postgres.Leader, within time.Duration)
 	}
 }
 
+// waitForChecks waits until every one of ls has checked the lock once more.
+func waitForChecks(t *testing.T, ls []*postgres.Leader) {
+	t.Helper()
+	before := make([]int64, len(ls))
+	for i, l := range ls {
+		before[i] = l.Checks()
+	}
+	deadline := time.Now().Add(3 * postgres.LeaderCheckInterval)
+	for i, l := range ls {
+		for l.Checks() <= before[i] {
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d made no check within %v", i, 3*postgres.LeaderCheckInterval)
+			}
+			time.Sleep(20 * time.Millisecond) // polling interval, not a wait for an event
+		}
+	}
+}
+
 func TestOneReplicaLeadsAndAStoppedLeaderHandsOn(t *testing.T) {
 	t.Parallel()
 	url := storetest.NewURL(t)
 	ls := candidates(t, url, 3)
 	first := waitForOneLeader(t, ls, 5*time.Second)
-	// Through several checks, still one leader, the same one.
+	// Through several checks by every replica, still one leader, the same one.
 	for range 3 {
-		time.Sleep(postgres.LeaderCheckInterval)
+		waitForChecks(t, ls)
 		if got := leaders(ls); len(got) != 1 || got[0] != first {
 			t.Fatalf("leaders %v, want only %d", got, first)
 		}
