@@ -93,8 +93,11 @@ func runExecutor(t *testing.T, b *bundle) *providertest.Provider {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	listener, listen, listening := b.db.Notifier(logger)
-	go listen(ctx)
+	listener, service, listening := b.db.Notifier(logger)
+	if err := service.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = service.Stop(context.Background()) })
 	select {
 	case <-listening:
 	case <-time.After(10 * time.Second):

@@ -197,8 +197,11 @@ func measure(ctx context.Context, o options) (result, error) {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	listener, listen, _ := db.Notifier(slog.New(slog.DiscardHandler))
-	go listen(runCtx)
+	listener, listening, _ := db.Notifier(slog.New(slog.DiscardHandler))
+	if err := listening.Start(runCtx); err != nil {
+		return result{}, err
+	}
+	defer func() { _ = listening.Stop(context.Background()) }()
 	wake, unsubscribe := listener.SubscribeReady()
 	defer unsubscribe()
 	kick := make(chan struct{}, 1)
