@@ -78,7 +78,10 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	batcher := store.NewIntakeBatcher(s, 2, 16)
-	go batcher.Run(ctx)
+	if err := batcher.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = batcher.Stop(context.Background()) })
 	svc := mustService(t, Config{
 		DB: s,
 		Tools: map[string]Tool{

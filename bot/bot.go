@@ -135,7 +135,8 @@ func New(cfg Config) *Bot {
 }
 
 // Wait blocks until every ephemeral answer in flight has been sent or has
-// failed; serve calls it on shutdown, tests before counting calls.
+// failed, without stopping the bot (Stop waits for them too); tests call it
+// before counting calls.
 func (b *Bot) Wait() { b.answers.Wait() }
 
 // toolChannel is where a tool's cards go.

@@ -260,17 +260,23 @@ func refusalText(ref approvals.Refusal) string {
 }
 
 // answer sends an ephemeral message to the clicker after Slack has its
-// acknowledgement. Answers are best effort: the card is the record.
+// acknowledgement, as work the bot's Stop waits for. Answers are best
+// effort: the card is the record, and none is sent once Stop has begun.
 func (b *Bot) answer(channel, user, text string) {
 	if channel == "" || user == "" || b.slack == nil {
 		return
 	}
+	work, leave, err := b.Enter(context.Background())
+	if err != nil {
+		return
+	}
 	b.answers.Add(1)
 	go func() {
+		defer leave()
 		defer b.answers.Done()
 		b.answerSem <- struct{}{}
 		defer func() { <-b.answerSem }()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(work, 10*time.Second)
 		defer cancel()
 		if _, err := b.slack.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false)); err != nil {
 			b.logger.Warn("answering a click", slog.String("channel", channel), slog.String("user", user), slog.String("error", err.Error()))

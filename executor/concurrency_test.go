@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/store/drivertest"
 )
 
 // TestTwoWorkersOnTheSameRow races two executors for each of a series of
@@ -51,17 +52,19 @@ func TestTwoWorkersOnTheSameRow(t *testing.T) {
 	}
 }
 
-// TestRunWakesOnNotification checks that an approval is dispatched through
-// LISTEN/NOTIFY without waiting for a poll.
-func TestRunWakesOnNotification(t *testing.T) {
+// TestStartWakesOnNotification checks that an approval is dispatched
+// through LISTEN/NOTIFY without waiting for a poll.
+func TestStartWakesOnNotification(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	listener := b.db.Notifier(t)
-	wake, unsubscribe := listener.SubscribeReady()
+	db := drivertest.Postgres.Open(t, true)
+	wake, unsubscribe := db.Notifier(t).SubscribeReady()
 	defer unsubscribe()
-	go b.exec.Run(ctx, wake, 0) // no polling: only a notification can wake it
+	// No polling: only a notification can wake it.
+	b := setup(t, &options{backend: db, config: func(cfg *executor.Config) { cfg.Wake = wake }})
+	if err := b.exec.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.exec.Stop(context.Background()) })
 
 	// The LISTEN connection starts asynchronously: keep approving until one
 	// is dispatched, then check that every approval was.

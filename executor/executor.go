@@ -34,7 +34,7 @@ type Config struct {
 	// that waited so long for a slot that its send could outlive its claim is
 	// released unsent.
 	Concurrency int
-	// Lanes is how many DispatchOnce loops Run keeps going (default 2), so one
+	// Lanes is how many DispatchOnce loops Start keeps going (default 2), so one
 	// batch's sends overlap the next batch's claim.
 	Lanes int
 	// HTTPClient sends and verifies for the tools sent over HTTP; default

@@ -34,8 +34,8 @@ func (e *Executor) ShutdownGrace() time.Duration {
 	return min(longest+recordGrace, MaxShutdownGrace)
 }
 
-// Start runs Lanes dispatch loops (Config.Wake and Config.Poll drive them,
-// as Run's wake and poll do) and returns. The loops stop claiming when ctx
+// Start runs Lanes dispatch loops (Config.Wake and Config.Poll drive them;
+// see run) and returns. The loops stop claiming when ctx
 // ends or Stop is called; Stop waits for what they have claimed.
 func (e *Executor) Start(ctx context.Context) error {
 	ctx, err := e.StartInit(ctx)
@@ -45,14 +45,14 @@ func (e *Executor) Start(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("starting the executor: %w", err)
 	}
-	if err := e.Go(func() { e.Run(ctx, e.wake, e.poll) }); err != nil {
+	if err := e.Go(func() { e.run(ctx, e.wake, e.poll) }); err != nil {
 		return ErrStopped // Stop began between the two calls
 	}
 	return nil
 }
 
 // Stop stops claiming and waits until every execution in progress, whether
-// claimed by Start's loops, Run or a DispatchOnce call, has its outcome
+// claimed by Start's loops or a DispatchOnce call, has its outcome
 // recorded. Shutdown does not cut a send short: it runs to its answer or its
 // tool's timeout. If ctx ends first, the sends still in flight are cancelled,
 // as a crash would end them: their claims expire and the reconciler settles
@@ -76,7 +76,7 @@ func (e *Executor) enter(ctx context.Context) (context.Context, func(), error) {
 	return work, leave, err
 }
 
-// Run keeps Lanes dispatch loops going until ctx ends or Stop is called, and
+// run keeps Lanes dispatch loops going until ctx ends or Stop is called, and
 // returns once they and the executions they claimed have ended. A
 // notification on wake (an execution became ready; see
 // postgres.Listener.SubscribeReady) starts one idle lane, so a single approval
@@ -84,7 +84,7 @@ func (e *Executor) enter(ctx context.Context) (context.Context, func(), error) {
 // backlog is drained by all of them. If poll is positive every lane also
 // looks at least that often; with poll 0 the cron's dispatch sweep is the
 // safety net.
-func (e *Executor) Run(ctx context.Context, wake <-chan struct{}, poll time.Duration) {
+func (e *Executor) run(ctx context.Context, wake <-chan struct{}, poll time.Duration) {
 	r := &runner{lanes: make([]*lane, e.lanes)}
 	for i := range r.lanes {
 		r.lanes[i] = &lane{wake: make(chan struct{}, 1)}

@@ -25,36 +25,6 @@ func slowUnverifiable(tool *executor.Tool) {
 	tool.Timeout = 5 * time.Second
 }
 
-// TestRunWaitsForTheSendInFlight ends Run's context while a slow provider is
-// answering: Run returns only after the answer is in and recorded.
-func TestRunWaitsForTheSendInFlight(t *testing.T) {
-	drivertest.ForEach(t, func(t *testing.T, d *drivertest.Driver) {
-		t.Parallel()
-		b := setup(t, &options{driver: d, tool: slowUnverifiable})
-		b.provider.Set(providertest.Behavior{Delay: time.Second})
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		wake := make(chan struct{}, 1)
-		returned := make(chan struct{})
-		go func() {
-			defer close(returned)
-			b.exec.Run(ctx, wake, 0)
-		}()
-
-		req := b.approve(t)
-		wake <- struct{}{}
-		eventually(t, 5*time.Second, "the provider to receive the write", func() bool { return b.provider.Received() == 1 })
-		cancel()
-		select {
-		case <-returned:
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not return after its send ended")
-		}
-		wantState(t, b.execution(t, req.ID), store.ExecSucceeded)
-		wantObjects(t, b.provider, req.Key, 1)
-	})
-}
-
 // TestStopWaitsForTheSendInFlight stops a started executor while a slow
 // provider is answering: Stop returns only once the outcome is recorded, and
 // nothing is claimed afterwards.

@@ -37,7 +37,10 @@ func BenchmarkIntake(b *testing.B) {
 	b.Cleanup(db.Close)
 	ledger := store.NewLedger(db, store.Options{})
 	batcher := store.NewIntakeBatcher(ledger, 2, 16)
-	go batcher.Run(ctx)
+	if err := batcher.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = batcher.Stop(context.Background()) })
 	logger := slog.New(slog.DiscardHandler)
 	svc := approvalstest.New(b, approvals.Config{DB: ledger, Logger: logger, Batcher: batcher, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},

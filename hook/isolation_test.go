@@ -49,8 +49,11 @@ var hookStores = []struct {
 }{
 	{"postgres", func(t *testing.T, ctx context.Context, logger *slog.Logger) hookStore {
 		db := storetest.NewDB(t)
-		listener, listen, listening := db.Notifier(logger)
-		go listen(ctx)
+		listener, service, listening := db.Notifier(logger)
+		if err := service.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = service.Stop(context.Background()) })
 		select {
 		case <-listening:
 		case <-time.After(10 * time.Second):
@@ -88,7 +91,10 @@ func forEachHookStore(t *testing.T, test func(t *testing.T, b *isolationBundle))
 			logger := slog.New(slog.DiscardHandler)
 			s := hs.open(t, ctx, logger)
 			batcher := store.NewIntakeBatcher(s, 2, 16)
-			go batcher.Run(ctx)
+			if err := batcher.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = batcher.Stop(context.Background()) })
 			svc := approvalstest.New(t, approvals.Config{DB: s, Logger: logger, Batcher: batcher, Tools: map[string]approvals.Tool{
 				"billing.credit": {Name: "billing.credit", Approvers: []string{approverA}, RequestTTL: time.Hour},
 			}})

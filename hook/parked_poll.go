@@ -38,6 +38,8 @@ type parkedPoll struct {
 	path            string // for its log line
 	timer           *time.Timer
 	unsubscribe     func()
+	work            context.Context // from parking.begin: ends if shutdown runs out of time
+	leave           func()          // from parking.begin: called once answered
 
 	token uint32 // its key among the watched hang-ups
 
@@ -97,14 +99,19 @@ func (h *Handler) waitParked(sw *statusWriter, r *http.Request, agent approvals.
 		p.unsubscribe()
 		return writeJSON(sw, http.StatusOK, view)
 	}
-	h.parking.begin()
+	work, leave, ok := h.parking.begin()
+	if !ok { // shutting down: answer now
+		p.unsubscribe()
+		return writeJSON(sw, http.StatusOK, view)
+	}
+	p.work, p.leave = work, leave
 	// Bytes the client sent after its request (a pipelined request) go
 	// with the connection, which the answer closes: a client that
 	// pipelines sends again what a closed connection left unanswered
 	// (RFC 9112, 9.3.2).
 	conn, _, err := http.NewResponseController(sw).Hijack()
 	if err != nil {
-		h.parking.abandon()
+		leave()
 		p.unsubscribe()
 		v, err := h.waitForChange(ctx, agent, req.ID, time.Until(p.deadline), p.since)
 		if err != nil {
@@ -203,7 +210,7 @@ func (p *parkedPoll) read() (view wire.Request, err error) {
 
 // context carries the poll's Request-Id into its reads and log lines.
 func (p *parkedPoll) context() context.Context {
-	return requestid.With(context.Background(), p.requestID)
+	return requestid.With(p.work, p.requestID)
 }
 
 // answer writes the poll's response as the normal path would, then

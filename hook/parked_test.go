@@ -397,7 +397,7 @@ func TestHookParkedRereadsAsItsAgent(t *testing.T) {
 		p.agent.Name = "other-agent"
 		p.unsubscribe = func() {}
 		p.timer = time.AfterFunc(time.Hour, func() {})
-		ph.h.parking.begin()
+		p.work, p.leave, _ = ph.h.parking.begin()
 		ph.h.parking.add(p)
 		go p.run()
 		a := receive(client)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/store"
 )
 
@@ -18,7 +19,9 @@ import (
 // for that waiter alone, which parks it again or answers it (parkedPoll).
 //
 // The HTTP server does not track a connection it gave away, so serve's
-// shutdown ends parking itself (Handler.AnswerParked).
+// shutdown ends parking itself (Handler.AnswerParked): each poll, from
+// the moment it takes its connection to its answer, is work on parking's
+// start/stop base, which AnswerParked stops.
 type parking struct {
 	// notifier calls a parked poll on a change; nil when the notifier
 	// cannot, and nothing parks.
@@ -28,14 +31,14 @@ type parking struct {
 
 	mu       sync.Mutex
 	polls    map[*parkedPoll]struct{}
-	active   int // polls taking their connection or parked, not yet answered
-	stopping bool
-	idle     chan struct{} // closed once stopping with no poll active
+	stopping bool // set, under mu, before the polls parked then are woken
 
 	// sinceCollect counts the polls parked since the last collection;
 	// collect runs the next once parking is quiet (collectAfterBurst).
 	sinceCollect int
 	collect      *time.Timer
+
+	startstop.Base // each poll is work let in with Enter
 }
 
 // A parked poll leaves net/http's two goroutines, their stacks and the
@@ -57,20 +60,14 @@ func newParking(listener store.Notifier) *parking {
 	return p
 }
 
-// begin counts a poll about to take its connection, so that shutdown
-// waits for it even before it is parked.
-func (p *parking) begin() {
-	p.mu.Lock()
-	p.active++
-	p.mu.Unlock()
-}
-
-// abandon uncounts a poll that did not get its connection.
-func (p *parking) abandon() {
-	p.mu.Lock()
-	p.active--
-	p.settle()
-	p.mu.Unlock()
+// begin lets in a poll about to take its connection, so that shutdown
+// waits for it even before it is parked. It returns the poll's context,
+// cancelled only if shutdown runs out of time, and leave, which the poll
+// calls once answered or if it does not get its connection; ok is false
+// once shutdown has begun, when the poll must be answered at once.
+func (p *parking) begin() (work context.Context, leave func(), ok bool) {
+	work, leave, err := p.Enter(context.Background())
+	return work, leave, err == nil
 }
 
 // add parks a poll begin counted; it reports whether parking is stopping,
@@ -102,20 +99,8 @@ func (p *parking) collectAfterBurst() {
 func (p *parking) done(poll *parkedPoll) {
 	p.mu.Lock()
 	delete(p.polls, poll)
-	p.active--
-	p.settle()
 	p.mu.Unlock()
-}
-
-// settle closes idle once stopping leaves no poll active; p.mu is held.
-func (p *parking) settle() {
-	if p.stopping && p.active == 0 {
-		select {
-		case <-p.idle:
-		default:
-			close(p.idle)
-		}
-	}
+	poll.leave()
 }
 
 // isStopping reports whether parking has stopped: waiters are answered
@@ -141,8 +126,6 @@ func (p *parking) stop() {
 		return
 	}
 	p.stopping = true
-	p.idle = make(chan struct{})
-	p.settle()
 	polls := make([]*parkedPoll, 0, len(p.polls))
 	for poll := range p.polls {
 		polls = append(polls, poll)
@@ -153,24 +136,25 @@ func (p *parking) stop() {
 	}
 }
 
-// wait returns once every poll is answered after stop; when ctx ends
-// first, it closes the connections of the rest, unanswered.
+// wait stops the base and returns once every poll is answered after stop;
+// when ctx ends first, it cuts the polls' re-reads off and closes the
+// connections of the rest, unanswered.
 func (p *parking) wait(ctx context.Context) error {
-	p.mu.Lock()
-	idle := p.idle
-	p.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
+	left := 0
+	defer context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		left = len(p.polls)
+		for poll := range p.polls {
+			poll.conn.Close()
+		}
+	})()
+	if err := p.Base.Stop(ctx); err != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return fmt.Errorf("answering parked long-polls: %d left unanswered: %w", left, err)
 	}
-	p.mu.Lock()
-	left := len(p.polls)
-	for poll := range p.polls {
-		poll.conn.Close()
-	}
-	p.mu.Unlock()
-	return fmt.Errorf("answering parked long-polls: %d left unanswered: %w", left, ctx.Err())
+	return nil
 }
 
 // StopParking answers every parked long-poll now, each with the request's

@@ -106,7 +106,10 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 	b.logs = &syncBuffer{}
 	logger := slog.New(requestid.Handler(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	batcher := store.NewIntakeBatcher(s, 2, 16)
-	go batcher.Run(ctx)
+	if err := batcher.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = batcher.Stop(context.Background()) })
 	svc := approvalstest.New(t, approvals.Config{
 		DB: s,
 		Tools: map[string]approvals.Tool{

@@ -84,18 +84,13 @@ func runExecutor(t *testing.T, b *bundle) *providertest.Provider {
 	provider.Secret = []byte(secret)
 	srv := providertest.Start(t, provider)
 	logger := slog.New(slog.DiscardHandler)
-	ex := executor.New(executor.Config{
-		DB: b.store, Secrets: [][]byte{[]byte(secret)}, Logger: logger,
-		Tools: map[string]executor.Tool{toolName: {
-			Name: toolName, Method: "POST", URL: srv.URL + "/credits", Timeout: 2 * time.Second,
-			KeyAware: true, Verify: &executor.Endpoint{URL: srv.URL + "/objects?key={key}"},
-			MaxAttempts: 3, ClaimTimeout: time.Minute, ApprovalTTL: time.Hour,
-		}},
-	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	listener, listen, listening := b.db.Notifier(logger)
-	go listen(ctx)
+	listener, service, listening := b.db.Notifier(logger)
+	if err := service.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = service.Stop(context.Background()) })
 	select {
 	case <-listening:
 	case <-time.After(10 * time.Second):
@@ -103,6 +98,18 @@ func runExecutor(t *testing.T, b *bundle) *providertest.Provider {
 	}
 	wake, unsubscribe := listener.SubscribeReady()
 	t.Cleanup(unsubscribe)
-	go ex.Run(ctx, wake, time.Second)
+	ex := executor.New(executor.Config{
+		Wake: wake, Poll: time.Second,
+		DB: b.store, Secrets: [][]byte{[]byte(secret)}, Logger: logger,
+		Tools: map[string]executor.Tool{toolName: {
+			Name: toolName, Method: "POST", URL: srv.URL + "/credits", Timeout: 2 * time.Second,
+			KeyAware: true, Verify: &executor.Endpoint{URL: srv.URL + "/objects?key={key}"},
+			MaxAttempts: 3, ClaimTimeout: time.Minute, ApprovalTTL: time.Hour,
+		}},
+	})
+	if err := ex.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ex.Stop(context.Background()) })
 	return provider
 }

@@ -25,10 +25,9 @@ type batch[In, Out any] struct {
 	queue    chan *batchCall[In, Out]
 	maxBatch int
 	workers  int
-	stopErr  error         // what calls get once Run has ended
-	stopped  chan struct{} // closed when Run has ended
+	stopErr  error // what calls get once Stop has ended the workers
 
-	startstop.Base // Start and Stop run Run in the background
+	startstop.Base // Start runs the workers, Stop ends them and waits
 }
 
 type batchCall[In, Out any] struct {
@@ -44,7 +43,7 @@ type batchResult[Out any] struct {
 func newBatch[In, Out any](workers, maxBatch int, stopErr error, do func(context.Context, []In) ([]Out, error)) *batch[In, Out] {
 	return &batch[In, Out]{
 		do: do, queue: make(chan *batchCall[In, Out], maxBatch*workers),
-		maxBatch: maxBatch, workers: workers, stopErr: stopErr, stopped: make(chan struct{}),
+		maxBatch: maxBatch, workers: workers, stopErr: stopErr,
 	}
 }
 
@@ -52,10 +51,11 @@ func newBatch[In, Out any](workers, maxBatch int, stopErr error, do func(context
 // batch may still run.
 func (b *batch[In, Out]) call(ctx context.Context, in In) (Out, error) {
 	var zero Out
+	stopped := b.Stopped()
 	c := &batchCall[In, Out]{in: in, done: make(chan batchResult[Out], 1)}
 	select {
 	case b.queue <- c:
-	case <-b.stopped:
+	case <-stopped:
 		return zero, b.stopErr
 	case <-ctx.Done():
 		return zero, ctx.Err()
@@ -63,47 +63,39 @@ func (b *batch[In, Out]) call(ctx context.Context, in In) (Out, error) {
 	select {
 	case r := <-c.done:
 		return r.out, r.err
-	case <-b.stopped:
+	case <-stopped:
 		return zero, b.stopErr
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	}
 }
 
-// Done is closed once Run has ended.
-func (b *batch[In, Out]) Done() <-chan struct{} { return b.stopped }
-
-// Start runs Run in the background until Stop, not until ctx ends: calls
-// still finishing on shutdown need it. Stop (the base's) ends it and waits
-// for the batch being served, whose statement batchTimeout bounds.
+// Start runs the workers until Stop, not until ctx ends: calls still
+// finishing on shutdown need them. Stop (the base's) ends them and waits
+// for the batches being served, whose statements batchTimeout bounds;
+// calls fail afterwards.
 func (b *batch[In, Out]) Start(ctx context.Context) error {
-	ctx, err := b.StartInit(context.WithoutCancel(ctx))
-	if err != nil {
+	if _, err := b.StartInit(ctx); err != nil {
 		return fmt.Errorf("starting the batcher: %w", err)
 	}
-	ctx = b.UntilStopping(ctx)
-	return b.Go(func() { b.Run(ctx) })
+	for range b.workers {
+		if err := b.Go(b.work); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Run serves batches from its workers until ctx ends; calls fail afterwards.
-func (b *batch[In, Out]) Run(ctx context.Context) {
-	defer close(b.stopped)
-	done := make(chan struct{})
-	for range b.workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case first := <-b.queue:
-					b.serve(b.collect(first))
-				}
-			}
-		}()
-	}
-	for range b.workers {
-		<-done
+// work serves batches until Stop begins.
+func (b *batch[In, Out]) work() {
+	stopping := b.Stopping()
+	for {
+		select {
+		case <-stopping:
+			return
+		case first := <-b.queue:
+			b.serve(b.collect(first))
+		}
 	}
 }
 

@@ -79,3 +79,47 @@ func TestBatchUnavailableIsNotRetried(t *testing.T) {
 		}
 	}
 }
+
+// Stop waits for the batch its workers are serving, which answers its
+// caller; a call after Stop gets the stop error.
+func TestBatchStopWaitsForTheBatchBeingServed(t *testing.T) {
+	t.Parallel()
+	stopErr := errors.New("stopped")
+	serving, release := make(chan struct{}), make(chan struct{})
+	b := newBatch(2, 4, stopErr, func(_ context.Context, ins []string) ([]string, error) {
+		close(serving)
+		<-release
+		return []string{"out:" + ins[0]}, nil
+	})
+	ctx := context.Background()
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan error, 1)
+	go func() {
+		out, err := b.call(ctx, "a")
+		if err == nil && out != "out:a" {
+			err = fmt.Errorf("answer %q", out)
+		}
+		answered <- err
+	}()
+	<-serving
+	stopped := make(chan error, 1)
+	go func() { stopped <- b.Stop(ctx) }()
+	<-b.Stopping()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a batch was being served", err)
+	default:
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-answered; err != nil {
+		t.Fatalf("the call served as Stop began: %v", err)
+	}
+	if _, err := b.call(ctx, "b"); err != stopErr {
+		t.Fatalf("a call after Stop = %v, want the stop error", err)
+	}
+}

@@ -42,10 +42,10 @@ type Driver interface {
 	Close()
 	// Notifier returns what wakes this database's waiters and, when the
 	// wake-ups need a loop of their own (PostgreSQL's LISTEN connection),
-	// the function that runs it until ctx ends and a channel closed once it
-	// receives. run is nil when the driver wakes its subscribers after its
-	// own commits.
-	Notifier(logger *slog.Logger) (n Notifier, run func(ctx context.Context), listening <-chan struct{})
+	// the service that runs it between its Start and Stop and a channel
+	// closed once it receives. listener is nil when the driver wakes its
+	// subscribers after its own commits.
+	Notifier(logger *slog.Logger) (n Notifier, listener Service, listening <-chan struct{})
 	// Remote reports whether each statement is a network round trip. Intake
 	// then inserts first and learns of a replay from the key's conflict: one
 	// round trip for a new intent. An in-process store reads first instead,

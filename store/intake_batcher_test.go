@@ -15,7 +15,9 @@ func TestIntakeBatcherConcurrentInserts(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		batcher := store.NewIntakeBatcher(b, 2, 8)
-		go batcher.Run(ctx)
+		if err := batcher.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
 
 		// 40 distinct keys, each sent by 3 callers at once: 120 calls.
 		const keys, callers = 40, 3
@@ -53,10 +55,11 @@ func TestIntakeBatcherConcurrentInserts(t *testing.T) {
 			t.Errorf("requests %d, events %d; want %d each", requests, events, keys)
 		}
 
-		cancel()
-		<-batcher.Done()
+		if err := batcher.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := batcher.Insert(context.Background(), newRequest("wa_after_stop", "sha256:b")); err != store.ErrBatcherStopped {
-			t.Errorf("Insert after Run ended = %v, want ErrBatcherStopped", err)
+			t.Errorf("Insert after Stop = %v, want ErrBatcherStopped", err)
 		}
 	})
 }
@@ -111,7 +114,10 @@ func TestIntakeBatcherPoisonedInsertsFailAlone(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		batcher := store.NewIntakeBatcher(b, 1, 64)
-		go batcher.Run(ctx)
+		if err := batcher.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = batcher.Stop(context.Background()) })
 		var kinds []func(p *store.NewRequest)
 		for _, poison := range poisons(b.Name) {
 			kinds = append(kinds, poison)

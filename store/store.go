@@ -98,6 +98,14 @@ type Notifier interface {
 	SubscribeReady() (wake <-chan struct{}, cancel func())
 }
 
+// Service is a long-running part on the start/stop base
+// (internal/startstop): Start runs it and returns, Stop ends it and waits
+// for everything it started.
+type Service interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
 // ChangeCaller is a Notifier that can also call a function on a change,
 // for a waiter that holds no goroutine (a parked long-poll).
 type ChangeCaller interface {

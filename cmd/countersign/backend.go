@@ -49,11 +49,11 @@ func openBackend(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 		logger.Info("applied migrations", slog.Int("count", n))
 	}
 	b := &backend{store: s, where: where}
-	notifier, run, _ := s.Driver().Notifier(logger.With("component", "listener"))
+	notifier, listener, _ := s.Driver().Notifier(logger.With("component", "listener"))
 	b.notifier = notifier
 	b.leader, b.holdsLock = newLeadership(s.Driver(), logger.With("component", "leader"))
-	if c, ok := notifier.(component); ok && run != nil {
-		b.listener = c // PostgreSQL's LISTEN connection, which serve starts and stops
+	if listener != nil {
+		b.listener = listener // PostgreSQL's LISTEN connection, which serve starts and stops
 	}
 	if cfg.DatabaseURL == "" && !cfg.Local() {
 		logger.Warn("COUNTERSIGN_DATABASE_URL is not set: using the embedded store, which serves one process on one machine",

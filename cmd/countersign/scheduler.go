@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
+
+	"github.com/countersign/countersign/internal/startstop"
 )
 
 // scheduler runs the sweeps (expiry, dispatch, reconcile, card convergence)
@@ -20,8 +21,9 @@ type scheduler struct {
 	leader leadership
 	runs   *prometheus.CounterVec // countersign_sweep_runs_total
 	ctx    context.Context        // what the sweeps run on; set by Start
-	cancel context.CancelFunc
 	names  []string
+
+	startstop.Base // each sweep is work Stop waits for
 }
 
 func newScheduler(logger *slog.Logger, leader leadership, reg prometheus.Registerer) *scheduler {
@@ -69,10 +71,15 @@ func (s *scheduler) add(name, spec string, sweep func(ctx context.Context) error
 	})
 }
 
-// schedule runs sweep under name on spec. The sweep's context ends when
-// Start's context does or Stop is called.
+// schedule runs sweep under name on spec, unless Stop has begun. The
+// sweep's context ends when Start's context does or Stop is called.
 func (s *scheduler) schedule(name, spec string, sweep func(ctx context.Context) error) error {
 	_, err := s.cron.AddFunc(spec, func() {
+		_, leave, err := s.Enter(s.ctx)
+		if err != nil {
+			return
+		}
+		defer leave()
 		if err := sweep(s.ctx); err != nil && s.ctx.Err() == nil {
 			s.logger.Error(name+" sweep failed", slog.String("error", err.Error()))
 		}
@@ -86,27 +93,25 @@ func (s *scheduler) schedule(name, spec string, sweep func(ctx context.Context) 
 
 // Start starts the schedule and returns.
 func (s *scheduler) Start(ctx context.Context) error {
-	if s.cancel != nil {
-		return errors.New("scheduler already started")
+	ctx, err := s.StartInit(ctx)
+	if err != nil {
+		return fmt.Errorf("starting the scheduler: %w", err)
 	}
-	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.ctx = s.UntilStopping(ctx)
 	s.cron.Start()
-	return nil
+	return s.Go(func() {
+		<-s.Stopping()
+		<-s.cron.Stop().Done()
+	})
 }
 
 // Stop ends the sweeps' context, stops the schedule and waits, until ctx
 // ends, for the sweeps still running.
 func (s *scheduler) Stop(ctx context.Context) error {
-	if s.cancel == nil {
-		return nil
+	if err := s.Base.Stop(ctx); err != nil {
+		return fmt.Errorf("sweeps still running at shutdown: %w", err)
 	}
-	s.cancel()
-	select {
-	case <-s.cron.Stop().Done():
-		return nil
-	case <-ctx.Done():
-		return errors.New("sweeps still running at shutdown")
-	}
+	return nil
 }
 
 // cronLogger adapts slog to robfig/cron's logger.

@@ -24,6 +24,7 @@ import (
 	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/hook"
+	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
 )
@@ -371,6 +372,8 @@ type httpServer struct {
 	// served gets what Serve returned when it ended on its own; serve
 	// then shuts down.
 	served chan error
+
+	startstop.Base // Serve runs on it: Stop returns once Serve has
 }
 
 func newHTTPServer(h http.Handler, ln net.Listener, logger *slog.Logger) *httpServer {
@@ -391,24 +394,27 @@ func newHTTPServer(h http.Handler, ln net.Listener, logger *slog.Logger) *httpSe
 func (s *httpServer) base() string { return "http://" + s.ln.Addr().String() }
 
 // Start serves in the background and returns.
-func (s *httpServer) Start(context.Context) error {
+func (s *httpServer) Start(ctx context.Context) error {
+	if _, err := s.StartInit(ctx); err != nil {
+		return fmt.Errorf("starting the HTTP server: %w", err)
+	}
 	s.logger.Info(s.announce, slog.String("addr", s.ln.Addr().String()), slog.String("version", versionString()))
-	go func() {
+	return s.Go(func() {
 		if err := s.server.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 			s.served <- err
 		}
-	}()
-	return nil
+	})
 }
 
 // Stop stops accepting and lets the handlers finish; what is still running
-// when ctx ends (a long-poll) is cut.
+// when ctx ends (a long-poll) is cut. It returns once Serve has.
 func (s *httpServer) Stop(ctx context.Context) error {
-	if err := s.server.Shutdown(ctx); err != nil {
+	err := s.server.Shutdown(ctx)
+	if err != nil {
 		_ = s.server.Close()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return err
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = nil
 		}
 	}
-	return nil
+	return errors.Join(err, s.Base.Stop(context.WithoutCancel(ctx)))
 }

@@ -60,7 +60,10 @@ func BenchmarkStores(b *testing.B) {
 
 func benchService(ctx context.Context, db store.Store) *approvals.Service {
 	batcher := store.NewIntakeBatcher(db, intakeFlushers, intakeMaxBatch)
-	go batcher.Run(ctx)
+	if err := batcher.Start(ctx); err != nil {
+		panic(err)
+	}
+	context.AfterFunc(ctx, func() { _ = batcher.Stop(context.Background()) })
 	return must(approvals.New(approvals.Config{DB: db, Batcher: batcher, Logger: slog.New(slog.DiscardHandler),
 		Tools: map[string]approvals.Tool{benchTool: {Name: benchTool, Approvers: []string{"local:bench"}}}}))
 }

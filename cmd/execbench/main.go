@@ -175,7 +175,9 @@ func measure(ctx context.Context, o options) (result, error) {
 		waiting = map[string]chan time.Time{}
 	)
 	metrics := executor.NewMetrics(nil)
+	kick := make(chan struct{}, 1)
 	ex := executor.New(executor.Config{
+		Wake: kick, Poll: time.Second,
 		DB: ledger,
 		Tools: map[string]executor.Tool{tool: {
 			URL: "http://" + ln.Addr().String() + "/", Timeout: 10 * time.Second, KeyAware: true,
@@ -197,11 +199,13 @@ func measure(ctx context.Context, o options) (result, error) {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	listener, listen, _ := db.Notifier(slog.New(slog.DiscardHandler))
-	go listen(runCtx)
+	listener, listening, _ := db.Notifier(slog.New(slog.DiscardHandler))
+	if err := listening.Start(runCtx); err != nil {
+		return result{}, err
+	}
+	defer func() { _ = listening.Stop(context.Background()) }()
 	wake, unsubscribe := listener.SubscribeReady()
 	defer unsubscribe()
-	kick := make(chan struct{}, 1)
 	go func() {
 		for {
 			select {
@@ -233,7 +237,10 @@ func measure(ctx context.Context, o options) (result, error) {
 	}
 	dbBefore := benchserve.DatabaseCPU(ctx, db.Pool, benchserve.DatabaseName(scratch))
 	start := time.Now()
-	go ex.Run(runCtx, kick, time.Second)
+	if err := ex.Start(runCtx); err != nil {
+		return result{}, err
+	}
+	defer func() { _ = ex.Stop(context.Background()) }()
 	go func() { // as serve's reconcile cron does at its default schedule
 		tick := time.NewTicker(15 * time.Second)
 		defer tick.Stop()

@@ -96,11 +96,11 @@ func openPostgres(t testing.TB, name, storeURL, ownerURL string, wrap func(store
 			return n, err
 		},
 		Notifier: func(t testing.TB) store.Notifier {
-			listenCtx, cancel := context.WithCancel(ctx)
-			n, run, listening := db.Notifier(slog.New(slog.NewTextHandler(io.Discard, nil)))
-			done := make(chan struct{})
-			go func() { defer close(done); run(listenCtx) }()
-			t.Cleanup(func() { cancel(); <-done })
+			n, listener, listening := db.Notifier(slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err := listener.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = listener.Stop(context.Background()) })
 			select {
 			case <-listening:
 			case <-time.After(10 * time.Second):

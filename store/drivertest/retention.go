@@ -153,12 +153,13 @@ func testPruneLeavesTombstonesAndNeverRunsAKeyTwice(t *testing.T, b *Backend) {
 		t.Errorf("Intake of a pruned key = %+v, %v", res, err)
 	}
 	batcher := store.NewIntakeBatcher(b, 1, 8)
-	bctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); batcher.Run(bctx) }()
+	if err := batcher.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	res, err = batcher.Insert(ctx, again)
-	stop()
-	<-done
+	if err := batcher.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err != nil || res.Inserted || res.Pruned == nil || res.Pruned.Key != succeeded.Key {
 		t.Errorf("a batched replay of a pruned key = %+v, %v", res, err)
 	}

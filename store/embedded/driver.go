@@ -153,7 +153,7 @@ func (s *Driver) Batch() store.BatchExecutor { return nil }
 
 // Notifier is the driver itself: its commits wake its subscribers, so
 // there is no loop to run.
-func (s *Driver) Notifier(*slog.Logger) (store.Notifier, func(context.Context), <-chan struct{}) {
+func (s *Driver) Notifier(*slog.Logger) (store.Notifier, store.Service, <-chan struct{}) {
 	listening := make(chan struct{})
 	close(listening)
 	return s.hub, nil, listening

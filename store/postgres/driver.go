@@ -91,11 +91,11 @@ func (d *Driver) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, d.Pool, fn)
 }
 
-// Notifier returns a Listener on its own connection; run listens until its
-// context ends.
-func (d *Driver) Notifier(logger *slog.Logger) (store.Notifier, func(context.Context), <-chan struct{}) {
+// Notifier returns a Listener on its own connection, twice: as what wakes
+// waiters, and as the service that listens between its Start and Stop.
+func (d *Driver) Notifier(logger *slog.Logger) (store.Notifier, store.Service, <-chan struct{}) {
 	l := newListener(d, logger)
-	return l, l.Run, l.listening
+	return l, l, l.listening
 }
 
 // Remote is true: every statement is a round trip to the server.

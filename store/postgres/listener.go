@@ -31,10 +31,10 @@ type Listener struct {
 	listening     chan struct{} // closed once the first LISTEN is in place
 	listeningOnce sync.Once
 
-	startstop.Base // Start and Stop run Run in the background
+	startstop.Base // Start and Stop run run in the background
 }
 
-// newListener returns a Listener; run starts it.
+// newListener returns a Listener; Start starts it.
 func newListener(db *Driver, logger *slog.Logger) *Listener {
 	return &Listener{
 		Hub:       store.NewHub(),
@@ -47,7 +47,7 @@ func newListener(db *Driver, logger *slog.Logger) *Listener {
 // Listening is closed once notifications are being received.
 func (l *Listener) Listening() <-chan struct{} { return l.listening }
 
-// Start runs Run in the background until Stop, not until ctx ends: waiters
+// Start runs run in the background until Stop, not until ctx ends: waiters
 // still finishing on shutdown need their wake-ups. Stop (the base's) ends
 // it and waits for it to return.
 func (l *Listener) Start(ctx context.Context) error {
@@ -56,11 +56,11 @@ func (l *Listener) Start(ctx context.Context) error {
 		return fmt.Errorf("starting the listener: %w", err)
 	}
 	ctx = l.UntilStopping(ctx)
-	return l.Go(func() { l.Run(ctx) })
+	return l.Go(func() { l.run(ctx) })
 }
 
-// Run listens until ctx ends, reconnecting after a lost connection.
-func (l *Listener) Run(ctx context.Context) {
+// run listens until ctx ends, reconnecting after a lost connection.
+func (l *Listener) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := l.listen(ctx); err != nil && ctx.Err() == nil {
 			l.logger.Warn("listen connection lost", slog.String("error", err.Error()))
