@@ -185,10 +185,6 @@ func called(a Adapter, err error) error {
 // or (when an earlier attempt's outcome is unknown) found by the surface
 // (Adapter.Find).
 func (d *Deliverer) post(ctx context.Context, a Adapter, row store.OutboxRow) (string, error) {
-	lane := d.destination(ctx, a, row)
-	if lane.Destination == "" {
-		return "", fmt.Errorf("%w: no %s destination configured for the tool", errPermanent, a.Name())
-	}
 	if _, err := d.db.CardFor(ctx, row.RequestID, row.Round, a.Name()); err == nil {
 		return "card already posted", nil
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -199,6 +195,15 @@ func (d *Deliverer) post(ctx context.Context, a Adapter, row store.OutboxRow) (s
 		return "", fmt.Errorf("%w: request not found", errPermanent)
 	} else if err != nil {
 		return "", err
+	}
+	// The destination from the request just read: destination would read
+	// it again, a round trip per card.
+	lane := store.Lane{Surface: a.Name(), Destination: row.Destination}
+	if lane.Destination == "" {
+		lane.Destination = a.Destination(v.Request.Tool)
+	}
+	if lane.Destination == "" {
+		return "", fmt.Errorf("%w: no %s destination configured for the tool", errPermanent, a.Name())
 	}
 	if row.Round != v.Request.Round {
 		// A post for an old round: that round's card would be born superseded.
