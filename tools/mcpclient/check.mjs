@@ -72,10 +72,16 @@ assert.equal(second.isError, undefined, text(second));
 const cancelled = await client.callTool({ name: "cancel_request", arguments: { ref: second.structuredContent.key } });
 report.cancelled = { structured: cancelled.structuredContent, text: text(cancelled) };
 
-// wait_for_outcome, with a progress token, while the test approves the first write.
+// wait_for_outcome, with a progress token, while the test approves the first
+// write: once the first progress notification says the wait has begun, so
+// that the write is not settled before the wait starts (its progress would
+// then race the answer).
 const progress = [];
+let begun;
+const heard = new Promise((resolve) => { begun = resolve; });
 const waiting = client.callTool({ name: "wait_for_outcome", arguments: { ref: first.structuredContent.key, timeout_seconds: 50 } },
-  undefined, { onprogress: (p) => progress.push(p), resetTimeoutOnProgress: true, timeout: 120_000 });
+  undefined, { onprogress: (p) => { progress.push(p); begun(); }, resetTimeoutOnProgress: true, timeout: 120_000 });
+await Promise.race([heard, waiting]);
 await ask({ event: "approve", request: first.structuredContent });
 const outcome = await waiting;
 report.outcome = { structured: outcome.structuredContent, text: text(outcome), isError: outcome.isError ?? false };
