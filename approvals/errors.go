@@ -31,6 +31,7 @@ const (
 	CodeNoCallback       = "callback_not_configured"
 	CodeNoDelivery       = "nothing_to_redrive"
 	CodeUnavailable      = "unavailable"
+	CodeDeniedByPolicy   = "denied_by_policy"
 	CodeInternal         = "internal"
 	// The agent API's own: a route that exists answers other methods with
 	// it, and a body that is not JSON by its Content-Type.
@@ -87,6 +88,9 @@ var (
 	// ErrNoCallback: a redrive of a request whose agent has no callback
 	// configured.
 	ErrNoCallback = errors.New("the agent has no callback configured")
+	// ErrDeniedByPolicy: the tool's policy refuses the write (DeniedError
+	// says which rule and why).
+	ErrDeniedByPolicy = errors.New("denied by policy")
 	// ErrNoDelivery: a redrive of a request that never queued a callback.
 	ErrNoDelivery = errors.New("the request has no callback delivery to redrive")
 )
@@ -169,3 +173,24 @@ func (e *PrunedError) Error() string {
 
 // Is makes a PrunedError ErrPruned.
 func (e *PrunedError) Is(target error) bool { return target == ErrPruned }
+
+// DeniedError is an intent the tool's policy refuses: the request is stored,
+// rejected by "policy:<tier>", and every replay of the intent is answered
+// with the same error. It is ErrDeniedByPolicy.
+type DeniedError struct {
+	Key     string // the request's key, for lookup and the audit
+	Tier    string // the rule that denied it
+	Message string // the rule's deny message
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("denied by policy %q: %s", e.Tier, e.Message)
+}
+
+// Unwrap lets errors.Is match ErrDeniedByPolicy.
+func (e *DeniedError) Unwrap() error { return ErrDeniedByPolicy }
+
+// deniedBy is the refusal every post of a request the policy denied gets.
+func deniedBy(req store.Request) error {
+	return &DeniedError{Key: req.Key, Tier: req.Policy.TierName, Message: req.Policy.Deny}
+}

@@ -7,16 +7,24 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-
-	"github.com/countersign/countersign/store"
 )
 
-// Tier is a stricter (or looser) review for the effects its condition
-// matches: the first matching tier of a tool sets the request's policy.
+// Tier is a rule of a tool's policy for the effects its condition matches:
+// allowed, denied, or asked of more (or other) reviewers. The first
+// matching tier that is not a shadow sets the request's policy.
 type Tier struct {
-	When      Condition
-	Approvals int      // 0: the tool's
-	Approvers []string // empty: the tool's
+	// Name names the tier in decisions ("policy:<name>") and metrics; empty
+	// names it by its place, "tier-1" for the first.
+	Name      string
+	When      Rule
+	Verdict   Verdict  // "": ask
+	Deny      string   // the message of a deny verdict
+	Approvals int      // ask: 0 is the tool's
+	Approvers []string // ask: empty is the tool's
+	// Shadow tiers are evaluated and recorded but decide nothing.
+	Shadow bool
+	// Notify posts a card without buttons for a write this tier allows.
+	Notify bool
 }
 
 // Condition compares the value at a dotted path of the effect with a
@@ -73,8 +81,17 @@ func (c Condition) Validate() error {
 	return nil
 }
 
-// Matches reports whether the effect (JSON) satisfies the condition.
-func (c Condition) Matches(effect []byte) bool {
+// Matches reports whether the input's effect satisfies the condition.
+func (c Condition) Matches(in PolicyInput) bool { return c.matches(in.Effect) }
+
+// Source is the condition as configured, for the policy version.
+func (c Condition) Source() string {
+	b, _ := json.Marshal(map[string]any{"field": c.Field, string(c.Op): c.Value})
+	return string(b)
+}
+
+// MatchesEffect reports whether the effect (JSON) satisfies the condition.
+func (c Condition) MatchesEffect(effect []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(effect))
 	dec.UseNumber()
 	var doc any
@@ -181,34 +198,4 @@ func equal(a, b any) bool {
 		return b == nil
 	}
 	return false // objects and arrays equal no constant
-}
-
-// PolicyFor resolves the review policy of a new request from the tool and
-// its effect: the first tier whose condition matches, else the tool's own.
-// It is stored on the request and never re-evaluated.
-func (t Tool) PolicyFor(effect []byte) store.Policy {
-	p := store.Policy{Approvals: max(t.Approvals, 1), Approvers: t.Approvers}
-	if len(t.Tiers) == 0 {
-		return p
-	}
-	dec := json.NewDecoder(bytes.NewReader(effect))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return p
-	}
-	for i, tier := range t.Tiers {
-		if !tier.When.matches(doc) {
-			continue
-		}
-		if tier.Approvals > 0 {
-			p.Approvals = tier.Approvals
-		}
-		if len(tier.Approvers) > 0 {
-			p.Approvers = tier.Approvers
-		}
-		p.Tier = &i
-		return p
-	}
-	return p
 }

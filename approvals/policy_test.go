@@ -38,7 +38,7 @@ func TestConditionComparesNumbersExactly(t *testing.T) {
 		{"dotted path through an array", Condition{Field: "lines.1.qty", Op: OpGT, Value: json.Number("5")}, `{"lines":[{"qty":1},{"qty":6}]}`, true},
 		{"path past a scalar", Condition{Field: "amount_cents.value", Op: OpGT, Value: json.Number("5")}, `{"amount_cents":6}`, false},
 	} {
-		if got := tc.when.Matches([]byte(tc.effect)); got != tc.want {
+		if got := tc.when.MatchesEffect([]byte(tc.effect)); got != tc.want {
 			t.Errorf("%s: %+v on %s = %v, want %v", tc.name, tc.when, tc.effect, got, tc.want)
 		}
 	}

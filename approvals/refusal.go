@@ -31,6 +31,10 @@ type Refusal struct {
 	Status string
 	// Tools are, for unknown_tool, the tools the agent may use.
 	Tools []string
+	// Key and Tier are, for denied_by_policy, the request's key and the
+	// rule that denied it.
+	Key  string
+	Tier string
 }
 
 // RefusalCodes lists every code a Refusal carries, in the order the docs
@@ -39,7 +43,7 @@ func RefusalCodes() []string {
 	return []string{
 		CodeMalformedJSON, CodeInvalidRequest, CodeInvalidEffect, CodeUnknownTool, CodeKeyReused, CodePruned, CodeUnauthorized, CodeTooLarge,
 		CodeNotFound, CodeAlreadyDecided, CodeStaleCard, CodeNotApprover, CodeNoLongerApprover, CodeSelfApproval,
-		CodeAlreadyResolved, CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal, CodeMethodNotAllowed, CodeUnsupportedMediaType,
+		CodeAlreadyResolved, CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal, CodeMethodNotAllowed, CodeUnsupportedMediaType, CodeDeniedByPolicy,
 	}
 }
 
@@ -80,6 +84,7 @@ func RefusalFor(err error) Refusal {
 		unknownTool *UnknownToolError
 		notPending  *NotPendingError
 		prunedKey   *PrunedError
+		denied      *DeniedError
 	)
 	switch {
 	case errors.As(err, &input):
@@ -94,6 +99,10 @@ func RefusalFor(err error) Refusal {
 		return Refusal{Code: CodePruned, Status: prunedKey.Status,
 			Message: "This key's request settled as " + prunedKey.Status + " on " + prunedKey.SettledAt.UTC().Format(time.DateOnly) +
 				" and was pruned under the retention policy; the key will not run again. Send a new key for a new write."}
+	case errors.As(err, &denied):
+		return Refusal{Code: CodeDeniedByPolicy, Key: denied.Key, Tier: denied.Tier,
+			Message: "Denied by policy (rule " + strconv.Quote(denied.Tier) + "): " + denied.Message +
+				" Nothing will be sent; posting the same intent again gets the same answer."}
 	case errors.Is(err, ErrKeyTaken):
 		return Refusal{Code: CodeKeyReused,
 			Message: "This key already names a request of another agent; send a different key."}

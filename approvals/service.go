@@ -156,6 +156,10 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		if ttl <= 0 {
 			ttl = DefaultRequestTTL
 		}
+		ev, decided, err := s.verdict(ctx, tool, agent, in.RequestedFor, snapshot)
+		if err != nil {
+			return store.NewRequest{}, err
+		}
 		return store.NewRequest{
 			Key:          key,
 			BasisHash:    basisHash,
@@ -169,7 +173,8 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 			RequestedBy:  agent,
 			RequestedFor: in.RequestedFor,
 			TTL:          ttl,
-			Policy:       tool.PolicyFor(snapshot),
+			Policy:       ev.Policy,
+			Decided:      decided,
 			Now:          s.now(),
 		}, nil
 	}
@@ -188,7 +193,11 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		return s.answerReplay(ctx, res.Request, res.PostQueued, agent, basisHash)
 	}
 	req = res.Request
-	s.Logger.InfoContext(ctx, "request created", slog.String("key", req.Key), slog.String("tool", req.Tool), slog.String("agent", agent))
+	s.Logger.InfoContext(ctx, "request created", slog.String("key", req.Key), slog.String("tool", req.Tool),
+		slog.String("agent", agent), slog.String("verdict", string(req.Policy.Verdict)), slog.String("rule", req.Policy.TierName))
+	if req.Policy.Verdict == VerdictDeny {
+		return req, true, deniedBy(req)
+	}
 	return req, true, nil
 }
 
@@ -215,6 +224,9 @@ func replay(existing store.Request, agent, basisHash string) (store.Request, boo
 	}
 	if existing.BasisHash != basisHash {
 		return store.Request{}, false, ErrKeyReused
+	}
+	if existing.Policy.Verdict == VerdictDeny {
+		return existing, false, deniedBy(existing)
 	}
 	return existing, false, nil
 }

@@ -17,9 +17,17 @@ type Tool struct {
 	Reversible  bool
 	// Approvals is how many distinct approvers a round needs (0 or 1: one).
 	Approvals int
-	// Tiers override Approvals and Approvers for the effects they match;
-	// the first match wins (see PolicyFor).
+	// Verdict is the tool's own: ask (the default), allow (approvals: 0)
+	// or deny, with Deny its message. Notify posts a card without buttons
+	// for a write the tool's own rule allows.
+	Verdict Verdict
+	Deny    string
+	Notify  bool
+	// Tiers override the tool's own rule for the effects they match; the
+	// first match that is not a shadow wins (see Evaluate).
 	Tiers []Tier
+	// Grants, when set, lets an approver allow similar writes for a while.
+	Grants *GrantRule
 	// RejectReason is whether a reject asks for a reason.
 	RejectReason ReasonRule
 	// Description tells an agent what the tool does (GET /v1/tools).
@@ -36,6 +44,15 @@ type Tool struct {
 	EscalateAfter         time.Duration
 	EscalateTo            []string
 	EscalateAddsApprovers bool
+}
+
+// GrantRule is how far a standing grant may reach on a tool: at most MaxTTL,
+// and only for later effects whose Match fields equal the approved one's
+// (and whose Amount field, when named, is at most the approved amount).
+type GrantRule struct {
+	MaxTTL time.Duration
+	Match  []string // dotted paths into the effect
+	Amount string   // dotted path of the amount; "": no ceiling
 }
 
 // ReasonRule is whether a reject asks the reviewer why.

@@ -36,5 +36,6 @@ func (as Agents) AgentOnly(next func(w http.ResponseWriter, r *http.Request, age
 // another agent's session, 431 too_large for headers).
 func Refuse(w http.ResponseWriter, r *http.Request, status int, ref approvals.Refusal) {
 	writeJSON(w, status, wire.ErrorBody{Error: wire.Error{Code: ref.Code, Message: ref.Message, Field: ref.Field,
-		Errors: ref.Errors, Status: ref.Status, Tools: ref.Tools, RequestID: requestid.From(r.Context())}})
+		Errors: ref.Errors, Status: ref.Status, Tools: ref.Tools, Key: ref.Key, Tier: ref.Tier,
+		RequestID: requestid.From(r.Context())}})
 }

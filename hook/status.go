@@ -24,6 +24,7 @@ var statuses = map[string]int{
 	approvals.CodeNotApprover:      http.StatusForbidden,
 	approvals.CodeNoLongerApprover: http.StatusForbidden,
 	approvals.CodeSelfApproval:     http.StatusForbidden,
+	approvals.CodeDeniedByPolicy:   http.StatusForbidden,
 	approvals.CodeAlreadyResolved:  http.StatusConflict,
 	approvals.CodeNoCallback:       http.StatusConflict,
 	approvals.CodeNoDelivery:       http.StatusConflict,

@@ -35,4 +35,9 @@ type DecideParams struct {
 	MaxAttempts int    // the execution's attempt cap, on approve
 	Reason      string // why, in the reviewer's words (optional)
 	Now         *time.Time
+
+	// Set by the Ledger for a decision made at intake: data added to the
+	// audit event, and no card update when the request has no card.
+	data   map[string]any
+	noCard bool
 }

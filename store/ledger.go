@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -206,6 +207,56 @@ func (l *Ledger) insertRequests(ctx context.Context, ps []NewRequest, owed []Owe
 	return results, nil
 }
 
+// insertDecided stores a request decided at intake (p.Decided) and its
+// decision in one transaction: the request, its "requested" event, then the
+// decision as Decide writes it (the execution of an approval, the callback
+// of a denial, the audit event). A key that exists is answered as
+// InsertRequests answers it, and nothing is written.
+func (l *Ledger) insertDecided(ctx context.Context, p NewRequest) (InsertResult, error) {
+	if !json.Valid(p.Step) {
+		return InsertResult{}, fmt.Errorf("inserting requests: step of %s is not JSON", p.Key)
+	}
+	if p.EffectStrings == nil {
+		var err error
+		if p.EffectStrings, err = EffectStrings(p.Snapshot); err != nil {
+			return InsertResult{}, fmt.Errorf("inserting requests: key %s: %w", p.Key, err)
+		}
+	}
+	d := *p.Decided
+	var res InsertResult
+	for attempt := 1; ; attempt++ { // as InsertRequests, after a prune's conflict
+		err := l.inTx(ctx, func(ex Executor) error {
+			req, inserted, err := ex.InsertRequest(ctx, p, p.Now)
+			if err != nil {
+				return fmt.Errorf("inserting requests: %w", err)
+			}
+			if !inserted {
+				res, err = existing(ctx, ex, p.Key)
+				return err
+			}
+			var o owing
+			o.add(requested(p), req.ID, req.Round, req.CreatedAt)
+			if err := o.write(ctx, ex); err != nil {
+				return err
+			}
+			req, _, decided, err := l.decideTx(ctx, ex, DecideParams{RequestID: req.ID, Round: req.Round,
+				PayloadHash: req.PayloadHash, Verdict: d.Verdict, DecidedBy: d.DecidedBy, Via: d.Via,
+				Reason: d.Reason, MaxAttempts: d.MaxAttempts, Now: p.Now, data: d.Data, noCard: !d.Card})
+			if err != nil {
+				return err
+			}
+			if !decided { // a request is pending when it is stored: only a bug lands here
+				return fmt.Errorf("inserting requests: %s was stored but could not be decided", p.Key)
+			}
+			res = InsertResult{Request: req, Inserted: true}
+			return nil
+		})
+		if !errors.Is(err, ErrConflict) || attempt == insertAttempts {
+			return res, err
+		}
+	}
+}
+
 // existing reads what a key that was not inserted names: its request, or
 // the tombstone it left when it was pruned.
 func existing(ctx context.Context, ex Executor, key string) (InsertResult, error) {
@@ -251,9 +302,12 @@ func (l *Ledger) Intake(ctx context.Context, key string, build func() (NewReques
 		return InsertResult{}, err
 	}
 	var res InsertResult
-	if insert != nil {
+	switch {
+	case p.Decided != nil:
+		res, err = l.insertDecided(ctx, p)
+	case insert != nil:
 		res, err = insert(ctx, p)
-	} else {
+	default:
 		var rs []InsertResult
 		if rs, err = l.InsertRequests(ctx, []NewRequest{p}, p.Now); err == nil {
 			res = rs[0]
@@ -414,9 +468,14 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 	if p.Reason != "" {
 		data["reason"] = p.Reason
 	}
+	maps.Copy(data, p.data)
+	var outbox []NewOutbox
+	if !p.noCard {
+		outbox = []NewOutbox{updateCard(req.ID, req.Round, d.DecidedAt)}
+	}
 	err = write(ctx, ex,
 		[]Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: EventDecided, Data: data}},
-		[]NewOutbox{updateCard(req.ID, req.Round, d.DecidedAt)})
+		outbox)
 	if err == nil && mutant.Every("decision-twice", 4) { // planted bug: the decision recorded twice
 		err = write(ctx, ex, []Event{{RequestID: req.ID, At: d.DecidedAt, Actor: p.DecidedBy, Kind: EventDecided, Data: data}}, nil)
 	}

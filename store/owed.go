@@ -10,13 +10,17 @@ import (
 const firstRound = 1
 
 // requested is what a new request owes: its "requested" event and the post
-// of its card.
+// of its card, unless it is decided at intake without one.
 func requested(p NewRequest) Owed {
-	return Owed{
-		Events: []Event{{Actor: AgentActor(p.RequestedBy), Kind: EventRequested,
-			Data: map[string]any{"key": p.Key, "round": firstRound}}},
-		Outbox: []NewOutbox{{Kind: OutboxPostCard}},
+	o := Owed{Events: []Event{{Actor: AgentActor(p.RequestedBy), Kind: EventRequested,
+		Data: map[string]any{"key": p.Key, "round": firstRound}}}}
+	if shadow := p.Policy.Shadow; len(shadow) > 0 {
+		o.Events[0].Data["shadow"] = shadow
 	}
+	if p.Decided == nil || p.Decided.Card {
+		o.Outbox = []NewOutbox{{Kind: OutboxPostCard}}
+	}
+	return o
 }
 
 // claimed is what each claim of worker owes: its "claimed" event (with the

@@ -94,6 +94,24 @@ type NewRequest struct {
 	Now          *time.Time
 	// EffectStrings is EffectStrings(Snapshot); nil has it computed at insert.
 	EffectStrings []string
+	// Decided, when set, decides the request in the transaction that
+	// stores it (a policy's allow or deny, a standing grant's approval).
+	Decided *AutoDecision
+}
+
+// AutoDecision is a decision made at intake, by rule rather than by a
+// reviewer: written with the request, in the same transaction.
+type AutoDecision struct {
+	Verdict     Verdict
+	DecidedBy   string // "policy:<tier>" or "grant:<id>"
+	Via         string // "policy" or "grant"
+	Reason      string // a denial's message
+	MaxAttempts int    // the execution's attempt cap, on approve
+	// Card posts a card (without buttons: the request is decided) for the
+	// decided request; false posts none.
+	Card bool
+	// Data is added to the decision's audit event (a grant's grantor).
+	Data map[string]any
 }
 
 // InsertResult is the stored request for one NewRequest, and whether this

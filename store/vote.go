@@ -4,17 +4,47 @@ import "time"
 
 // Policy is how a request round is decided, resolved from its tool at intake
 // and frozen on the request: a later change of configuration does not move
-// a pending request.
+// a pending request (an approved one is re-checked before it is sent).
 type Policy struct {
+	// Verdict is the policy's: allow (decided at intake, no human), deny
+	// (refused at intake), or ask (a round of human approvals). Empty, on
+	// requests stored before verdicts existed, is ask.
+	Verdict PolicyVerdict `json:"verdict,omitempty"`
 	// Approvals is how many distinct eligible reviewers must approve.
 	Approvals int `json:"approvals"`
-	// Approvers are the Slack user and user-group ids that may vote. Nil
+	// Approvers are the user and user-group ids that may vote. Nil
 	// (requests stored before policies existed) means the tool's approvers
 	// as configured when the vote is cast.
 	Approvers []string `json:"approvers,omitempty"`
 	// Tier is the index of the tool's tier that matched the effect, or nil
 	// when none did and the tool's own policy applies.
 	Tier *int `json:"tier"`
+	// TierName names the rule that decided: a tier's name, or "default"
+	// for the tool's own. Empty on requests stored before names existed.
+	TierName string `json:"tier_name,omitempty"`
+	// Version is the digest of the tool's rules when the policy was frozen.
+	Version string `json:"version,omitempty"`
+	// Deny is a deny verdict's message, the answer to every replay.
+	Deny string `json:"deny,omitempty"`
+	// Shadow lists the shadow tiers that matched: what they would have done.
+	Shadow []ShadowMatch `json:"shadow,omitempty"`
+}
+
+// PolicyVerdict is what a policy says of an effect before anyone reviews it.
+type PolicyVerdict string
+
+// The verdicts of a policy.
+const (
+	PolicyAllow PolicyVerdict = "allow"
+	PolicyDeny  PolicyVerdict = "deny"
+	PolicyAsk   PolicyVerdict = "ask"
+)
+
+// ShadowMatch is a shadow tier that matched a request's effect and what it
+// would have decided.
+type ShadowMatch struct {
+	Tier    string        `json:"tier"`
+	Verdict PolicyVerdict `json:"verdict"`
 }
 
 // Needed is the number of approvals that decides a round: at least one.

@@ -22,6 +22,10 @@ type Error struct {
 	Status string `json:"status,omitempty"`
 	// Tools are, for unknown_tool, the tools the agent may use.
 	Tools []string `json:"tools,omitempty"`
+	// Key and Tier are, for denied_by_policy, the denied request's key and
+	// the rule that denied it.
+	Key  string `json:"key,omitempty"`
+	Tier string `json:"tier,omitempty"`
 	// RequestID names the request in the server's logs (Request-Id).
 	RequestID string `json:"request_id,omitempty"`
 }
