@@ -86,6 +86,10 @@ func TestSurfacesAgreeOnEveryRefusal(t *testing.T) {
 		approvals.CodeUnknownTool: {hook: func(t *testing.T, s *surfaces) answer {
 			return s.hookCall(t, http.MethodPost, "/v1/requests", surfaceToken, []byte(`{"run_id":"r-1","step":1,"tool":"db.drop","effect":{}}`))
 		}},
+		// Only intake refuses by policy.
+		approvals.CodeDeniedByPolicy: {hook: func(t *testing.T, s *surfaces) answer {
+			return s.hookCall(t, http.MethodPost, "/v1/requests", surfaceToken, []byte(`{"run_id":"r-1","step":1,"tool":"crm.purge","effect":{}}`))
+		}},
 		approvals.CodeKeyReused: {hook: func(t *testing.T, s *surfaces) answer {
 			if resp := s.hookSend(t, http.MethodPost, "/v1/requests", surfaceToken, intentBody("key-reused-1", 1)); resp.StatusCode != http.StatusCreated {
 				t.Fatalf("the first intent answered %d", resp.StatusCode)
@@ -364,6 +368,8 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 	if s.svc, err = approvals.New(approvals.Config{DB: store.NewLedger(db, store.Options{}), Logger: logger, Groups: s.groups, Tools: map[string]approvals.Tool{
 		surfaceTool: {Name: surfaceTool, Channel: surfaceChannel, Approvers: []string{deciderA, forWhom, financeGroup}, RequestTTL: time.Hour, MaxAttempts: 3},
 		"crm.note":  {Name: "crm.note", Channel: surfaceChannel, Approvers: []string{deciderA}, EffectSchema: noteSchema(t)},
+		"crm.purge": {Name: "crm.purge", Channel: surfaceChannel, Approvers: []string{deciderA},
+			Verdict: approvals.VerdictDeny, Deny: "Purges are run by the data team, not by agents."},
 	}}); err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.withSchema(t)
+	b.withVerdicts()
 	down := closedStoreHook(t, b.answers)
 
 	created := b.post(t, vectorBody)
@@ -99,6 +100,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		{"POST", "/v1/requests", testToken, `{"run_id":"r","step":1,"tool":"billing.credit","effect":{"invoice":"x"}}`, nil},
 		{"POST", "/v1/requests", testToken, `{"run_id":"r","step":1,"tool":"db.drop","effect":{}}`, nil},
 		{"POST", "/v1/requests", testToken, strings.Repeat(" ", approvals.MaxBodyBytes+1), nil},
+		{"POST", "/v1/requests", testToken, strings.Replace(vectorBody, `"inv_8841"`, `"inv_0"`, 1), nil},
 		{"GET", "/v1/requests/" + key, testToken, "", nil},
 		{"GET", "/v1/requests/" + key + "?wait=1ms", testToken, "", nil},
 		{"GET", "/v1/requests/" + key + "?wait=forever", testToken, "", nil},
@@ -117,8 +119,9 @@ func TestOpenAPIConformance(t *testing.T) {
 	} {
 		b.do(t, call.method, call.path, call.token, strings.NewReader(call.body), call.header)
 	}
-	// The request was cancelled above; pruned, its key answers 410.
-	if n, err := b.store.Prune(context.Background(), store.PruneParams{Before: time.Now().Add(time.Minute)}); err != nil || n != 1 {
+	// The request was cancelled above (and another denied); pruned, its key
+	// answers 410.
+	if n, err := b.store.Prune(context.Background(), store.PruneParams{Before: time.Now().Add(time.Minute)}); err != nil || n != 2 {
 		t.Fatalf("Prune = %d, %v", n, err)
 	}
 	if got := b.post(t, vectorBody); got.status != http.StatusGone {

@@ -32,6 +32,20 @@ func hasParts(req store.Request) bool {
 	return req.Status != store.RequestPending || req.Round > 1 || req.Policy.Needed() > 1
 }
 
+// policyView is the representation of the request's frozen policy: a
+// policy that decided alone needs no approvals.
+func policyView(s *approvals.Service, req store.Request) wire.RequestPolicy {
+	p := wire.RequestPolicy{Verdict: string(req.Policy.Verdict), Approvals: req.Policy.Needed(), Approvers: s.Approvers(req),
+		Tier: req.Policy.Tier, TierName: req.Policy.TierName, Version: req.Policy.Version}
+	switch req.Policy.Verdict {
+	case store.PolicyAllow, store.PolicyDeny:
+		p.Approvals = 0
+	case "":
+		p.Verdict = string(store.PolicyAsk) // stored before verdicts existed
+	}
+	return p
+}
+
 // viewFrom is the representation of req with its parts.
 func viewFrom(s *approvals.Service, req store.Request, parts store.RequestParts) wire.Request {
 	v := wire.Request{
@@ -40,7 +54,7 @@ func viewFrom(s *approvals.Service, req store.Request, parts store.RequestParts)
 		Summary: req.Summary, Reason: req.Reason, RequestedBy: req.RequestedBy, RequestedFor: req.RequestedFor,
 		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
 		Version: req.Version,
-		Policy:  wire.RequestPolicy{Approvals: req.Policy.Needed(), Approvers: s.Approvers(req), Tier: req.Policy.Tier},
+		Policy:  policyView(s, req),
 		Votes:   voteViews(parts.Votes),
 	}
 	if v.Policy.Approvers == nil {

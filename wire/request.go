@@ -91,7 +91,11 @@ type Decision struct {
 
 // RequestPolicy is how a request's rounds are decided.
 type RequestPolicy struct {
-	// Approvals is how many distinct approvers a round needs.
+	// Verdict is the policy's before any review: allow (decided by policy,
+	// no human), deny (refused by policy) or ask (a round of approvals).
+	Verdict string `json:"verdict"`
+	// Approvals is how many distinct approvers a round needs; 0 when the
+	// policy decided alone.
 	Approvals int `json:"approvals"`
 	// Approvers are who may vote: Slack user and user-group ids, or local
 	// reviewers.
@@ -99,6 +103,11 @@ type RequestPolicy struct {
 	// Tier is the index of the tool's tier that matched the effect, or nil
 	// when none did and the tool's own policy applies.
 	Tier *int `json:"tier"`
+	// TierName names the rule that decided: a tier's name, or "default"
+	// for the tool's own; Version is the digest of the tool's rules when
+	// the request arrived. Both are "" on requests older than policies.
+	TierName string `json:"tier_name"`
+	Version  string `json:"version"`
 }
 
 // Vote is one reviewer's vote in a request's round.
