@@ -14,7 +14,9 @@ import (
 func TestRecheckBreaksTiesAsDocumented(t *testing.T) {
 	t.Parallel()
 	big := Condition{Field: "amount_cents", Op: OpGT, Value: json.Number("100000")}
-	ask := func(n int) Tool { return Tool{Name: "billing.credit", Approvers: []string{"U1", "U2", "U3"}, Approvals: n} }
+	ask := func(n int) Tool {
+		return Tool{Name: "billing.credit", Approvers: []string{"U1", "U2", "U3"}, Approvals: n}
+	}
 	withTier := func(tool Tool, tier Tier) Tool { tool.Tiers = []Tier{tier}; return tool }
 	human := store.Decision{DecidedBy: "U1", Via: "slack"}
 	for _, tc := range []struct {
