@@ -33,8 +33,7 @@ func (s *Service) verdict(ctx context.Context, tool Tool, agent, requestedFor st
 		return ev, &store.AutoDecision{Verdict: store.VerdictApprove, DecidedBy: "policy:" + ev.Policy.TierName,
 			Via: ViaPolicy, MaxAttempts: maxAttempts(tool), Card: ev.Notify}, nil
 	case VerdictDeny:
-		return ev, &store.AutoDecision{Verdict: store.VerdictReject, DecidedBy: "policy:" + ev.Policy.TierName,
-			Via: ViaPolicy, Reason: ev.Policy.Deny}, nil
+		return ev, denial(ev.Policy), nil
 	}
 	g, found, err := s.grantFor(ctx, tool, agent, in, ev.Policy)
 	if err != nil || !found {

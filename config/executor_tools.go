@@ -1,10 +1,21 @@
 package config
 
-import "github.com/countersign/countersign/executor"
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/executor"
+	"github.com/countersign/countersign/store"
+)
 
 // ExecutorTools turns the operator's tool configuration into the executor's.
-// Dispatch targets come only from here, never from an agent's request.
+// Dispatch targets come only from here, never from an agent's request. Each
+// tool re-checks its approvals against its review policy as configured here
+// (WithPolicy), so a reload that hands these to the executor also changes
+// the policy approvals are re-checked against.
 func (c *Config) ExecutorTools() map[string]executor.Tool {
+	review := c.ReviewTools()
 	tools := make(map[string]executor.Tool, len(c.File.Tools))
 	for name, t := range c.File.Tools {
 		et := executor.Tool{
@@ -21,7 +32,19 @@ func (c *Config) ExecutorTools() map[string]executor.Tool {
 		if t.Precondition != nil {
 			et.Precondition = &executor.Endpoint{URL: t.Precondition.URL, Headers: t.Precondition.Headers}
 		}
-		tools[name] = et
+		tools[name] = WithPolicy(et, review[name])
 	}
 	return tools
+}
+
+// WithPolicy returns et with review, the tool's review policy, as the policy
+// in force its approvals are re-checked against before their first send
+// (approvals.Tool.Recheck, at the time of the check).
+func WithPolicy(et executor.Tool, review approvals.Tool) executor.Tool {
+	et.PolicyVersion = review.PolicyVersion()
+	et.Recheck = func(_ context.Context, req store.Request, approved store.Decision) (executor.PolicyRecheck, error) {
+		r, err := review.Recheck(req, approved, time.Now())
+		return executor.PolicyRecheck(r), err
+	}
+	return et
 }

@@ -11,6 +11,8 @@ const (
 	CodeSnapshotMismatch = "snapshot_mismatch"  // stored bytes do not hash to the approved hash
 	CodeApprovalExpired  = "approval_expired"   // decision older than approval_ttl
 	CodePrecondition     = "precondition_failed"
+	CodePolicyStricter   = "policy_stricter"  // the policy in force denies the write or asks more approvals
+	CodePolicyUnchecked  = "policy_unchecked" // released unsent: the policy in force could not be re-checked
 	CodeClaimTimeout     = store.CodeClaimTimeout
 	CodeClaimTooShort    = "claim_too_short" // released unsent: the claim would end mid-send
 	CodeNotDone          = "verified_not_done"

@@ -148,15 +148,23 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 		}
 	}
 	if c.Attempts == 1 || provenNotDone(tool, c.LastCode) {
-		if code, msg, stale := e.revalidate(ctx, tool, c); stale {
-			if ctx.Err() != nil {
-				// Stop's grace ended during the check: it did not fail.
-				// Nothing was sent; the claim expires to the reconciler.
-				return base, true
-			}
+		stale, err := e.revalidate(ctx, tool, c)
+		if (stale != nil || err != nil) && ctx.Err() != nil {
+			// Stop's grace ended during the check: it did not fail.
+			// Nothing was sent; the claim expires to the reconciler.
+			return base, true
+		}
+		if err != nil {
+			log().Warn("the policy in force could not be re-checked; releasing the claim unsent", slog.String("error", err.Error()))
+			return e.transitionFor(base, c.MaxAttempts, sender.Attempt{
+				Outcome: sender.OutcomeRetry, Code: CodePolicyUnchecked,
+				Message: "the policy in force could not be re-checked (" + err.Error() + "); nothing was sent",
+			}), false
+		}
+		if stale != nil {
 			// Recorded by supersede, or the claim moved on under us: either
 			// way nothing more is written for this claim.
-			e.supersede(ctx, tool, c, code, msg, log())
+			e.supersede(ctx, tool, c, *stale, log())
 			return base, true
 		}
 	}

@@ -19,7 +19,7 @@ func provenNotDone(tool Tool, lastCode *string) bool {
 		return false
 	}
 	switch code := *lastCode; code {
-	case CodeNotDone, CodeClaimTooShort:
+	case CodeNotDone, CodeClaimTooShort, CodePolicyUnchecked:
 		return true
 	default:
 		o, known := tool.Sender.Outcome(code)
@@ -27,33 +27,47 @@ func provenNotDone(tool Tool, lastCode *string) bool {
 	}
 }
 
+// staleness is why an approval no longer stands, and, when a stricter
+// policy retired it, what its new round is frozen under.
+type staleness struct {
+	code, msg string
+	policy    *store.Policy
+	denial    *store.AutoDecision
+	data      map[string]any
+}
+
 // revalidate decides, before a send that nothing has preceded at the
-// provider, whether the approval still stands: a decision older than the tool's approval_ttl, or a precondition
-// the tool's checker refuses, makes it stale. An unreachable precondition counts
-// as failed: nothing is written without a positive check, and a new decision
-// is cheaper than a wrong write.
-func (e *Executor) revalidate(ctx context.Context, tool Tool, c store.Claim) (code, msg string, stale bool) {
+// provider, whether the approval still stands: a decision older than the
+// tool's approval_ttl, a precondition the tool's checker refuses, or a
+// policy in force stricter than the one it was approved under makes it
+// stale. An unreachable precondition counts as failed: nothing is written
+// without a positive check, and a new decision is cheaper than a wrong
+// write. A policy that could not be re-checked is an error: the claim is
+// released unsent and tried again. The policy comes last, closest to the
+// send, so a reload during the precondition's call is seen.
+func (e *Executor) revalidate(ctx context.Context, tool Tool, c store.Claim) (*staleness, error) {
 	if tool.ApprovalTTL > 0 {
 		if age := c.DBNow.Sub(c.ApprovedAt); age > tool.ApprovalTTL {
-			return CodeApprovalExpired, "approved " + age.Round(1e9).String() + " ago, longer than the tool's approval_ttl of " + tool.ApprovalTTL.String(), true
+			return &staleness{code: CodeApprovalExpired,
+				msg: "approved " + age.Round(1e9).String() + " ago, longer than the tool's approval_ttl of " + tool.ApprovalTTL.String()}, nil
 		}
 	}
 	if tool.Checker != nil {
 		ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
 		defer cancel()
 		if err := tool.Checker.Check(ctx, writeOf(c.Execution)); err != nil {
-			return CodePrecondition, err.Error(), true
+			return &staleness{code: CodePrecondition, msg: err.Error()}, nil
 		}
 	}
-	return "", "", false
+	return e.recheckPolicy(ctx, c)
 }
 
 // supersede retires the claimed execution and sends the request back for a
-// new decision. It reports whether it did.
-func (e *Executor) supersede(ctx context.Context, tool Tool, c store.Claim, code, msg string, log *slog.Logger) bool {
+// new decision, or to its denial. It reports whether it did.
+func (e *Executor) supersede(ctx context.Context, tool Tool, c store.Claim, s staleness, log *slog.Logger) bool {
 	round, done, err := e.db.Supersede(ctx, store.SupersedeParams{
-		ExecutionID: c.ID, Attempt: c.Attempts, Worker: e.worker, Code: code, Message: msg,
-		RequestTTL: tool.RequestTTL, Now: e.now(),
+		ExecutionID: c.ID, Attempt: c.Attempts, Worker: e.worker, Code: s.code, Message: s.msg,
+		RequestTTL: tool.RequestTTL, Now: e.now(), Policy: s.policy, Denial: s.denial, Data: s.data,
 	})
 	switch {
 	case err != nil:
@@ -63,7 +77,11 @@ func (e *Executor) supersede(ctx context.Context, tool Tool, c store.Claim, code
 		e.metrics.StaleOutcomes.Inc()
 		return false
 	}
-	e.metrics.Executions.WithLabelValues(string(store.ExecSuperseded), e.codeLabel(code)).Inc()
-	log.Info("execution superseded; asking for a new decision", slog.String("code", code), slog.String("reason", msg), slog.Int("new_round", round))
+	e.metrics.Executions.WithLabelValues(string(store.ExecSuperseded), e.codeLabel(s.code)).Inc()
+	if s.denial != nil {
+		log.Info("execution superseded; the policy in force denies it", slog.String("code", s.code), slog.String("reason", s.msg), slog.Int("new_round", round))
+		return true
+	}
+	log.Info("execution superseded; asking for a new decision", slog.String("code", s.code), slog.String("reason", s.msg), slog.Int("new_round", round))
 	return true
 }

@@ -46,6 +46,8 @@ type options struct {
 	backend *drivertest.Backend
 	// toolName names the tool; "" is toolName.
 	toolName string
+	// review changes the tool as the review service knows it.
+	review func(*approvals.Tool)
 }
 
 func setup(t *testing.T, opts *options) *bundle {
@@ -78,9 +80,13 @@ func setup(t *testing.T, opts *options) *bundle {
 	if opts.toolName != "" {
 		name = opts.toolName
 	}
+	reviewTool := approvals.Tool{Name: name, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}
+	if opts.review != nil {
+		opts.review(&reviewTool)
+	}
 	b.review = approvalstest.New(t, approvals.Config{
 		DB:     b.db.Store,
-		Tools:  map[string]approvals.Tool{name: {Name: name, Approvers: []string{approver}, MaxAttempts: b.tool.MaxAttempts}},
+		Tools:  map[string]approvals.Tool{name: reviewTool},
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    opts.reviewNow,
 	})

@@ -1,9 +1,11 @@
 package executor
 
 import (
+	"context"
 	"time"
 
 	"github.com/countersign/countersign/executor/sender"
+	"github.com/countersign/countersign/store"
 )
 
 // Tool is where and how an approved write of one tool is performed. It comes
@@ -42,6 +44,12 @@ type Tool struct {
 	ClaimTimeout time.Duration
 	ApprovalTTL  time.Duration // 0: approvals never go stale
 	RequestTTL   time.Duration // how long a superseded request waits for a new decision
+	// PolicyVersion is the version of the tool's review policy in force,
+	// and Recheck says what that policy makes of an approved request. With
+	// both set, an approval given under another version is re-checked
+	// before the write is first sent (see PolicyRecheck).
+	PolicyVersion string
+	Recheck       func(ctx context.Context, req store.Request, approved store.Decision) (PolicyRecheck, error)
 }
 
 // Defaults for a tool that leaves them out.

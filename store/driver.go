@@ -202,8 +202,8 @@ type Executor interface {
 	// to expired, skipping rows another transaction holds.
 	ExpireRequests(ctx context.Context, now *time.Time, limit int) ([]Request, error)
 	// ReopenRequest sends a request approved in p.Round back to pending in
-	// the next round at p.At, its expiry at least p.At+p.TTL; ok false when
-	// it moved on.
+	// the next round at p.At, its expiry at least p.At+p.TTL, under
+	// p.Policy when it is set; ok false when it moved on.
 	ReopenRequest(ctx context.Context, p ReopenRequestParams) (newRound int, ok bool, err error)
 	// SetCard points the request at its card: surface and its ref.
 	SetCard(ctx context.Context, id, surface, ref string) error
@@ -402,13 +402,17 @@ type ReopenRequestParams struct {
 	Round     int
 	At        time.Time
 	TTL       time.Duration
+	// Policy, when set, replaces the request's frozen policy for the new
+	// round; nil keeps it.
+	Policy *Policy
 }
 
 // Superseded is an execution SupersedeExecution retired.
 type Superseded struct {
-	RequestID string
-	Round     int // of the decision that approved it
-	At        time.Time
+	RequestID   string
+	Round       int // of the decision that approved it
+	PayloadHash string
+	At          time.Time
 }
 
 // Resolved is an execution ResolveExecution moved.

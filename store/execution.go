@@ -60,11 +60,16 @@ type Execution struct {
 }
 
 // Claim is an execution the caller now holds, with the round of the decision
-// that approved it and the database clock at the moment of the claim.
+// that approved it, the version of the policy frozen on its request, and the
+// database clock at the moment of the claim.
 type Claim struct {
 	Execution
 	Round int
-	DBNow time.Time
+	// PolicyVersion is the request's Policy.Version (empty on requests
+	// stored before versions): the executor compares it with the tool's
+	// policy now, and reads the request only when they differ.
+	PolicyVersion string
+	DBNow         time.Time
 }
 
 // LeaseUnknownsParams asks for up to Limit due unknown executions, leased
@@ -141,11 +146,20 @@ type SupersedeParams struct {
 	ExecutionID int64
 	Attempt     int
 	Worker      string
-	Code        string // approval_expired, precondition_failed
+	Code        string // approval_expired, precondition_failed, policy_stricter
 	Message     string
 	// RequestTTL is how long the new round waits for a decision, at least.
 	RequestTTL time.Duration
 	Now        *time.Time
+	// Policy, when set, is frozen on the new round in place of the
+	// request's: the stricter policy in force that retired the approval.
+	Policy *Policy
+	// Denial, when set, decides the new round at once (a rejection by the
+	// policy in force): no card is posted for it, and the request settles
+	// instead of asking for review.
+	Denial *AutoDecision
+	// Data is added to the superseded event's data (the policy versions).
+	Data map[string]any
 }
 
 // Transition moves one execution out of the state the caller holds it in,

@@ -571,32 +571,47 @@ func (l *Ledger) TransitionExecutions(ctx context.Context, p TransitionParams, t
 
 // Supersede retires a claimed execution before anything was sent and sends
 // its request back to review: the execution becomes superseded, the request
-// pending in a new round, with the audit event, an update of the old round's
-// card and a post of the new round's card. superseded is false when the
-// claim is no longer the caller's or the request moved on (the execution
-// stays retired in the second case).
+// pending in a new round (under p.Policy when set), with the audit event, an
+// update of the old round's card and a post of the new round's card. With
+// p.Denial the new round is decided at once, as a decision at intake is
+// (Intake): rejected, its callback queued, and no card posted for it.
+// superseded is false when the claim is no longer the caller's or the
+// request moved on (the execution stays retired in the second case).
 func (l *Ledger) Supersede(ctx context.Context, p SupersedeParams) (newRound int, superseded bool, err error) {
 	err = l.inTx(ctx, func(ex Executor) error {
 		s, ok, err := ex.SupersedeExecution(ctx, p)
 		if err != nil || !ok {
 			return err
 		}
-		newRound, superseded, err = ex.ReopenRequest(ctx, ReopenRequestParams{RequestID: s.RequestID, Round: s.Round, At: s.At, TTL: p.RequestTTL})
+		newRound, superseded, err = ex.ReopenRequest(ctx, ReopenRequestParams{RequestID: s.RequestID, Round: s.Round, At: s.At,
+			TTL: p.RequestTTL, Policy: p.Policy})
 		if err != nil || !superseded {
-			return err
-		}
-		if err := l.queueCallback(ctx, ex, s.RequestID, "", CallbackNeedsReview, s.At); err != nil {
 			return err
 		}
 		if err := notify(ctx, ex, changed(s.RequestID)); err != nil {
 			return err
 		}
-		return write(ctx, ex,
-			[]Event{{RequestID: s.RequestID, At: s.At, Actor: ExecutorActor(p.Worker), Kind: EventSuperseded,
-				Data: map[string]any{"execution_id": p.ExecutionID, "attempt": p.Attempt, "code": p.Code,
-					"message": p.Message, "round": s.Round, "new_round": newRound}}},
-			[]NewOutbox{updateCard(s.RequestID, s.Round, s.At),
-				{Kind: OutboxPostCard, RequestID: s.RequestID, Round: newRound, At: s.At}})
+		data := map[string]any{"execution_id": p.ExecutionID, "attempt": p.Attempt, "code": p.Code,
+			"message": p.Message, "round": s.Round, "new_round": newRound}
+		maps.Copy(data, p.Data)
+		if err := write(ctx, ex,
+			[]Event{{RequestID: s.RequestID, At: s.At, Actor: ExecutorActor(p.Worker), Kind: EventSuperseded, Data: data}},
+			[]NewOutbox{updateCard(s.RequestID, s.Round, s.At)}); err != nil {
+			return err
+		}
+		if d := p.Denial; d != nil {
+			_, _, decided, err := l.decideTx(ctx, ex, DecideParams{RequestID: s.RequestID, Round: newRound,
+				PayloadHash: s.PayloadHash, Verdict: VerdictReject, DecidedBy: d.DecidedBy, Via: d.Via, Reason: d.Reason,
+				Now: &s.At, data: d.Data, noCard: true})
+			if err == nil && !decided { // pending and open since the reopen above: only a bug lands here
+				err = fmt.Errorf("superseding: the new round %d of %s could not be decided", newRound, s.RequestID)
+			}
+			return err
+		}
+		if err := l.queueCallback(ctx, ex, s.RequestID, "", CallbackNeedsReview, s.At); err != nil {
+			return err
+		}
+		return write(ctx, ex, nil, []NewOutbox{{Kind: OutboxPostCard, RequestID: s.RequestID, Round: newRound, At: s.At}})
 	})
 	if err != nil || !superseded {
 		return 0, false, err

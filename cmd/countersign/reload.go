@@ -10,8 +10,9 @@ import (
 // reload reads the configuration file again on SIGHUP and, when it is valid,
 // replaces the agents, the tools and their policies, the owners and the
 // callback targets at once, while requests are served: requests already
-// stored keep the policy frozen on them, a send under way finishes with the
-// tool it started with. A file that does not validate is refused with every
+// stored keep the policy frozen on them, an approved write not yet sent is
+// re-checked against the new policy before its first send, and a send
+// under way finishes with the tool it started with. A file that does not validate is refused with every
 // problem logged, and the running configuration stays. What is read from
 // the environment, and the listeners, the store and the schedules, are set
 // at start: changing them needs a restart, and a reload says so.
@@ -37,9 +38,12 @@ func (a *app) reload(getenv func(string) string) {
 	if loaded.File.Slack.Channel != a.cfg.File.Slack.Channel || !reflect.DeepEqual(loaded.File.Slack.LookupAllowed, a.cfg.File.Slack.LookupAllowed) {
 		log.Warn("the slack block takes effect at the next restart; the rest is reloaded")
 	}
+	// The executor first: from the moment intake freezes a request under
+	// the new policy, the executor re-checks approvals against that policy
+	// too, never against the one it replaces.
+	a.executor.SetTools(loaded.ExecutorTools())
 	a.review.Reconfigure(loaded.ReviewTools(), loaded.AgentOwners())
 	a.api.Agents().Store(loaded.AgentList())
-	a.executor.SetTools(loaded.ExecutorTools())
 	if a.callbacks != nil {
 		a.callbacks.SetTargets(loaded.CallbackTargets())
 	}

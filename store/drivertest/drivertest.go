@@ -59,6 +59,8 @@ var contract = []struct {
 	{"TransitionHonoursFromWorkerAndAttempt", testTransitionHonoursFromWorkerAndAttempt},
 	{"TransitionRetryKeepsResponse", testTransitionRetryKeepsResponse},
 	{"SupersedeReopensTheRequestInANewRound", testSupersedeReopensTheRequestInANewRound},
+	{"SupersedeUnderANewPolicy", testSupersedeUnderANewPolicy},
+	{"SupersedeToDenied", testSupersedeToDenied},
 	{"ResolveNeedsReview", testResolveNeedsReview},
 	{"RestoreFlagsWhatTheCopyMayHaveForgotten", testRestoreFlagsWhatTheCopyMayHaveForgotten},
 	{"ExpiredClaimsBecomeUnknownAndAreLeased", testExpiredClaimsBecomeUnknownAndAreLeased},

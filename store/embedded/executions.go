@@ -46,7 +46,7 @@ func (e executor) ClaimExecutionRows(ctx context.Context, p store.ClaimParams) (
 	rows, err := e.tx.QueryContext(ctx, q.Get("claim_executions"), p.Worker, micros(now), string(raw), p.Limit)
 	return collect("claiming executions", func(row scanner) (c store.Claim, err error) {
 		c.DBNow = now
-		c.Execution, err = scanExecutionWith(row, &c.Round)
+		c.Execution, err = scanExecutionWith(row, &c.Round, &c.PolicyVersion)
 		return c, err
 	}, rows, err)
 }
@@ -62,7 +62,7 @@ func (e executor) TransitionExecutionRow(ctx context.Context, p store.Transition
 func (e executor) SupersedeExecution(ctx context.Context, p store.SupersedeParams) (s store.Superseded, ok bool, err error) {
 	s.At = e.tx.clock(p.Now)
 	ok, err = found("superseding execution", e.tx.QueryRowContext(ctx, q.Get("supersede_execution"), p.Code, p.Message,
-		micros(s.At), p.ExecutionID, p.Attempt, p.Worker).Scan(&s.RequestID, &s.Round))
+		micros(s.At), p.ExecutionID, p.Attempt, p.Worker).Scan(&s.RequestID, &s.Round, &s.PayloadHash))
 	return s, ok, err
 }
 

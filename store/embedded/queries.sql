@@ -48,7 +48,8 @@ UPDATE executions SET state = 'claimed', claimed_by = ?1, attempts = attempts + 
 WHERE id IN (SELECT id FROM executions
 	WHERE state = 'ready' AND next_attempt_at <= ?2 AND tool IN (SELECT key FROM json_each(?3))
 	ORDER BY next_attempt_at LIMIT ?4)
-RETURNING {{execution_columns}}, {{decision_round}};
+RETURNING {{execution_columns}}, {{decision_round}},
+	coalesce((SELECT json_extract(q.policy, '$.version') FROM requests q WHERE q.id = executions.request_id), '');
 
 -- name: transition_execution_row
 UPDATE executions SET
@@ -69,7 +70,7 @@ RETURNING request_id, {{decision_round}};
 UPDATE executions SET state = 'superseded', claimed_by = NULL, claim_expires_at = NULL,
 	last_code = ?, last_error = ?, updated_at = ?
 WHERE id = ? AND state = 'claimed' AND attempts = ? AND claimed_by = ?
-RETURNING request_id, {{decision_round}};
+RETURNING request_id, {{decision_round}}, snapshot_hash;
 
 -- name: resolve_execution
 UPDATE executions SET state = ?1,
@@ -284,8 +285,9 @@ WHERE id IN (SELECT id FROM requests WHERE status = 'pending' AND expires_at <= 
 RETURNING {{request_columns}};
 
 -- name: reopen_request
+-- ?5, when not null, is the new round's policy.
 UPDATE requests SET status = 'pending', round = round + 1, updated_at = ?1, round_started_at = ?1, version = version + 1,
-	expires_at = max(expires_at, ?1 + ?2)
+	expires_at = max(expires_at, ?1 + ?2), policy = coalesce(?5, policy)
 WHERE id = ?3 AND status = 'approved' AND round = ?4
 RETURNING {{request_columns}};
 

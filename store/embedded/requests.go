@@ -81,8 +81,16 @@ func (e executor) ExpireRequests(ctx context.Context, now *time.Time, limit int)
 }
 
 func (e executor) ReopenRequest(ctx context.Context, p store.ReopenRequestParams) (int, bool, error) {
+	var policy *string
+	if p.Policy != nil {
+		b, err := json.Marshal(p.Policy)
+		if err != nil {
+			return 0, false, err
+		}
+		policy = new(string(b))
+	}
 	r, ok, err := e.updateRequest(ctx, "reopening request", q.Get("reopen_request"),
-		micros(p.At), p.TTL.Microseconds(), canonicalID(p.RequestID), p.Round)
+		micros(p.At), p.TTL.Microseconds(), canonicalID(p.RequestID), p.Round, policy)
 	return r.Round, ok, err
 }
 

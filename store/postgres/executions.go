@@ -113,7 +113,7 @@ func (e executor) TransitionExecutionsBatch(ctx context.Context, p store.Transit
 func (e executor) SupersedeExecution(ctx context.Context, p store.SupersedeParams) (store.Superseded, bool, error) {
 	var s store.Superseded
 	err := e.db.QueryRow(ctx, q.Get("supersede_execution"),
-		p.ExecutionID, p.Attempt, p.Worker, p.Code, p.Message, p.Now).Scan(&s.RequestID, &s.Round, &s.At)
+		p.ExecutionID, p.Attempt, p.Worker, p.Code, p.Message, p.Now).Scan(&s.RequestID, &s.Round, &s.PayloadHash, &s.At)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Superseded{}, false, nil
 	}

@@ -25,11 +25,15 @@ WITH due AS (
 	WHERE e.id = ANY(ARRAY(SELECT id FROM due)) AND e.state = 'ready'
 	RETURNING e.*
 ), r AS (
-	SELECT c.*, (SELECT d.round FROM decisions d WHERE d.id = c.decision_id) AS decision_round FROM c
+	-- The request's policy version is read by its primary key, one lookup
+	-- per claimed row: the executor re-checks the policy only when it moved.
+	SELECT c.*, (SELECT d.round FROM decisions d WHERE d.id = c.decision_id) AS decision_round,
+		coalesce((SELECT q.policy->>'version' FROM requests q WHERE q.id = c.request_id), '') AS policy_version
+	FROM c
 )
 
 -- name: claim_select
-SELECT {{execution_columns}}, decision_round AS round, coalesce($1::timestamptz, now()) AS db_now FROM r
+SELECT {{execution_columns}}, decision_round AS round, policy_version, coalesce($1::timestamptz, now()) AS db_now FROM r
 
 -- name: decision_columns
 id, request_id::text AS request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at, reason
@@ -89,7 +93,7 @@ SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1 AND request_id = $2);
 	WHERE NOT (x.coalesces AND EXISTS (SELECT 1 FROM outbox w WHERE w.request_id = r.request_id
 		AND w.round = r.decision_round AND w.kind = x.kind AND w.surface = '' AND {{outbox_waiting}}))
 )
-SELECT {{execution_columns}}, decision_round AS round, coalesce($1::timestamptz, now()) AS db_now
+SELECT {{execution_columns}}, decision_round AS round, policy_version, coalesce($1::timestamptz, now()) AS db_now
 FROM r LEFT JOIN LATERAL (SELECT pg_notify($12, r.request_id::text) WHERE $11::boolean) n ON true;
 
 -- name: transition_execution_row
@@ -167,7 +171,7 @@ UPDATE executions e SET state = 'superseded', claimed_by = NULL, claim_expires_a
 	last_code = $4, last_error = $5, updated_at = coalesce($6::timestamptz, now())
 FROM decisions d
 WHERE e.id = $1 AND e.state = 'claimed' AND e.attempts = $2 AND e.claimed_by = $3 AND d.id = e.decision_id
-RETURNING e.request_id::text, d.round, e.updated_at;
+RETURNING e.request_id::text, d.round, e.snapshot_hash, e.updated_at;
 
 -- name: resolve_execution
 UPDATE executions e SET state = $3,
@@ -521,9 +525,11 @@ WITH due AS (
 SELECT {{request_columns}} FROM r;
 
 -- name: reopen_request
+-- $5, when not null, is the new round's policy.
 UPDATE requests SET status = 'pending', round = round + 1, updated_at = $3::timestamptz, round_started_at = $3::timestamptz,
 	version = version + 1,
-	expires_at = greatest(expires_at, $3::timestamptz + $4::bigint * interval '1 microsecond')
+	expires_at = greatest(expires_at, $3::timestamptz + $4::bigint * interval '1 microsecond'),
+	policy = coalesce($5::jsonb, policy)
 WHERE id = $1 AND status = 'approved' AND round = $2
 RETURNING round;
 

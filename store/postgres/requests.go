@@ -138,12 +138,30 @@ func (e executor) ExpireRequests(ctx context.Context, now *time.Time, limit int)
 }
 
 func (e executor) ReopenRequest(ctx context.Context, p store.ReopenRequestParams) (int, bool, error) {
+	policy, err := optionalPolicy(p.Policy)
+	if err != nil {
+		return 0, false, wrap("reopening request", err)
+	}
 	var newRound int
-	err := e.db.QueryRow(ctx, q.Get("reopen_request"), p.RequestID, p.Round, p.At, p.TTL.Microseconds()).Scan(&newRound)
+	err = e.db.QueryRow(ctx, q.Get("reopen_request"), p.RequestID, p.Round, p.At, p.TTL.Microseconds(), policy).Scan(&newRound)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
 	return newRound, err == nil, wrap("reopening request", err)
+}
+
+// optionalPolicy is p as the JSON a statement stores, or nil to keep the
+// row's.
+func optionalPolicy(p *store.Policy) (*string, error) {
+	if p == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	return &s, nil
 }
 
 func (e executor) SetCard(ctx context.Context, id, surface, ref string) error {

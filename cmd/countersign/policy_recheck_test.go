@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/countersign/countersign/bot/bottest"
+	"github.com/countersign/countersign/executor/providertest"
+	"github.com/countersign/countersign/store/storetest"
+)
+
+// recheckServe is serve on PostgreSQL with billing.credit needing approvals
+// approvals, whose precondition call the provider holds until released: an
+// approved write waits there, claimed and not sent.
+type recheckServe struct {
+	*serveProcess
+	provider *providertest.Provider
+	dbURL    string
+	cfgPath  string
+	tool     func(approvals int) string
+	fake     *bottest.Slack
+}
+
+func startRecheckServe(t *testing.T, approvals int) *recheckServe {
+	t.Helper()
+	provider := providertest.New()
+	provider.Secret = []byte(smokeSecret)
+	srv := providertest.Start(t, provider)
+	provider.HangPrecondition(true)
+	s := &recheckServe{provider: provider, dbURL: storetest.NewURL(t), fake: bottest.New(t)}
+	// The dispatch timeout bounds the precondition call too: long enough
+	// for the reload to land while the call is held.
+	s.tool = func(approvals int) string {
+		return fmt.Sprintf(`  billing.credit:
+    approvers: [U1, U2, U3]
+    approvals: %d
+    dispatch: {url: "%s/credits", timeout: 60s}
+    precondition: {url: "%s/precondition"}
+    key_aware: true
+`, approvals, srv.URL, srv.URL)
+	}
+	env := quorumEnv(t, s.dbURL, s.fake, s.tool(approvals))
+	s.cfgPath = env["COUNTERSIGN_CONFIG"]
+	s.serveProcess = startServeProcess(t, env)
+	return s
+}
+
+// approveAndHold posts an intent, approves it with a click by each of
+// voters, and waits until its dispatch is held in the precondition call.
+func (s *recheckServe) approveAndHold(t *testing.T, voters ...string) postedRequest {
+	t.Helper()
+	req := postIntent(t, s.base,
+		`{"run_id":"r-recheck","step":1,"tool":"billing.credit","effect":{"invoice":"inv_r","amount_cents":700,"currency":"EUR"},"summary":"Credit 7.00 EUR"}`)
+	for _, v := range voters {
+		if code := clickAt(t, s.base, v, "approve", req); code != http.StatusOK {
+			t.Fatalf("%s's click answered %d", v, code)
+		}
+	}
+	eventually(t, "the approved write's dispatch to be held in its precondition call", func() bool {
+		return s.provider.PreconditionChecks() == 1
+	})
+	return req
+}
+
+// reload rewrites the configuration file with the tool needing approvals,
+// signals serve, and waits until it says the configuration is reloaded.
+func (s *recheckServe) reload(t *testing.T, approvals int) {
+	t.Helper()
+	next, err := os.ReadFile(quorumEnv(t, s.dbURL, s.fake, s.tool(approvals))["COUNTERSIGN_CONFIG"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.cfgPath, next, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "serve to reload its configuration", func() bool {
+		return strings.Contains(s.logs.String(), `"msg":"configuration reloaded"`)
+	})
+}
+
+// A configuration that asks more approvals, reloaded by SIGHUP while an
+// approved write's dispatch is held: the provider sees no write, the request
+// waits in round 2 for the two approvals the policy in force asks, and the
+// audit names the version it was approved under and the version in force.
+func TestSIGHUPToAStricterPolicyStopsAHeldWrite(t *testing.T) {
+	t.Parallel()
+	s := startRecheckServe(t, 1)
+	req := s.approveAndHold(t, "U1")
+	s.reload(t, 2)
+	s.provider.Release()
+
+	eventually(t, "the request to go back to review", func() bool {
+		v := getView(t, s.base, req.Key)
+		return v.Status == "pending" && v.Policy.Approvals == 2
+	})
+	if n := s.provider.Received(); n != 0 {
+		t.Fatalf("the provider received %d writes, want none", n)
+	}
+	db, err := pgx.Connect(context.Background(), s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	var (
+		round                       int
+		frozen, was, now, code      string
+		executionState, decidedWith string
+	)
+	if err := db.QueryRow(context.Background(), `SELECT round, policy->>'version' FROM requests WHERE id = $1`, req.ID).Scan(&round, &frozen); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(context.Background(), `SELECT data->>'policy_version', data->>'new_policy_version', data->>'code'
+FROM events WHERE request_id = $1 AND kind = 'superseded'`, req.ID).Scan(&was, &now, &code); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(context.Background(), `SELECT e.state, d.decided_by FROM executions e JOIN decisions d ON d.id = e.decision_id
+WHERE e.request_id = $1`, req.ID).Scan(&executionState, &decidedWith); err != nil {
+		t.Fatal(err)
+	}
+	if round != 2 || now != frozen || was == now || was == "" || code != "policy_stricter" || executionState != "superseded" || decidedWith != "U1" {
+		t.Errorf("round %d frozen %q; superseded from %q to %q (%s); execution %s approved by %s",
+			round, frozen, was, now, code, executionState, decidedWith)
+	}
+}
+
+// A looser configuration reloaded the same way lets the approved write go,
+// once.
+func TestSIGHUPToALooserPolicyLetsAHeldWriteGo(t *testing.T) {
+	t.Parallel()
+	s := startRecheckServe(t, 2)
+	req := s.approveAndHold(t, "U1", "U2")
+	s.reload(t, 1)
+	s.provider.Release()
+
+	eventually(t, "the write to succeed", func() bool {
+		v := getView(t, s.base, req.Key)
+		return v.Execution != nil && v.Execution.State == "succeeded"
+	})
+	if n := s.provider.Received(); n != 1 {
+		t.Errorf("the provider received %d writes, want 1", n)
+	}
+	if v := getView(t, s.base, req.Key); v.Status != "approved" || v.Policy.Approvals != 2 {
+		t.Errorf("view = %+v; want approved under its frozen policy of 2", v)
+	}
+}
