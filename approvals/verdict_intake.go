@@ -31,10 +31,10 @@ func (s *Service) verdict(ctx context.Context, tool Tool, agent, requestedFor st
 	switch ev.Policy.Verdict {
 	case VerdictAllow:
 		return ev, &store.AutoDecision{Verdict: store.VerdictApprove, DecidedBy: "policy:" + ev.Policy.TierName,
-			Via: ViaPolicy, MaxAttempts: maxAttempts(tool), Card: ev.Notify}, nil
+			Via: ViaPolicy, MaxAttempts: maxAttempts(tool), Card: ev.Notify, Data: policyDecisionData(ev.Policy)}, nil
 	case VerdictDeny:
 		return ev, &store.AutoDecision{Verdict: store.VerdictReject, DecidedBy: "policy:" + ev.Policy.TierName,
-			Via: ViaPolicy, Reason: ev.Policy.Deny}, nil
+			Via: ViaPolicy, Reason: ev.Policy.Deny, Data: policyDecisionData(ev.Policy)}, nil
 	}
 	g, found, err := s.grantFor(ctx, tool, agent, in, ev.Policy)
 	if err != nil || !found {
