@@ -115,6 +115,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	out := Outcome{Request: res.Request, Decision: res.Decision, Created: res.Decided,
 		Counted: res.Cast && !res.Decided, Repeat: !res.Cast, Vote: res.Vote, Votes: res.Votes}
 	s.Metrics.vote(d.Verdict, out)
+	s.countReview(ctx, d, out)
 	switch {
 	case out.Created:
 		s.Logger.Info("request decided", slog.String("key", out.Request.Key),

@@ -54,5 +54,6 @@ func (t Tool) Recheck(req store.Request, approved store.Decision, now time.Time)
 // denial is the decision of a policy that denies: rejected by
 // "policy:<tier>" via policy, with the tier's message as the reason.
 func denial(p store.Policy) *store.AutoDecision {
-	return &store.AutoDecision{Verdict: store.VerdictReject, DecidedBy: "policy:" + p.TierName, Via: ViaPolicy, Reason: p.Deny}
+	return &store.AutoDecision{Verdict: store.VerdictReject, DecidedBy: "policy:" + p.TierName, Via: ViaPolicy, Reason: p.Deny,
+		Data: policyDecisionData(p)}
 }

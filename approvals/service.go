@@ -144,6 +144,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 
 	// The store reads the key first or inserts first, as suits it
 	// (store.Ledger.Intake); build runs only for an intent it has to store.
+	var decided *store.AutoDecision // counted once the request is stored
 	build := func() (store.NewRequest, error) {
 		snapshot := in.Snapshot
 		if snapshot == nil {
@@ -156,10 +157,11 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		if ttl <= 0 {
 			ttl = DefaultRequestTTL
 		}
-		ev, decided, err := s.verdict(ctx, tool, agent, in.RequestedFor, snapshot)
+		ev, auto, err := s.verdict(ctx, tool, agent, in.RequestedFor, snapshot)
 		if err != nil {
 			return store.NewRequest{}, err
 		}
+		decided = auto
 		return store.NewRequest{
 			Key:          key,
 			BasisHash:    basisHash,
@@ -193,6 +195,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 		return s.answerReplay(ctx, res.Request, res.PostQueued, agent, basisHash)
 	}
 	req = res.Request
+	s.Metrics.decidedAtIntake(decided)
 	s.Logger.InfoContext(ctx, "request created", slog.String("key", req.Key), slog.String("tool", req.Tool),
 		slog.String("agent", agent), slog.String("verdict", string(req.Policy.Verdict)), slog.String("rule", req.Policy.TierName))
 	if req.Policy.Verdict == VerdictDeny {

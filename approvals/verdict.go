@@ -105,6 +105,7 @@ func (t Tool) Evaluate(in PolicyInput) Evaluation {
 	if p.Verdict != VerdictDeny {
 		p.Deny = ""
 	}
+	p.Shadow = ev.Shadow // frozen on the request and in its requested event
 	ev.Policy, ev.Notify = p, notify && p.Verdict == VerdictAllow
 	return ev
 }

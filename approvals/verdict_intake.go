@@ -31,7 +31,7 @@ func (s *Service) verdict(ctx context.Context, tool Tool, agent, requestedFor st
 	switch ev.Policy.Verdict {
 	case VerdictAllow:
 		return ev, &store.AutoDecision{Verdict: store.VerdictApprove, DecidedBy: "policy:" + ev.Policy.TierName,
-			Via: ViaPolicy, MaxAttempts: maxAttempts(tool), Card: ev.Notify}, nil
+			Via: ViaPolicy, MaxAttempts: maxAttempts(tool), Card: ev.Notify, Data: policyDecisionData(ev.Policy)}, nil
 	case VerdictDeny:
 		return ev, denial(ev.Policy), nil
 	}

@@ -66,6 +66,9 @@ func renderCard(v cardView) (string, []slack.Block) {
 	}
 	// The notification text is mrkdwn too: escaped, so an agent cannot @channel.
 	fallback := fmt.Sprintf("Approval request %s: %s", short, escape(cut(summary, 300)))
+	if byRule(v) {
+		fallback = fmt.Sprintf("Allowed by policy %s: %s", short, escape(cut(summary, 300)))
+	}
 
 	var blocks []slack.Block
 	blocks = append(blocks, slack.NewHeaderBlock(plain(cut(summary, maxHeader))))
@@ -98,9 +101,15 @@ func renderCard(v cardView) (string, []slack.Block) {
 // act: "needs 2 approvals from @fin-leads · 1 of 2 approvals: @ana".
 func policyText(v cardView) string {
 	p := v.Request.Policy
+	if byRule(v) { // nobody reviews: the rule and its version are the policy
+		return "*Policy* " + ruleText(p)
+	}
 	text := "*Review* " + approvals.PolicyText(p, v.Approvers, approverMention)
 	if p.Tier != nil {
 		text += fmt.Sprintf(" (tier %d)", *p.Tier+1)
+	}
+	if p.Version != "" {
+		text += "\nPolicy " + ruleText(p)
 	}
 	var approvedBy []string
 	for _, vote := range v.Votes {
@@ -124,6 +133,18 @@ func policyText(v cardView) string {
 		}
 	}
 	return text
+}
+
+// ruleText names the rule that set a request's policy and the policy's
+// version: "rule `large-credits` · version `sha256:…`".
+func ruleText(p store.Policy) string {
+	return fmt.Sprintf("rule `%s` · version `%s`", escape(p.TierName), escape(p.Version))
+}
+
+// byRule reports whether a rule of the tool's policy decided the round at
+// intake, so no reviewer was asked.
+func byRule(v cardView) bool {
+	return v.Decision != nil && v.Decision.Via == approvals.ViaPolicy
 }
 
 // stillToAct lists the approvers who have not voted in the round: user
@@ -170,6 +191,9 @@ func statusText(v cardView) string {
 	case store.RequestPending:
 		return ":hourglass_flowing_sand: *Waiting for a decision.* Approving runs exactly the effect above, once."
 	case store.RequestRejected:
+		if byRule(v) {
+			return ":x: *" + escape(capitalized(approvals.PolicyDecisionText(v.Request.Policy))) + "*. Nothing will run."
+		}
 		why := ""
 		if v.Decision != nil && v.Decision.Reason != "" {
 			why = "\n>" + escape(strings.ReplaceAll(v.Decision.Reason, "\n", " "))
@@ -184,6 +208,9 @@ func statusText(v cardView) string {
 		return fmt.Sprintf(":leftwards_arrow_with_hook: *Superseded.* This round's approval can no longer run; it needs a new decision on the card for round %d.", v.Request.Round)
 	}
 	approved := ":white_check_mark: *Approved*" + decided + "."
+	if byRule(v) {
+		approved = ":white_check_mark: *Allowed by policy rule " + escape(v.Request.Policy.TierName) + "* — no review needed."
+	}
 	e := v.Execution
 	if e == nil {
 		return approved
@@ -331,6 +358,14 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// capitalized is s with its first letter upper case.
+func capitalized(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // cut shortens s to at most n bytes on a rune boundary, marking the cut.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
@@ -151,9 +152,18 @@ func detailText(d lookup.Detail) string {
 		d.Outcome(), req.Round, escape(req.Tool), escape(req.RunID), escape(string(req.Step)), escape(req.RequestedBy),
 		mention(req.RequestedFor), clock(req.CreatedAt), clock(req.ExpiresAt))
 
+	if p := req.Policy; p.Version != "" {
+		fmt.Fprintf(&sb, "Policy: %s\n", ruleText(p))
+	}
 	if dec := d.Decision; dec != nil {
-		fmt.Fprintf(&sb, "Decision: *%s* by %s at %s via %s (round %d)\n", dec.Verdict, mention(dec.DecidedBy), clock(dec.DecidedAt), escape(dec.Via), dec.Round)
-		if dec.Reason != "" {
+		fmt.Fprintf(&sb, "Decision: *%s* by %s at %s via %s (round %d)", dec.Verdict, mention(dec.DecidedBy), clock(dec.DecidedAt), escape(dec.Via), dec.Round)
+		byRule := dec.Via == approvals.ViaPolicy
+		if byRule {
+			// The rule's words carry a denial's message: no Reason line.
+			fmt.Fprintf(&sb, ": %s", escape(strings.ReplaceAll(approvals.PolicyDecisionText(req.Policy), "\n", " ")))
+		}
+		sb.WriteString("\n")
+		if dec.Reason != "" && !byRule {
 			fmt.Fprintf(&sb, "Reason: %s\n", escape(strings.ReplaceAll(dec.Reason, "\n", " ")))
 		}
 	} else {

@@ -1,6 +1,9 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Card is the message showing one round of a request on one review
 // surface. Ref is the surface's own reference to it, opaque to the ledger
@@ -13,6 +16,9 @@ type Card struct {
 	Ref           string
 	RenderedState string
 	Settled       bool
+	// PostedAt is when the card was first recorded as posted: when its
+	// reviewers could first see it.
+	PostedAt time.Time
 }
 
 // MarkCardRenderedParams is the state a request round's card on Surface

@@ -69,6 +69,9 @@ type Request struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	Policy       Policy
+	// RoundStartedAt is when the current round began waiting for a
+	// decision: CreatedAt for the first round.
+	RoundStartedAt time.Time
 	// Version grows with every change an agent can see in the request's
 	// representation: its status and round (bumped by the request's own
 	// transitions) and its execution's state, attempts and outcome (bumped

@@ -160,6 +160,9 @@ func testTransitionRetryKeepsResponse(t *testing.T, b *Backend) {
 func testSupersedeReopensTheRequestInANewRound(t *testing.T, b *Backend) {
 	ctx := context.Background()
 	req, _ := approved(t, b, "wa_supersede")
+	if !req.RoundStartedAt.Equal(req.CreatedAt) {
+		t.Errorf("first round started at %v, created at %v; want the same", req.RoundStartedAt, req.CreatedAt)
+	}
 	c := claimOne(t, b, "w")
 	p := store.SupersedeParams{ExecutionID: c.ID, Attempt: c.Attempts, Worker: "other", Code: "approval_expired",
 		Message: "too old", RequestTTL: time.Hour}
@@ -174,6 +177,9 @@ func testSupersedeReopensTheRequestInANewRound(t *testing.T, b *Backend) {
 	got, err := b.RequestByID(ctx, req.ID)
 	if err != nil || got.Status != store.RequestPending || got.Round != 2 || got.ExpiresAt.Before(got.UpdatedAt.Add(time.Hour)) {
 		t.Fatalf("request = %s round %d expires %v, %v", got.Status, got.Round, got.ExpiresAt, err)
+	}
+	if !got.RoundStartedAt.Equal(got.UpdatedAt) || got.RoundStartedAt.Before(req.CreatedAt) {
+		t.Errorf("round 2 started at %v; want its reopening, %v", got.RoundStartedAt, got.UpdatedAt)
 	}
 	e, err := b.LatestExecution(ctx, req.ID)
 	if err != nil || e.State != store.ExecSuperseded || *e.LastCode != "approval_expired" || e.ClaimedBy != nil {

@@ -122,6 +122,14 @@ func testCardsRecordFirstAndConverge(t *testing.T, b *Backend) {
 	if err != nil || second.Ref != "C1/1.1" || second.Surface != "slack" {
 		t.Fatalf("second RecordCard = %+v, %v; want the first card", second, err)
 	}
+	// When reviewers could first see the card: the first post's time,
+	// whoever reads it.
+	if first.PostedAt.IsZero() || !second.PostedAt.Equal(first.PostedAt) {
+		t.Errorf("PostedAt = %v then %v; want the first post's, twice", first.PostedAt, second.PostedAt)
+	}
+	if read, err := b.CardFor(ctx, req.ID, 1, "slack"); err != nil || !read.PostedAt.Equal(first.PostedAt) {
+		t.Errorf("CardFor PostedAt = %v, %v; want %v", read.PostedAt, err, first.PostedAt)
+	}
 	if got, _ := b.RequestByID(ctx, req.ID); got.CardSurface != "slack" || got.CardRef != "C1/1.1" {
 		t.Errorf("request card = %s %s", got.CardSurface, got.CardRef)
 	}

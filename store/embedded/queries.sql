@@ -2,7 +2,7 @@
 -- unix microseconds; ?N are the Go call's arguments in order.
 
 -- name: card_columns
-request_id, round, surface, ref, rendered_state, settled
+request_id, round, surface, ref, rendered_state, settled, posted_at
 
 -- name: decision_columns
 id, request_id, round, verdict, decided_by, via, payload_hash_seen, decided_at, reason
@@ -18,7 +18,8 @@ id, request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
 -- name: request_columns
 id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_surface, ''), coalesce(card_ref, ''), created_at, updated_at, version, policy
+	coalesce(card_surface, ''), coalesce(card_ref, ''), created_at, updated_at, version, policy,
+	coalesce(round_started_at, created_at)
 
 -- name: insert_execution
 -- A request created before a restore's guard_until may have been sent

@@ -66,7 +66,7 @@ func scanRequestWith(row scanner, extra ...any) (store.Request, error) {
 	return scanInto("reading request", row, &r, append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, jsonText{&r.Step}, &r.Tool,
 		&r.Snapshot, &r.PayloadHash, &r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round,
 		at{t: &r.ExpiresAt}, &r.CardSurface, &r.CardRef, at{t: &r.CreatedAt}, at{t: &r.UpdatedAt}, &r.Version,
-		jsonText{&r.Policy}}, extra...)...)
+		jsonText{&r.Policy}, at{t: &r.RoundStartedAt}}, extra...)...)
 }
 
 func scanExecution(row scanner) (store.Execution, error) { return scanExecutionWith(row) }
@@ -94,7 +94,7 @@ func scanVote(row scanner) (store.Vote, error) {
 
 func scanCard(row scanner) (store.Card, error) {
 	var c store.Card
-	return scanInto("reading card", row, &c, &c.RequestID, &c.Round, &c.Surface, &c.Ref, &c.RenderedState, &c.Settled)
+	return scanInto("reading card", row, &c, &c.RequestID, &c.Round, &c.Surface, &c.Ref, &c.RenderedState, &c.Settled, at{t: &c.PostedAt})
 }
 
 // scanCallback scans {{callback_columns}} (queries.sql).

@@ -3,7 +3,7 @@
 -- (coalesce($N, now())).
 
 -- name: card_columns
-request_id::text AS request_id, round, surface, ref, rendered_state, settled
+request_id::text AS request_id, round, surface, ref, rendered_state, settled, posted_at
 
 -- name: claim_cte
 -- Picks and claims the due rows ($1 now, $2 limit, $3 tools, $4 worker, $5
@@ -46,7 +46,8 @@ id, request_id::text AS request_id, decision_id, key, tool, snapshot, snapshot_h
 -- name: request_columns
 id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
-	coalesce(card_surface, '') AS card_surface, coalesce(card_ref, '') AS card_ref, created_at, updated_at, version, policy
+	coalesce(card_surface, '') AS card_surface, coalesce(card_ref, '') AS card_ref, created_at, updated_at, version, policy,
+	coalesce(round_started_at, created_at) AS round_started_at
 
 -- name: insert_execution
 -- A request created before a restore's guard_until may have been sent
@@ -345,7 +346,7 @@ WITH ins AS (
 	INSERT INTO cards (request_id, round, surface, ref, rendered_state, settled)
 	VALUES ($1, $2, $3, $4, $5, $6)
 	ON CONFLICT (request_id, round, surface) DO NOTHING
-	RETURNING request_id, round, surface, ref, rendered_state, settled
+	RETURNING request_id, round, surface, ref, rendered_state, settled, posted_at
 ), req AS (
 	UPDATE requests r SET card_surface = ins.surface, card_ref = ins.ref
 	FROM ins WHERE r.id = ins.request_id AND r.round = ins.round
@@ -354,7 +355,7 @@ WITH ins AS (
 )
 SELECT {{card_columns}} FROM ins
 UNION ALL
-SELECT request_id::text, round, surface, ref, rendered_state, settled FROM cards
+SELECT request_id::text, round, surface, ref, rendered_state, settled, posted_at FROM cards
 WHERE request_id = $1 AND round = $2 AND surface = $3 AND NOT EXISTS (SELECT 1 FROM ins);
 
 -- name: mark_card_rendered

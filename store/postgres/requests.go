@@ -19,7 +19,7 @@ import (
 func scanRequest(row pgx.Row, r *store.Request, extra ...any) error {
 	return row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &r.Step, &r.Tool, &r.Snapshot, &r.PayloadHash,
 		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &r.ExpiresAt,
-		&r.CardSurface, &r.CardRef, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.Policy}, extra...)...)
+		&r.CardSurface, &r.CardRef, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.Policy, &r.RoundStartedAt}, extra...)...)
 }
 
 // collect scans every row into a T by column name; an argument that names
