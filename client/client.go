@@ -124,7 +124,9 @@ func (c *Client) Wait(ctx context.Context, ref string) (*Request, error) {
 
 // Do asks for the intent's write and waits until it is settled: Request then
 // Wait, retrying network errors and 503s with the same intent, so the key
-// never changes (and a 500 while it reads). Bound it with ctx.
+// never changes (and a 500 while it reads). Bound it with ctx. A write the
+// tool's policy refuses returns ErrDeniedByPolicy at once, without waiting;
+// one it allows is approved on arrival and waited for like any other.
 func (c *Client) Do(ctx context.Context, in Intent) (*Request, error) {
 	req, err := c.Request(ctx, in)
 	if err != nil || req.Settled {
@@ -224,6 +226,7 @@ func decodeError(a answer) *APIError {
 	if json.Unmarshal(a.body, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.Field, e.Errors = body.Error.Code, body.Error.Message, body.Error.Field, body.Error.Errors
 		e.FinalStatus, e.Tools = body.Error.Status, body.Error.Tools
+		e.Key, e.Tier = body.Error.Key, body.Error.Tier
 		if body.Error.RequestID != "" {
 			e.RequestID = body.Error.RequestID
 		}

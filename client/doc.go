@@ -8,6 +8,7 @@
 //	req, err := c.Do(ctx, client.Intent{RunID: run, Step: 6, Tool: "billing.credit", Effect: effect})
 //	switch {
 //	case errors.Is(err, client.ErrInvalidEffect): // fix the effect, do not retry as is
+//	case errors.Is(err, client.ErrDeniedByPolicy): // the policy refuses it, on every retry
 //	case err != nil: // the context ended, or countersign refused
 //	case req.Succeeded(): // the write happened, once
 //	}

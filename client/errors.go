@@ -19,6 +19,11 @@ var (
 	ErrInvalidEffect = errors.New("countersign: invalid_effect")
 	// ErrUnknownTool: the configuration has no such tool.
 	ErrUnknownTool = errors.New("countersign: unknown_tool")
+	// ErrDeniedByPolicy: the tool's policy refuses this write (403);
+	// APIError.Tier names the rule and APIError.Key the request, stored as
+	// rejected. Sending the same intent again gets the same answer: only a
+	// different write, or a person changing the policy, can proceed.
+	ErrDeniedByPolicy = errors.New("countersign: denied_by_policy")
 	// ErrKeyReused: the key already names a different write (or another
 	// agent's). Resending will not help; the intent must change.
 	ErrKeyReused = errors.New("countersign: key_reused")
@@ -66,6 +71,7 @@ var codes = map[string]error{
 	"invalid_request":         ErrInvalidRequest,
 	"invalid_effect":          ErrInvalidEffect,
 	"unknown_tool":            ErrUnknownTool,
+	"denied_by_policy":        ErrDeniedByPolicy,
 	"key_reused":              ErrKeyReused,
 	"pruned":                  ErrPruned,
 	"unauthorized":            ErrUnauthorized,
@@ -105,6 +111,10 @@ type APIError struct {
 	FinalStatus string
 	// Tools are, for unknown_tool, the tools the agent may use.
 	Tools []string
+	// Key and Tier are, for denied_by_policy, the denied request's key
+	// (Get finds it, rejected by "policy:"+Tier) and the rule that denied it.
+	Key  string
+	Tier string
 }
 
 // Error reads "countersign: code (status) at field: message (request_id

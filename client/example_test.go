@@ -12,8 +12,8 @@ import (
 	"github.com/countersign/countersign/client"
 )
 
-// An agent asks for a write and waits for the human decision and the
-// outcome; a retry after a crash is the same call with the same intent.
+// An agent asks for a write and waits for the decision (a person's, or the
+// tool's policy's) and the outcome; a retry after a crash is the same call with the same intent.
 func ExampleClient_Do() {
 	c := client.New("http://127.0.0.1:8080", "agent-token")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -28,6 +28,12 @@ func ExampleClient_Do() {
 	switch {
 	case errors.Is(err, client.ErrInvalidEffect):
 		log.Print("the effect does not fit the tool's schema: ", err)
+	case errors.Is(err, client.ErrDeniedByPolicy):
+		// The same intent always gets this answer: change the write, or
+		// ask a person to change the policy.
+		var refusal *client.APIError
+		errors.As(err, &refusal)
+		log.Printf("refused by policy rule %s: %s", refusal.Tier, refusal.Message)
 	case err != nil:
 		log.Print("no outcome: ", err)
 	case req.Succeeded():

@@ -52,3 +52,20 @@ const (
 	ExecNeedsReview = wire.ExecNeedsReview
 	ExecSuperseded  = wire.ExecSuperseded
 )
+
+// The verdicts of a request's policy (RequestPolicy.Verdict): allowed
+// without a human, refused (the intake answered ErrDeniedByPolicy), or
+// asked of reviewers.
+const (
+	PolicyAllow = "allow"
+	PolicyDeny  = "deny"
+	PolicyAsk   = "ask"
+)
+
+// The Via of a decision made on arrival, with no one asked: by the tool's
+// policy (Decision.By is "policy:<rule>") or by a reviewer's standing grant
+// ("grant:<id>").
+const (
+	ViaPolicy = "policy"
+	ViaGrant  = "grant"
+)

@@ -42,5 +42,9 @@
 // is a tool error with the code "unreachable", and the server stays up for
 // the next call. A write's key is derived from its run, step, tool and
 // effect, so a model that retries request_write with the same arguments
-// lands on the same request.
+// lands on the same request. A write the tool's policy denies is a tool
+// error (denied_by_policy) naming the rule and saying that the same fields
+// always get it, and only a different write or a change of policy can go
+// further; one it allows reads "approved by policy rule "small" (no review
+// needed)".
 package mcpserver

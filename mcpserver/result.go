@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,6 +33,14 @@ func Sentence(r *client.Request) string {
 	case client.StatusPending:
 		s = fmt.Sprintf("pending review, %d of %d approvals", approvals(r.Votes), max(r.Policy.Approvals, 1))
 	case client.StatusRejected:
+		if rule, ok := byPolicy(r); ok {
+			s = "denied by policy rule " + strconv.Quote(rule)
+			if reason := strings.TrimSuffix(r.Decision.Reason, "."); reason != "" {
+				s += ": " + reason
+			}
+			s += "; nothing was written, and the same write would be denied again"
+			break
+		}
 		s = "rejected" + decidedBy(r)
 		if r.Decision != nil && r.Decision.Reason != "" {
 			s += ": " + r.Decision.Reason
@@ -52,11 +61,27 @@ func Sentence(r *client.Request) string {
 	return s
 }
 
+// decidedBy names who decided: a person, the policy's rule, or a standing
+// grant.
 func decidedBy(r *client.Request) string {
 	if r.Decision == nil || r.Decision.By == "" {
 		return ""
 	}
+	if rule, ok := byPolicy(r); ok {
+		return " by policy rule " + strconv.Quote(rule) + " (no review needed)"
+	}
+	if grant, ok := strings.CutPrefix(r.Decision.By, "grant:"); ok && r.Decision.Via == client.ViaGrant {
+		return " by a reviewer's standing grant " + grant + " (no review needed)"
+	}
 	return " by " + r.Decision.By
+}
+
+// byPolicy returns the rule of a decision the tool's policy made.
+func byPolicy(r *client.Request) (rule string, ok bool) {
+	if r.Decision == nil || r.Decision.Via != client.ViaPolicy {
+		return "", false
+	}
+	return strings.CutPrefix(r.Decision.By, "policy:")
 }
 
 // execution says how an approved request's write is going.
@@ -107,7 +132,11 @@ const codeUnreachable = "unreachable"
 func toolError(err error) *mcp.CallToolResult {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) && apiErr.Code != "" && apiErr.Code != "unavailable" {
-		d := wire.Error{Code: apiErr.Code, Message: apiErr.Message, Field: apiErr.Field, Errors: apiErr.Errors, RequestID: apiErr.RequestID}
+		d := wire.Error{Code: apiErr.Code, Message: apiErr.Message, Field: apiErr.Field, Errors: apiErr.Errors, RequestID: apiErr.RequestID,
+			Status: apiErr.FinalStatus, Tools: apiErr.Tools, Key: apiErr.Key, Tier: apiErr.Tier}
+		if errors.Is(err, client.ErrDeniedByPolicy) {
+			return errorResult(deniedText(apiErr), d)
+		}
 		text := "countersign refused: " + apiErr.Code
 		if apiErr.Field != "" {
 			text += " at " + apiErr.Field
@@ -127,6 +156,21 @@ func toolError(err error) *mcp.CallToolResult {
 	text := "countersign did not answer in time (" + codeUnreachable + "): " + d.Message +
 		". Calling again with the same arguments is safe."
 	return errorResult(text, d)
+}
+
+// deniedText is what a model reads of a write the tool's policy refuses:
+// the rule and its words, and that only another write can get further, so
+// that it neither retries as is nor waits for a review that will not come.
+func deniedText(e *client.APIError) string {
+	text := "countersign denied this write by policy rule " + strconv.Quote(e.Tier) + " (denied_by_policy): " + e.Message +
+		" Asking again with the same fields gets the same answer; only a different write, or a person changing the policy, can proceed."
+	if e.Key != "" {
+		text += " The denial is recorded as request " + e.Key + "."
+	}
+	if e.RequestID != "" {
+		text += " (request_id " + e.RequestID + ")"
+	}
+	return text
 }
 
 // argumentError is the tool error of arguments refused before anything is

@@ -28,6 +28,16 @@ func TestSentence(t *testing.T) {
 		{approved(&client.Execution{State: client.ExecNeedsReview}), "request wa_1: approved by U0ANA; the write needs a person's review before it can finish"},
 		{&client.Request{Key: "wa_1", Status: client.StatusRejected, Decision: &client.Decision{By: "U0BO", Reason: "wrong invoice"}},
 			"request wa_1: rejected by U0BO: wrong invoice"},
+		{&client.Request{Key: "wa_1", Status: client.StatusApproved, Decision: &client.Decision{By: "policy:small", Via: client.ViaPolicy, Verdict: "approve"},
+			Execution: &client.Execution{State: client.ExecReady}}, `request wa_1: approved by policy rule "small" (no review needed), executing (attempt 1)`},
+		{&client.Request{Key: "wa_1", Status: client.StatusApproved, Decision: &client.Decision{By: "grant:g_7", Via: client.ViaGrant, Verdict: "approve"},
+			Execution: &client.Execution{State: client.ExecSucceeded}}, "request wa_1: approved by a reviewer's standing grant g_7 (no review needed), executed"},
+		{&client.Request{Key: "wa_1", Status: client.StatusRejected, Decision: &client.Decision{By: "policy:frozen", Via: client.ViaPolicy, Reason: "Frozen."}},
+			`request wa_1: denied by policy rule "frozen": Frozen; nothing was written, and the same write would be denied again`},
+		// Only a decision made by the policy reads as one: a person's id
+		// that looks like a rule is a person's.
+		{&client.Request{Key: "wa_1", Status: client.StatusRejected, Decision: &client.Decision{By: "policy:frozen", Via: "slack"}},
+			"request wa_1: rejected by policy:frozen"},
 		{&client.Request{Key: "wa_1", Status: client.StatusExpired}, "request wa_1: expired before anyone decided; nothing was written"},
 		{&client.Request{Key: "wa_1", Status: client.StatusCancelled}, "request wa_1: cancelled; nothing was written"},
 	} {

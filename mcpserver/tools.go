@@ -39,6 +39,10 @@ var requestedForSchema = func() string {
 
 const retrySafe = "Calling it again with the same arguments is safe: the key is derived from run_id, step, tool and effect, so a retry returns the same request and stores nothing new."
 
+// policyDecides tells a model that the tool's policy may answer without a
+// person, and what each answer means for what it does next.
+const policyDecides = "The tool's policy may decide without a person: a write it allows comes back already approved (by policy:<rule>), so wait_for_outcome for its execution; one it denies is a tool error denied_by_policy, which the same arguments always get again. "
+
 // fixedTools are the tools every agent gets, whatever its configuration.
 func (h *handlers) fixedTools() []served {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
@@ -52,7 +56,8 @@ func (h *handlers) fixedTools() []served {
 		{&mcp.Tool{
 			Name: "request_write",
 			Description: "Asks a person to approve a write; once approved, countersign performs exactly that write, once. Returns the request at once (status pending): then call wait_for_outcome with its key. " +
-				"The arguments are the body of countersign's POST /v1/requests: tool, effect, run_id, step, and for the reviewer summary, reason and requested_for. Prefer the typed request_<tool> tools, whose schema shows the effect's fields. " + retrySafe,
+				"The arguments are the body of countersign's POST /v1/requests: tool, effect, run_id, step, and for the reviewer summary, reason and requested_for. Prefer the typed request_<tool> tools, whose schema shows the effect's fields. " +
+				policyDecides + retrySafe,
 			InputSchema: json.RawMessage(`{"type": "object", "required": ["tool", "effect", "run_id", "step"], "additionalProperties": false, "properties": {` +
 				`"tool": {"type": "string", "description": "The tool's name, as list_tools names it."}, ` +
 				`"effect": {"type": "object", "description": "The write's fields, exactly as the tool's provider will receive them; it must satisfy the tool's effect_schema."}, ` +

@@ -100,7 +100,7 @@ func (h *handlers) typedTool(t client.Tool, name string) (*served, error) {
 	}
 	description += fmt.Sprintf("; it needs %d approval(s), and its write %s. Once approved, countersign performs exactly that write, once. "+
 		"Returns the request at once (status pending): then call wait_for_outcome with its key. The effect must satisfy the schema below; a refusal names the field at fault. ",
-		max(t.Policy.Approvals, 1), map[bool]string{true: "can be undone", false: "cannot be undone"}[t.Reversible]) + retrySafe
+		max(t.Policy.Approvals, 1), map[bool]string{true: "can be undone", false: "cannot be undone"}[t.Reversible]) + policyDecides + retrySafe
 	tool := t.Name
 	return &served{
 		tool: &mcp.Tool{

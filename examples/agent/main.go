@@ -80,6 +80,8 @@ func agent(tool, run string, wait time.Duration) error {
 	switch {
 	case errors.Is(err, client.ErrInvalidEffect) && errors.As(err, &refusal):
 		return fmt.Errorf("the effect does not fit the tool (%s): %s", refusal.Field, refusal.Message)
+	case errors.Is(err, client.ErrDeniedByPolicy) && errors.As(err, &refusal):
+		return fmt.Errorf("the tool's policy refuses this write (rule %s), on every retry: %s", refusal.Tier, refusal.Message)
 	case errors.Is(err, client.ErrKeyReused):
 		return errors.New("this run and step already asked for a different write")
 	case err != nil:

@@ -27,6 +27,7 @@ from .errors import (
     ConnectionError,
     ConnectionTimeoutError,
     CountersignError,
+    DeniedByPolicyError,
     InternalError,
     InvalidEffectError,
     InvalidRequestError,
@@ -57,7 +58,7 @@ from .version import __version__
 __all__ = [
     "ERRORS", "DEFAULT_TOLERANCE", "APIError", "AlreadyDecidedError", "AlreadyResolvedError", "AsyncClient",
     "Callback", "CallbackNotConfiguredError", "Client", "ConnectionError", "ConnectionTimeoutError",
-    "CountersignError", "Decision", "Execution", "InternalError", "InvalidEffectError", "InvalidKeyError",
+    "CountersignError", "Decision", "DeniedByPolicyError", "Execution", "InternalError", "InvalidEffectError", "InvalidKeyError",
     "InvalidRequestError", "KeyReusedError", "MalformedJSONError", "MethodNotAllowedError",
     "NoLongerApproverError", "NotApproverError", "NotFoundError", "NothingToRedriveError", "NumberError", "Page",
     "Policy", "PrunedError", "Request", "RequestPolicy", "Response", "SelfApprovalError", "SignatureError", "StaleCardError",

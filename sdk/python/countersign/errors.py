@@ -93,6 +93,18 @@ class UnknownToolError(APIError):
     tools: tuple[str, ...] = ()
 
 
+class DeniedByPolicyError(APIError):
+    """The tool's policy refuses this write (403): ``tier`` names the rule
+    that denied it, and ``key`` the request, stored as rejected by
+    ``policy:<tier>`` (get() finds it). Sending the same intent again gets
+    the same answer: only a different write, or a person changing the
+    policy, can proceed. Nothing is sent to the tool."""
+
+    code = "denied_by_policy"
+    key: str | None = None
+    tier: str | None = None
+
+
 class KeyReusedError(APIError):
     """The key already names another write (or another agent's request).
     Sending it again will not help: the intent must change."""
@@ -205,7 +217,7 @@ class UnsupportedMediaTypeError(APIError):
 ERRORS: Mapping[str, type[APIError]] = {
     cls.code: cls
     for cls in (
-        MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError,
+        MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError, DeniedByPolicyError,
         KeyReusedError, PrunedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError,
         StaleCardError, NotApproverError, NoLongerApproverError, SelfApprovalError, AlreadyResolvedError,
         CallbackNotConfiguredError, NothingToRedriveError, UnavailableError, InternalError,
@@ -264,6 +276,8 @@ def error_from(status: int, headers: Message, body: bytes) -> APIError:
         error.final_status = envelope.get("status")
     if isinstance(error, UnknownToolError):
         error.tools = tuple(str(t) for t in envelope.get("tools") or ())
+    if isinstance(error, DeniedByPolicyError):
+        error.key, error.tier = envelope.get("key"), envelope.get("tier")
     return error
 
 

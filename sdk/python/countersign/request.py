@@ -30,9 +30,9 @@ class Decision:
     """The standing decision of the request's latest decided round."""
 
     verdict: str  # approve or reject
-    by: str
+    by: str  # a reviewer; policy:<rule> or grant:<id> for a decision made on arrival
     at: datetime
-    via: str
+    via: str  # slack, inbox, …; policy or grant for a decision made on arrival
     round: int
     reason: str = ""
 
@@ -84,13 +84,21 @@ class Callback:
 class RequestPolicy:
     """How the request's rounds are decided, frozen when it was stored."""
 
-    approvals: int
+    approvals: int  # 0 when the policy decided alone
     approvers: tuple[str, ...]
     tier: int | None  # the index of the tool's tier that matched, or None
+    #: allow (approved by policy, no one asked), deny (refused by policy:
+    #: the post raised DeniedByPolicyError) or ask (reviewers decide).
+    verdict: str = "ask"
+    #: The rule that decided: a tier's name, or "default" for the tool's own.
+    tier_name: str = ""
+    #: The digest of the tool's rules when the request arrived (sha256:…).
+    version: str = ""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RequestPolicy:
-        return cls(d["approvals"], tuple(d["approvers"]), d.get("tier"))
+        return cls(d["approvals"], tuple(d["approvers"]), d.get("tier"), d.get("verdict") or "ask",
+                   d.get("tier_name", ""), d.get("version", ""))
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ def representation(version: int = 1, status: str = "pending", settled: bool = Fa
         "summary": "Credit 42.00 USD", "reason": "", "requested_by": "billing-agent",
         "payload_hash": "sha256:" + "0" * 64, "created_at": "2026-01-02T03:04:05.123456789Z",
         "expires_at": "2026-01-05T03:04:05Z", "decision": None, "execution": None, "settled": settled,
-        "version": version, "callback": None, "policy": {"approvals": 1, "approvers": ["U1"], "tier": None},
+        "version": version, "callback": None, "policy": {"verdict": "ask", "approvals": 1, "approvers": ["U1"], "tier": None,
+                                                      "tier_name": "default", "version": "sha256:" + "1" * 64},
         "votes": [],
     }
     r.update(overrides)

@@ -90,6 +90,20 @@ export class UnknownToolError extends APIError {
   tools: readonly string[] = [];
 }
 
+/**
+ * The tool's policy refuses this write (403): `tier` names the rule that
+ * denied it, and `key` the request, stored as rejected by `policy:<tier>`
+ * (get() finds it). Sending the same intent again gets the same answer:
+ * only a different write, or a person changing the policy, can proceed.
+ * Nothing is sent to the tool.
+ */
+export class DeniedByPolicyError extends APIError {
+  override name = "DeniedByPolicyError";
+  static override readonly code = "denied_by_policy";
+  key: string | undefined;
+  tier: string | undefined;
+}
+
 /** The key already names another write (or another agent's request); the intent must change. */
 export class KeyReusedError extends APIError {
   override name = "KeyReusedError";
@@ -204,7 +218,7 @@ type APIErrorClass = { new (init: APIErrorInit): APIError; readonly code: string
 export const ERRORS: Readonly<Record<string, APIErrorClass>> = Object.freeze(
   Object.fromEntries(
     [
-      MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError, KeyReusedError,
+      MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError, DeniedByPolicyError, KeyReusedError,
       PrunedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError, StaleCardError, NotApproverError,
       NoLongerApproverError, SelfApprovalError, AlreadyResolvedError, CallbackNotConfiguredError, NothingToRedriveError, UnavailableError,
       InternalError, MethodNotAllowedError, UnsupportedMediaTypeError,
@@ -239,6 +253,8 @@ export function errorFrom(status: number, headers: Headers, body: string): APIEr
   let requestId = headers.get("Request-Id") ?? undefined;
   let finalStatus: string | undefined;
   let tools: string[] = [];
+  let key: string | undefined;
+  let tier: string | undefined;
   try {
     const envelope = (JSON.parse(body) as { error: Record<string, unknown> }).error;
     if (typeof envelope.code !== "string") throw new TypeError("no code");
@@ -250,6 +266,8 @@ export function errorFrom(status: number, headers: Headers, body: string): APIEr
     if (typeof envelope.request_id === "string" && envelope.request_id) requestId = envelope.request_id;
     if (typeof envelope.status === "string") finalStatus = envelope.status;
     if (Array.isArray(envelope.tools)) tools = envelope.tools.map(String);
+    if (typeof envelope.key === "string") key = envelope.key;
+    if (typeof envelope.tier === "string") tier = envelope.tier;
   } catch {
     // Not countersign's envelope: a proxy's page, say.
     message = `HTTP ${status}`;
@@ -259,6 +277,10 @@ export function errorFrom(status: number, headers: Headers, body: string): APIEr
   const error = new cls({ status, code, message, field, errors, requestId, retryAfter: parseRetryAfter(headers.get("Retry-After")) });
   if (error instanceof PrunedError) error.finalStatus = finalStatus;
   if (error instanceof UnknownToolError) error.tools = tools;
+  if (error instanceof DeniedByPolicyError) {
+    error.key = key;
+    error.tier = tier;
+  }
   return error;
 }
 

@@ -9,8 +9,10 @@ export type Verdict = "approve" | "reject";
 /** The standing decision of the request's latest decided round. */
 export interface Decision {
   verdict: Verdict;
+  /** A reviewer; policy:<rule> or grant:<id> for a decision made on arrival. */
   by: string;
   at: Date;
+  /** slack, inbox, …; policy or grant for a decision made on arrival. */
   via: string;
   round: number;
   /** The deciding reviewer's reason; "" when none was asked for or given. */
@@ -40,12 +42,24 @@ export interface Callback {
   lastStatus: number | null;
 }
 
+/**
+ * The policy's verdict before any review: allow (approved on arrival, no one
+ * asked), deny (refused: the post threw DeniedByPolicyError) or ask.
+ */
+export type PolicyVerdict = "allow" | "deny" | "ask";
+
 /** How the request's rounds are decided, frozen when it was stored. */
 export interface RequestPolicy {
+  verdict: PolicyVerdict;
+  /** Distinct approvers a round needs; 0 when the policy decided alone. */
   approvals: number;
   approvers: string[];
   /** The index of the tool's tier that matched, or null. */
   tier: number | null;
+  /** The rule that decided: a tier's name, or "default" for the tool's own. */
+  tierName: string;
+  /** The digest of the tool's rules when the request arrived (sha256:…). */
+  version: string;
 }
 
 /** One vote of the current round. */
@@ -179,8 +193,11 @@ export function requestFromJSON<E extends object = Record<string, unknown>>(json
     succeeded: exec?.state === "succeeded", version: Number(d.version),
     callback: orNull(d.callback, callback, "callback"),
     policy: orNull(d.policy, (p) => ({
+      // A request stored before verdicts was asked.
+      verdict: (p.verdict as PolicyVerdict | undefined) || "ask",
       approvals: Number(p.approvals), approvers: (p.approvers as string[] | undefined) ?? [],
       tier: (p.tier as number | null | undefined) ?? null,
+      tierName: String(p.tier_name ?? ""), version: String(p.version ?? ""),
     }), "policy"),
     votes: ((d.votes as unknown[] | null | undefined) ?? []).map((v) => vote(object(v, "vote"))),
     replayed,

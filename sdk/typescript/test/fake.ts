@@ -23,7 +23,9 @@ export function representation(version = 1, status = "pending", settled = false,
     effect: { amount_cents: 4200, currency: "USD", invoice: "inv_8841" }, summary: "Credit 42.00 USD", reason: "",
     requested_by: "billing-agent", payload_hash: "sha256:" + "0".repeat(64),
     created_at: "2026-01-02T03:04:05.123456789Z", expires_at: "2026-01-05T03:04:05Z", decision: null,
-    execution: null, settled, version, callback: null, policy: { approvals: 1, approvers: ["U1"], tier: null },
+    execution: null, settled, version, callback: null, policy: {
+      verdict: "ask", approvals: 1, approvers: ["U1"], tier: null, tier_name: "default", version: "sha256:" + "1".repeat(64),
+    },
     votes: [], ...overrides,
   };
 }
