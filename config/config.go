@@ -151,10 +151,18 @@ type ToolConfig struct {
 	ApprovalTTL  time.Duration   `yaml:"approval_ttl"`
 	RequestTTL   time.Duration   `yaml:"request_ttl"`
 	Reversible   bool            `yaml:"reversible"`
-	// Approvals is how many distinct approvers a round needs (default 1).
-	Approvals int `yaml:"approvals"`
-	// Tiers set a request's policy by its effect; the first match wins.
+	// Approvals is how many distinct approvers a round needs (default 1);
+	// 0 allows the tool's writes by policy. Deny refuses them, with the
+	// reason the agent is given; Notify posts a card without buttons for a
+	// write the policy allows.
+	Approvals *int    `yaml:"approvals"`
+	Deny      *string `yaml:"deny"`
+	Notify    bool    `yaml:"notify"`
+	// Tiers set a request's policy by its effect; the first match that is
+	// not a shadow wins.
 	Tiers []TierConfig `yaml:"tiers"`
+	// Grants, when set, lets an approver allow similar writes for a while.
+	Grants *GrantsConfig `yaml:"grants"`
 	// RejectReason: off (default), optional or required.
 	RejectReason string `yaml:"reject_reason"`
 	// Description tells agents what the tool does (GET /v1/tools).
@@ -523,7 +531,7 @@ func (t ToolConfig) Validate(name string, needsChannel bool) error {
 	add := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("tools.%s: "+format, append([]any{name}, args...)...))
 	}
-	if len(t.Approvers) == 0 {
+	if len(t.Approvers) == 0 && t.needsApprovers() {
 		add("approvers is empty, so nobody could approve it")
 	}
 	for _, err := range badIDs(t.Approvers) {
@@ -633,10 +641,12 @@ func (c *Config) InboxEnabled() bool {
 func (c *Config) ReviewTools() map[string]approvals.Tool {
 	tools := make(map[string]approvals.Tool, len(c.File.Tools))
 	for name, t := range c.File.Tools {
+		verdict, deny := verdictOf(t.Approvals, t.Deny)
 		tools[name] = approvals.Tool{
 			Name: name, Channel: t.Channel, Approvers: canonical(t.Approvers),
 			RequestTTL: t.RequestTTL, MaxAttempts: t.MaxAttempts, Reversible: t.Reversible,
-			Approvals: t.Approvals, Tiers: t.reviewTiers(), RejectReason: approvals.ReasonRule(t.RejectReason),
+			Approvals: deref(t.Approvals), Verdict: verdict, Deny: deny, Notify: t.Notify,
+			Tiers: t.reviewTiers(), Grants: t.reviewGrants(), RejectReason: approvals.ReasonRule(t.RejectReason),
 			Description: t.Description, EffectSchema: c.effectSchemas[name],
 			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: canonical(t.EscalateTo),
 			EscalateAddsApprovers: t.EscalateAddsApprovers,

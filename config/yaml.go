@@ -32,6 +32,7 @@ var (
 	effectSchemaType = reflect.TypeFor[EffectSchemaConfig]()
 	// A yaml.Node field takes any value; its owner checks it (see WhenConfig).
 	yamlNodeType = reflect.TypeFor[yaml.Node]()
+	whenType     = reflect.TypeFor[WhenConfig]()
 )
 
 // checkYAML compares the parsed document against the type it will be
@@ -80,6 +81,11 @@ func checkYAML(n *yaml.Node, t reflect.Type, path string) []error {
 		return nil
 	case t == stringOrListType:
 		return checkStringOrListYAML(n, path)
+	case t == whenType && n.Kind != yaml.MappingNode:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+			return problem("must be a CEL expression (a string) or a mapping of field and one comparison")
+		}
+		return nil
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			return problem("must be a mapping of %s", strings.Join(yamlFields(t), ", "))
