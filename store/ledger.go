@@ -234,10 +234,24 @@ func (l *Ledger) insertDecided(ctx context.Context, p NewRequest) (InsertResult,
 				res, err = existing(ctx, ex, p.Key)
 				return err
 			}
+			undecided := p
+			if d.Grant != "" {
+				live, err := ex.HoldGrant(ctx, d.Grant, p.Now)
+				if err != nil {
+					return fmt.Errorf("inserting requests: holding grant %s: %w", d.Grant, err)
+				}
+				if !live {
+					undecided.Decided = nil
+				}
+			}
 			var o owing
-			o.add(requested(p), req.ID, req.Round, req.CreatedAt)
+			o.add(requested(undecided), req.ID, req.Round, req.CreatedAt)
 			if err := o.write(ctx, ex); err != nil {
 				return err
+			}
+			if undecided.Decided == nil {
+				res = InsertResult{Request: req, Inserted: true}
+				return nil
 			}
 			req, _, decided, err := l.decideTx(ctx, ex, DecideParams{RequestID: req.ID, Round: req.Round,
 				PayloadHash: req.PayloadHash, Verdict: d.Verdict, DecidedBy: d.DecidedBy, Via: d.Via,
