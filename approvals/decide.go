@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/store"
 )
@@ -22,6 +23,9 @@ type Decision struct {
 	DecidedBy   string // the decider, as printed (identity.ID.String)
 	Via         string // the surface it came through (bot.Via, inbox.Via)
 	Reason      string // why, in the reviewer's words; see Tool.RejectReason
+	// Grant, on an approval, also allows similar writes for that long (a
+	// standing grant, see GrantRule) once this vote decides the round.
+	Grant time.Duration
 }
 
 // maxReasonBytes bounds a reviewer's reason.
@@ -42,6 +46,8 @@ type Outcome struct {
 	// decided before this call.
 	Vote  store.Vote
 	Votes []store.Vote
+	// Grant is the standing grant this vote created (Decision.Grant).
+	Grant *Grant
 }
 
 // Err is nil for a call that recorded a vote or found the reviewer's own
@@ -95,6 +101,13 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		return Outcome{}, invalid("reason", "the reason must be at most %d bytes of text", maxReasonBytes)
 	}
 
+	var grant *store.NewGrant
+	if d.Grant != 0 {
+		if grant, err = grantAsked(tool, req, d); err != nil {
+			return Outcome{}, err
+		}
+	}
+
 	res, err := s.DB.Vote(ctx, store.VoteParams{
 		RequestID:   d.RequestID,
 		Round:       d.Round,
@@ -105,6 +118,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		MaxAttempts: maxAttempts(tool),
 		Reason:      d.Reason,
 		Now:         s.now(),
+		Grant:       grant,
 	})
 	if err != nil {
 		return Outcome{}, err
@@ -113,8 +127,13 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		return s.explainUndecided(ctx, d)
 	}
 	out := Outcome{Request: res.Request, Decision: res.Decision, Created: res.Decided,
-		Counted: res.Cast && !res.Decided, Repeat: !res.Cast, Vote: res.Vote, Votes: res.Votes}
+		Counted: res.Cast && !res.Decided, Repeat: !res.Cast, Vote: res.Vote, Votes: res.Votes, Grant: res.Grant}
 	s.Metrics.vote(d.Verdict, out)
+	if g := out.Grant; g != nil {
+		s.Logger.Info("grant created", slog.String("key", out.Request.Key), slog.String("grant", g.ID),
+			slog.String("grantor", g.Grantor), slog.String("tool", g.Tool), slog.String("agent", g.Agent),
+			slog.Time("expires_at", g.ExpiresAt))
+	}
 	switch {
 	case out.Created:
 		s.Logger.Info("request decided", slog.String("key", out.Request.Key),
