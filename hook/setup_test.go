@@ -24,6 +24,8 @@ import (
 
 const (
 	testToken = "agent-token-123"
+	// adminToken is the admin agent's, for the admin routes.
+	adminToken = "admin-token-456"
 	approverA = "U0APPROVERA"
 	approverB = "U0APPROVERB"
 	requester = "U024BE7LH"
@@ -115,6 +117,8 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 		Tools: map[string]approvals.Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
 			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
+			"billing.grant": {Name: "billing.grant", Approvers: []string{approverA}, RequestTTL: time.Hour,
+				Grants: &approvals.GrantRule{MaxTTL: time.Hour, Match: []string{"invoice"}, Amount: "amount_cents"}},
 		},
 		Groups:  fixedGroups{groupID: {"U0GROUPMEMBER"}},
 		Logger:  logger,
@@ -125,7 +129,7 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewHandler(svc, Agents{agent}, listener, logger, NewMetrics(prometheus.NewRegistry()))
+	h := NewHandler(svc, Agents{agent, adminAgent(t)}, listener, logger, NewMetrics(prometheus.NewRegistry()))
 	b.answers = apitest.NewRecorder()
 	server := httptest.NewServer(apitest.Conform(t, document(t), b.answers, h))
 	t.Cleanup(server.Close)
@@ -193,4 +197,16 @@ func (b *bundle) expectCounts(t *testing.T, want map[string]int) {
 			t.Errorf("%s = %d, want %d", sql, got, n)
 		}
 	}
+}
+
+// adminAgent is "ops", an admin agent holding adminToken.
+func adminAgent(t testing.TB) Agent {
+	t.Helper()
+	sum := sha256.Sum256([]byte(adminToken))
+	a, err := ParseAgent("ops", hex.EncodeToString(sum[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Admin = true
+	return a
 }
