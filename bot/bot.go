@@ -122,8 +122,8 @@ func New(cfg Config) *Bot {
 		slack: cfg.Slack, db: cfg.Cards, review: cfg.Review, lookup: cfg.Lookup, groups: cfg.Groups, secrets: cfg.SigningSecrets,
 		channel: cfg.DefaultChannel, resolver: cfg.Resolver, logger: cfg.Logger, metrics: cfg.Metrics,
 		lookupAllowed: cfg.LookupAllowed, admins: cfg.Admins,
-		answerSem:     make(chan struct{}, 32),
-		deliverEvery:  cfg.DeliverInterval, socket: cfg.Socket,
+		answerSem:    make(chan struct{}, 32),
+		deliverEvery: cfg.DeliverInterval, socket: cfg.Socket,
 	}
 	if b.deliverEvery <= 0 {
 		b.deliverEvery = DefaultDeliverInterval

@@ -20,7 +20,7 @@ import (
 var grantTools = map[string]approvals.Tool{
 	"billing.grant": {Name: "billing.grant", Channel: billingChan, Approvers: []string{"UANA", "UBEN"}, MaxAttempts: 5,
 		Grants: &approvals.GrantRule{MaxTTL: 8 * time.Hour, Match: []string{"customer"}, Amount: "amount_cents"},
-		Tiers: []approvals.Tier{{Name: "large", When: approvals.Condition{Field: "amount_cents", Op: approvals.OpGT, Value: json.Number("100000")}, Approvals: 2}}},
+		Tiers:  []approvals.Tier{{Name: "large", When: approvals.Condition{Field: "amount_cents", Op: approvals.OpGT, Value: json.Number("100000")}, Approvals: 2}}},
 	"billing.pair": {Name: "billing.pair", Channel: billingChan, Approvers: []string{"UANA", "UBEN"}, Approvals: 2,
 		Grants: &approvals.GrantRule{MaxTTL: time.Hour, Match: []string{"customer"}}},
 }

@@ -26,11 +26,11 @@ const (
 	testToken = "agent-token-123"
 	// adminToken is the admin agent's, for the admin routes.
 	adminToken = "admin-token-456"
-	approverA = "U0APPROVERA"
-	approverB = "U0APPROVERB"
-	requester = "U024BE7LH"
-	outsider  = "U0OUTSIDER"
-	groupID   = "S0FINANCE"
+	approverA  = "U0APPROVERA"
+	approverB  = "U0APPROVERB"
+	requester  = "U024BE7LH"
+	outsider   = "U0OUTSIDER"
+	groupID    = "S0FINANCE"
 )
 
 // billingAgent is the agent the tests submit as.
