@@ -102,6 +102,7 @@ var contract = []struct {
 	{"GrantIsCreatedByTheDecidingApproval", testGrantIsCreatedByTheDecidingApproval},
 	{"GrantRevokesOnce", testGrantRevokesOnce},
 	{"IntakeHoldsTheGrant", testIntakeHoldsTheGrant},
+	{"IntakesRacingARevocationEndWhole", testIntakesRacingARevocationEndWhole},
 	{"NudgesQueueOncePerRound", testNudgesQueueOncePerRound},
 	{"NudgesSkipRequestsNoLongerPending", testNudgesSkipRequestsNoLongerPending},
 	{"ReopenedRoundGetsItsOwnNudges", testReopenedRoundGetsItsOwnNudges},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -181,5 +182,69 @@ func testIntakeHoldsTheGrant(t *testing.T, b *Backend) {
 	}
 	if pending, err := b.PostPending(ctx, ended.ID, 1); err != nil || !pending {
 		t.Errorf("card post of the undecided request queued = %v, %v", pending, err)
+	}
+}
+
+// Intakes under a grant racing its revocation each end whole: approved by
+// the grant with its execution, or pending with its card owed and no
+// decision; none fails, and once the revocation has returned no intake is
+// approved by the grant.
+func testIntakesRacingARevocationEndWhole(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	src := insertWithPolicy(t, b, "wa_grant_race_source", 1)
+	p := decide(src, store.VerdictApprove, "U1")
+	p.Grant = grantAsked(time.Hour)
+	res, err := b.Vote(ctx, p)
+	if err != nil || res.Grant == nil {
+		t.Fatalf("Vote with a grant = %+v, %v", res, err)
+	}
+	g := *res.Grant
+	intake := func(key string) (store.Request, error) {
+		nr := newRequest(key, "sha256:b")
+		nr.Decided = &store.AutoDecision{Verdict: store.VerdictApprove, DecidedBy: "grant:" + g.ID, Via: "grant",
+			MaxAttempts: 3, Card: true, Grant: g.ID}
+		out, err := b.Intake(ctx, key, func() (store.NewRequest, error) { return nr, nil }, nil)
+		return out.Request, err
+	}
+	const n = 16
+	reqs := make([]store.Request, n)
+	errs := make([]error, n+1)
+	Release(n+1, func(i int) {
+		if i == n {
+			_, _, errs[i] = b.RevokeGrant(ctx, store.RevokeGrantParams{ID: g.ID, By: "U1"})
+			return
+		}
+		reqs[i], errs[i] = intake(fmt.Sprintf("wa_grant_race_%d", i))
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	for _, req := range reqs {
+		_, decErr := b.DecisionFor(ctx, req.ID, 1)
+		execs, err := b.ExecutionsFor(ctx, req.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		posted, err := b.PostPending(ctx, req.ID, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch req.Status {
+		case store.RequestApproved:
+			if decErr != nil || len(execs) != 1 {
+				t.Errorf("%s approved with decision %v and %d executions", req.Key, decErr, len(execs))
+			}
+		case store.RequestPending:
+			if !errors.Is(decErr, store.ErrNotFound) || len(execs) != 0 || !posted {
+				t.Errorf("%s pending with decision %v, %d executions, card post queued %v", req.Key, decErr, len(execs), posted)
+			}
+		default:
+			t.Errorf("%s is %s", req.Key, req.Status)
+		}
+	}
+	if after, err := intake("wa_grant_race_after"); err != nil || after.Status != store.RequestPending {
+		t.Errorf("an intake after the revocation = %s, %v", after.Status, err)
 	}
 }
