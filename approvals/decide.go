@@ -75,7 +75,10 @@ func (o Outcome) Progress() string {
 // vote on a round decided before gets the decision back with Outcome.Err
 // saying so. It fails with ErrNotAllowed or ErrSelfApproval (both audited),
 // ErrStaleCard, a *NotPendingError, an *InputError for a reason that breaks
-// the tool's rule, or ErrNotFound; RefusalFor words each.
+// the tool's rule or a grant it cannot make (field "grant": see
+// grantAsked), or ErrNotFound; RefusalFor words each. An approval with
+// d.Grant that decides the round also creates the standing grant
+// (Outcome.Grant), in the same transaction.
 func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	if d.Verdict != store.VerdictApprove && d.Verdict != store.VerdictReject {
 		return Outcome{}, fmt.Errorf("unknown verdict %q", d.Verdict)
