@@ -3,6 +3,7 @@ package hook
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,10 +19,17 @@ func grantBody(step, n, amount int) string {
 	return fmt.Sprintf(`{"run_id":"r-grant","step":%d,"tool":"billing.grant","effect":{"invoice":"inv_%d","amount_cents":%d}}`, step, n, amount)
 }
 
-// grant has approverA approve a billing.grant intent for inv_<n> and
-// allow similar writes for an hour, and returns the grant.
+// grant configures billing.grant (grants matching the invoice, capped at
+// the amount) unless it is, has approverA approve a billing.grant intent
+// for inv_<n> and allow similar writes for an hour, and returns the grant.
 func (b *bundle) grant(t *testing.T, n int) store.Grant {
 	t.Helper()
+	if _, ok := b.svc.Tools["billing.grant"]; !ok {
+		tools := maps.Clone(b.svc.Tools)
+		tools["billing.grant"] = approvals.Tool{Name: "billing.grant", Approvers: []string{approverA}, RequestTTL: time.Hour,
+			Grants: &approvals.GrantRule{MaxTTL: time.Hour, Match: []string{"invoice"}, Amount: "amount_cents"}}
+		b.svc.Tools = tools
+	}
 	req := approvalstest.Submit(t, b.svc, "billing-agent", approvalstest.Intent(&approvalstest.IntentOpts{
 		RunID: new("r-granting"), Step: new(fmt.Sprint(n + 1)), Tool: new("billing.grant"),
 		Effect: new(fmt.Sprintf(`{"invoice":"inv_%d","amount_cents":4200}`, n)),

@@ -117,8 +117,6 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 		Tools: map[string]approvals.Tool{
 			"billing.credit": {Name: "billing.credit", Approvers: []string{approverA, approverB, requester, groupID}, RequestTTL: time.Hour, MaxAttempts: 3},
 			"deploy.release": {Name: "deploy.release", Approvers: []string{approverA}, RequestTTL: time.Hour},
-			"billing.grant": {Name: "billing.grant", Approvers: []string{approverA}, RequestTTL: time.Hour,
-				Grants: &approvals.GrantRule{MaxTTL: time.Hour, Match: []string{"invoice"}, Amount: "amount_cents"}},
 		},
 		Groups:  fixedGroups{groupID: {"U0GROUPMEMBER"}},
 		Logger:  logger,
