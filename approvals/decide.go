@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/store"
 )
@@ -22,6 +23,9 @@ type Decision struct {
 	DecidedBy   string // the decider, as printed (identity.ID.String)
 	Via         string // the surface it came through (bot.Via, inbox.Via)
 	Reason      string // why, in the reviewer's words; see Tool.RejectReason
+	// Grant, on an approval, also allows similar writes for that long (a
+	// standing grant, see GrantRule) once this vote decides the round.
+	Grant time.Duration
 }
 
 // maxReasonBytes bounds a reviewer's reason.
@@ -42,6 +46,8 @@ type Outcome struct {
 	// decided before this call.
 	Vote  store.Vote
 	Votes []store.Vote
+	// Grant is the standing grant this vote created (Decision.Grant).
+	Grant *Grant
 }
 
 // Err is nil for a call that recorded a vote or found the reviewer's own
@@ -69,7 +75,10 @@ func (o Outcome) Progress() string {
 // vote on a round decided before gets the decision back with Outcome.Err
 // saying so. It fails with ErrNotAllowed or ErrSelfApproval (both audited),
 // ErrStaleCard, a *NotPendingError, an *InputError for a reason that breaks
-// the tool's rule, or ErrNotFound; RefusalFor words each.
+// the tool's rule or a grant it cannot make (field "grant": see
+// grantAsked), or ErrNotFound; RefusalFor words each. An approval with
+// d.Grant that decides the round also creates the standing grant
+// (Outcome.Grant), in the same transaction.
 func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 	if d.Verdict != store.VerdictApprove && d.Verdict != store.VerdictReject {
 		return Outcome{}, fmt.Errorf("unknown verdict %q", d.Verdict)
@@ -95,6 +104,13 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		return Outcome{}, invalid("reason", "the reason must be at most %d bytes of text", maxReasonBytes)
 	}
 
+	var grant *store.NewGrant
+	if d.Grant != 0 {
+		if grant, err = grantAsked(tool, req, d); err != nil {
+			return Outcome{}, err
+		}
+	}
+
 	res, err := s.DB.Vote(ctx, store.VoteParams{
 		RequestID:   d.RequestID,
 		Round:       d.Round,
@@ -105,6 +121,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		MaxAttempts: maxAttempts(tool),
 		Reason:      d.Reason,
 		Now:         s.now(),
+		Grant:       grant,
 	})
 	if err != nil {
 		return Outcome{}, err
@@ -113,9 +130,14 @@ func (s *Service) Decide(ctx context.Context, d Decision) (Outcome, error) {
 		return s.explainUndecided(ctx, d)
 	}
 	out := Outcome{Request: res.Request, Decision: res.Decision, Created: res.Decided,
-		Counted: res.Cast && !res.Decided, Repeat: !res.Cast, Vote: res.Vote, Votes: res.Votes}
+		Counted: res.Cast && !res.Decided, Repeat: !res.Cast, Vote: res.Vote, Votes: res.Votes, Grant: res.Grant}
 	s.Metrics.vote(d.Verdict, out)
 	s.countReview(ctx, d, out)
+	if g := out.Grant; g != nil {
+		s.Logger.Info("grant created", slog.String("key", out.Request.Key), slog.String("grant", g.ID),
+			slog.String("grantor", g.Grantor), slog.String("tool", g.Tool), slog.String("agent", g.Agent),
+			slog.Time("expires_at", g.ExpiresAt))
+	}
 	switch {
 	case out.Created:
 		s.Logger.Info("request decided", slog.String("key", out.Request.Key),

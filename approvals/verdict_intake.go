@@ -40,5 +40,5 @@ func (s *Service) verdict(ctx context.Context, tool Tool, agent, requestedFor st
 		return ev, nil, err
 	}
 	return ev, &store.AutoDecision{Verdict: store.VerdictApprove, DecidedBy: "grant:" + g.ID, Via: ViaGrant,
-		MaxAttempts: maxAttempts(tool), Card: true, Data: map[string]any{"grant_id": g.ID, "grantor": g.Grantor}}, nil
+		MaxAttempts: maxAttempts(tool), Card: true, Grant: g.ID, Data: map[string]any{"grant_id": g.ID, "grantor": g.Grantor}}, nil
 }

@@ -54,6 +54,9 @@ type Config struct {
 	// LookupAllowed lists the users (U…, W…), user groups (S…) and channels
 	// (C…, G…) whose slash commands may look requests up; empty: everyone.
 	LookupAllowed []string
+	// Admins lists the users (U…, W…) and user groups (S…) who may list
+	// and revoke everyone's standing grants.
+	Admins []string
 }
 
 // Reviewer is what the bot asks of review (approvals.Service): the tools'
@@ -66,6 +69,10 @@ type Reviewer interface {
 	Approvers(req store.Request) []string
 	// MayVote is nil when user may cast verdict on req.
 	MayVote(ctx context.Context, req store.Request, user string, verdict store.Verdict) error
+	// Grants lists the live standing grants of viewer, or everyone's for
+	// an admin; RevokeGrant ends one (approvals.Service).
+	Grants(ctx context.Context, viewer string, admin bool) ([]approvals.Grant, error)
+	RevokeGrant(ctx context.Context, id, by string, admin bool) (approvals.Grant, bool, error)
 }
 
 // Cards is the ledger's delivery side the bot works (a store.Store): the
@@ -102,6 +109,7 @@ type Bot struct {
 	answerSem chan struct{}
 
 	lookupAllowed []string // who may look requests up; empty: everyone
+	admins        []string // who may list and revoke everyone's grants
 
 	deliverEvery   time.Duration
 	socket         *socketmode.Client
@@ -113,9 +121,9 @@ func New(cfg Config) *Bot {
 	b := &Bot{
 		slack: cfg.Slack, db: cfg.Cards, review: cfg.Review, lookup: cfg.Lookup, groups: cfg.Groups, secrets: cfg.SigningSecrets,
 		channel: cfg.DefaultChannel, resolver: cfg.Resolver, logger: cfg.Logger, metrics: cfg.Metrics,
-		lookupAllowed: cfg.LookupAllowed,
-		answerSem:     make(chan struct{}, 32),
-		deliverEvery:  cfg.DeliverInterval, socket: cfg.Socket,
+		lookupAllowed: cfg.LookupAllowed, admins: cfg.Admins,
+		answerSem:    make(chan struct{}, 32),
+		deliverEvery: cfg.DeliverInterval, socket: cfg.Socket,
 	}
 	if b.deliverEvery <= 0 {
 		b.deliverEvery = DefaultDeliverInterval

@@ -21,6 +21,9 @@ import (
 const (
 	ActionApprove = "approve"
 	ActionReject  = "reject"
+	// ActionApproveGrant approves and allows similar writes for the
+	// duration its value carries (a standing grant).
+	ActionApproveGrant = "approve_grant"
 	// CardEventType is the message metadata event type of every card.
 	CardEventType = "countersign_card"
 )
@@ -41,6 +44,9 @@ type decisionValue struct {
 	RequestID   string `json:"r"`
 	Round       int    `json:"n"`
 	PayloadHash string `json:"h"`
+	// GrantSeconds, on the approve-and-allow button, is how long the
+	// grant lasts, as the card offered it.
+	GrantSeconds int64 `json:"g,omitempty"`
 }
 
 // resolveValue is what a needs-review button carries.
@@ -186,6 +192,9 @@ func statusText(v cardView) string {
 	decided := ""
 	if v.Decision != nil {
 		decided = fmt.Sprintf(" by %s at %s", mention(v.Decision.DecidedBy), clock(v.Decision.DecidedAt))
+		if g := v.Grant; g != nil && v.Decision.Via == approvals.ViaGrant {
+			decided = fmt.Sprintf(" by standing grant `%s` of %s at %s", escape(g.ID), mention(g.Grantor), clock(v.Decision.DecidedAt))
+		}
 	}
 	switch store.RequestStatus(v.State) {
 	case store.RequestPending:
@@ -259,6 +268,9 @@ func actionsBlock(v cardView) *slack.ActionBlock {
 				plain("Approve"), plain("Cancel")))
 		}
 		reject := slack.NewButtonBlockElement(ActionReject, string(val), plain("Reject")).WithStyle(slack.StyleDanger)
+		if grant := grantButton(v); grant != nil {
+			return slack.NewActionBlock("countersign_decide", approve, grant, reject)
+		}
 		return slack.NewActionBlock("countersign_decide", approve, reject)
 	}
 	if v.Execution != nil && v.Execution.State == store.ExecNeedsReview {
@@ -269,6 +281,22 @@ func actionsBlock(v cardView) *slack.ActionBlock {
 			slack.NewButtonBlockElement(ActionResend, string(val), plain("Send again (same key)")).WithStyle(slack.StyleDanger))
 	}
 	return nil
+}
+
+// grantButton is "Approve + allow similar for <max_ttl>", on a tool that
+// allows standing grants and a round that needs one approval; its
+// confirmation says what the grant will let through.
+func grantButton(v cardView) *slack.ButtonBlockElement {
+	rule := v.Tool.Grants
+	if rule == nil || rule.MaxTTL <= 0 || v.Request.Policy.Needed() != 1 {
+		return nil
+	}
+	val, _ := json.Marshal(decisionValue{RequestID: v.Request.ID, Round: v.Round, PayloadHash: v.Request.PayloadHash,
+		GrantSeconds: int64(rule.MaxTTL / time.Second)})
+	ttl := approvals.DurationText(rule.MaxTTL)
+	return slack.NewButtonBlockElement(ActionApproveGrant, string(val), plain("Approve + allow similar for "+ttl)).
+		WithConfirm(slack.NewConfirmationBlockObject(plain("Allow similar writes for "+ttl+"?"),
+			mrkdwn(cut(escape(approvals.GrantScope(v.Request, *rule)), 300)), plain("Approve and allow"), plain("Cancel")))
 }
 
 // threadText is the reply in a card's thread when its write failed or needs

@@ -29,6 +29,7 @@ const helpText = "*countersign lookups* (only you see the answers)\n" +
 	"• `/countersign inv_8841` — requests whose effect holds that exact value (an invoice, order or customer id), or a client-sent key\n" +
 	"• `/countersign pending` — requests waiting for a decision\n" +
 	"• `/countersign unknown` — writes whose outcome is unknown or that need a human\n" +
+	grantsHelp + "\n" +
 	"• `/countersign help` — this text"
 
 // Commands serves POST /slack/commands: the signed slash command, answered
@@ -64,6 +65,11 @@ type commandAnswer struct {
 
 // command answers one slash command from either transport.
 func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) commandAnswer {
+	// A reviewer's own grants are theirs to see, lookup access or not.
+	if args := strings.Fields(cmd.Text); len(args) > 0 && args[0] == "grants" {
+		b.metrics.Commands.WithLabelValues("grants").Inc()
+		return commandAnswer{ResponseType: slack.ResponseTypeEphemeral, Text: cut(b.grantsCommand(ctx, cmd.UserID, args[1:]), maxAnswerBytes)}
+	}
 	q := lookup.Parse(cmd.Text)
 	if q.Kind != lookup.QueryHelp {
 		allowed, err := b.mayLookUp(ctx, cmd.UserID, cmd.ChannelID)

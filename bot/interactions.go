@@ -75,8 +75,11 @@ func parseClick(payload []byte) (click, error) {
 	}
 	value := []byte(p.Actions[0].Value)
 	switch c.ActionID {
-	case ActionApprove, ActionReject:
+	case ActionApprove, ActionReject, ActionApproveGrant:
 		if err := json.Unmarshal(value, &c.Decision); err != nil || c.Decision.RequestID == "" || c.Decision.Round < 1 || c.Decision.PayloadHash == "" {
+			return click{}, errors.New("malformed decision button value")
+		}
+		if (c.ActionID == ActionApproveGrant) != (c.Decision.GrantSeconds > 0) {
 			return click{}, errors.New("malformed decision button value")
 		}
 	case ActionMarkSucceeded, ActionMarkFailed, ActionResend:
@@ -143,7 +146,7 @@ func (b *Bot) interact(ctx context.Context, payload []byte) (response []byte) {
 	switch {
 	case c.ActionID == ActionReject && b.asksReason(ctx, c):
 		outcome, answer = b.openRejectModal(ctx, c)
-	case c.ActionID == ActionApprove, c.ActionID == ActionReject:
+	case c.ActionID == ActionApprove, c.ActionID == ActionReject, c.ActionID == ActionApproveGrant:
 		outcome, answer = b.decide(ctx, c)
 	default:
 		outcome, answer = b.resolve(ctx, c)
@@ -163,13 +166,13 @@ func (b *Bot) decide(ctx context.Context, c click) (outcome, answer string) {
 	}
 	d := approvals.Decision{
 		RequestID: c.Decision.RequestID, Round: c.Decision.Round, PayloadHash: c.Decision.PayloadHash,
-		Verdict: verdict, DecidedBy: c.User, Via: Via,
+		Verdict: verdict, DecidedBy: c.User, Via: Via, Grant: time.Duration(c.Decision.GrantSeconds) * time.Second,
 	}
 	// Identical deliveries of one click in flight on this replica (Slack's
 	// retries, double clicks) share one call; the database still decides
 	// between replicas and between different clicks.
 	leader := false
-	key := strings.Join([]string{d.RequestID, strconv.Itoa(d.Round), d.PayloadHash, d.DecidedBy, string(d.Verdict)}, "|")
+	key := strings.Join([]string{d.RequestID, strconv.Itoa(d.Round), d.PayloadHash, d.DecidedBy, string(d.Verdict), d.Grant.String()}, "|")
 	v, err, _ := b.clicks.Do(key, func() (any, error) {
 		leader = true
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackBudget)
@@ -201,6 +204,10 @@ func voteAnswer(out approvals.Outcome) (outcome, answer string) {
 		past = "rejected"
 	}
 	switch {
+	case out.Created && out.Grant != nil:
+		g := out.Grant
+		return "created", fmt.Sprintf("You approved `%s` and allowed similar writes until %s: %s (grant `%s`; `/countersign grants revoke %s` ends it). The card will follow the write.",
+			key, clock(g.ExpiresAt), escape(approvals.GrantText(*g)), g.ID, g.ID)
 	case out.Created:
 		if out.Request.Policy.Needed() > 1 && out.Vote.Verdict == store.VerdictApprove {
 			return "created", fmt.Sprintf("You approved `%s`: %s. The card will follow the write.", key, approvals.Progress(out.Request.Policy, out.Votes))

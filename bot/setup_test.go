@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -62,6 +63,10 @@ type options struct {
 	signingSecrets []string
 	// surfaces are review surfaces besides Slack.
 	surfaces []surface.Adapter
+	// tools are configured beside the default ones.
+	tools map[string]approvals.Tool
+	// admins are slack.admins.
+	admins []string
 }
 
 func setup(t testing.TB, opts *options) *bundle {
@@ -110,7 +115,7 @@ func setup(t testing.TB, opts *options) *bundle {
 	if signingSecrets == nil {
 		signingSecrets = []string{secret}
 	}
-	review := approvalstest.New(t, approvals.Config{DB: ledger, Logger: logger, Groups: groups, Tools: map[string]approvals.Tool{
+	tools := map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Channel: billingChan, Approvers: []string{"UANA", "UBEN", "S0FINANCE"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Channel: notesChan, Approvers: []string{"UANA"}, Reversible: true},
 		"fast.expiring":  {Name: "fast.expiring", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Millisecond},
@@ -120,11 +125,14 @@ func setup(t testing.TB, opts *options) *bundle {
 				{When: approvals.Condition{Field: "amount_cents", Op: approvals.OpGT, Value: json.Number("100000")}, Approvals: 3},
 			}},
 		"billing.strict": {Name: "billing.strict", Channel: billingChan, Approvers: []string{"UANA", "UBEN"}, RejectReason: approvals.ReasonRequired},
-	}, Owners: map[string][]string{"billing-agent": {"UOWN"}}})
+	}
+	maps.Copy(tools, opts.tools)
+	review := approvalstest.New(t, approvals.Config{DB: ledger, Logger: logger, Groups: groups, Tools: tools,
+		Owners: map[string][]string{"billing-agent": {"UOWN"}}})
 	b := bot.New(bot.Config{
 		Slack: client, Review: review, Cards: ledger, Lookup: lookup.Service{DB: ledger}, Groups: groups, SigningSecrets: signingSecrets, Resolver: opts.resolver,
 		Logger: logger, PostInterval: -1, Lease: opts.lease, LookupAllowed: opts.lookupAllowed,
-		Surfaces: opts.surfaces,
+		Surfaces: opts.surfaces, Admins: opts.admins,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/interactions", b.Interactions())

@@ -107,6 +107,9 @@ type SlackConfig struct {
 	// LookupAllowed: users, user groups and channels that may use the
 	// slash command's lookups; unset: everyone in the workspace.
 	LookupAllowed []string `yaml:"lookup_allowed"`
+	// Admins: users and user groups who may list and revoke everyone's
+	// standing grants with the slash command.
+	Admins []string `yaml:"admins"`
 }
 
 // ExecutorConfig holds the cron schedules of the background sweeps.
@@ -484,6 +487,11 @@ func (s SlackConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("slack.lookup_allowed: %q is not a Slack user id (U…, W…), a user-group id (S…) or a channel id (C…, G…)", id))
 		}
 	}
+	for _, id := range s.Admins {
+		if !adminID.MatchString(id) {
+			errs = append(errs, fmt.Errorf("slack.admins: %q is not a Slack user id (U…, W…) or a user-group id (S…)", id))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -612,6 +620,9 @@ func (t ToolConfig) validateNudges(name string) error {
 // lookupID is a Slack user (U, W), user-group (S) or channel (C; G for
 // older private channels) id.
 var lookupID = regexp.MustCompile(`^[UWSCG][A-Z0-9]{2,}$`)
+
+// adminID is a Slack user (U, W) or user-group (S) id.
+var adminID = regexp.MustCompile(`^[UWS][A-Z0-9]{2,}$`)
 
 func validHTTPURL(s string) bool {
 	u, err := url.Parse(s)

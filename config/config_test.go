@@ -227,6 +227,15 @@ tools:
 	if _, err := load(t, "slack: {lookup_allowed: []}"); err == nil || !strings.Contains(err.Error(), "slack.lookup_allowed is empty") {
 		t.Errorf("an empty list: %v", err)
 	}
+
+	// slack.admins, who list and revoke everyone's grants: users and
+	// user groups only.
+	if cfg, err := load(t, "slack: {admins: [U024BE7LH, S0ADMINS]}"); err != nil || len(cfg.File.Slack.Admins) != 2 {
+		t.Errorf("admins = %v, %v", cfg.File.Slack.Admins, err)
+	}
+	if _, err := load(t, "slack: {admins: [C0CHANNEL]}"); err == nil || !strings.Contains(err.Error(), `slack.admins: "C0CHANNEL" is not`) {
+		t.Errorf("a channel among the admins: %v", err)
+	}
 }
 
 // Defaults are applied to a copy: the configuration they start from is

@@ -75,6 +75,7 @@ func TestOpenAPIDocumentCoversEveryRouteAndCode(t *testing.T) {
 func TestOpenAPIConformance(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	grant := b.grant(t, 0) // before the schema's configuration, which has no grants
 	b.withSchema(t)
 	b.withVerdicts()
 	down := closedStoreHook(t, b.answers)
@@ -152,6 +153,25 @@ func TestOpenAPIConformance(t *testing.T) {
 	cb.do(t, http.MethodPost, "/v1/requests/"+other.Key+"/redrive", otherToken, nil, nil)
 	if got := down.do(t, http.MethodPost, "/v1/requests/"+key+"/redrive", testToken, nil, nil); got.status != http.StatusServiceUnavailable {
 		t.Errorf("redrive on a closed store = %d %s", got.status, got.body)
+	}
+
+	// The admin routes: an admin lists and revokes, anyone else finds no
+	// such route, and a closed store is 503.
+	for _, call := range []struct{ method, path, token string }{
+		{"GET", "/v1/grants", adminToken},
+		{"GET", "/v1/grants", testToken},
+		{"GET", "/v1/grants", "wrong"},
+		{"POST", "/v1/grants/" + grant.ID + "/revoke", adminToken},
+		{"POST", "/v1/grants/" + grant.ID + "/revoke", testToken},
+		{"POST", "/v1/grants/nosuchgrant/revoke", adminToken},
+		{"POST", "/v1/grants/" + grant.ID + "/revoke", "wrong"},
+	} {
+		b.do(t, call.method, call.path, call.token, nil, nil)
+	}
+	for _, call := range []struct{ method, path string }{{"GET", "/v1/grants"}, {"POST", "/v1/grants/x/revoke"}} {
+		if got := down.do(t, call.method, call.path, adminToken, nil, nil); got.status != http.StatusServiceUnavailable {
+			t.Errorf("%s %s on a closed store = %d %s", call.method, call.path, got.status, got.body)
+		}
 	}
 
 	seen := b.answers.Seen()
@@ -240,7 +260,7 @@ func closedStoreHook(t *testing.T, answers *apitest.Recorder) *bundle {
 	}
 	agent.Callback = true
 	notifier, _, _ := s.Notifier(logger)
-	server := httptest.NewServer(apitest.Conform(t, document(t), answers, NewHandler(svc, Agents{agent}, notifier, logger, NewMetrics(prometheus.NewRegistry()))))
+	server := httptest.NewServer(apitest.Conform(t, document(t), answers, NewHandler(svc, Agents{agent, adminAgent(t)}, notifier, logger, NewMetrics(prometheus.NewRegistry()))))
 	t.Cleanup(server.Close)
 	s.Close()
 	return &bundle{server: server}

@@ -37,6 +37,8 @@ func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, 
 		{http.MethodPost, "/v1/requests/{ref}/cancel", "cancel", h.cancel},
 		{http.MethodPost, "/v1/requests/{ref}/redrive", "redrive", h.redrive},
 		{http.MethodGet, "/v1/tools", "tools", h.tools},
+		{http.MethodGet, "/v1/grants", "grants", h.grants},
+		{http.MethodPost, "/v1/grants/{id}/revoke", "revoke_grant", h.revokeGrant},
 	}
 	allowed := map[string][]string{"/v1/openapi.json": {http.MethodGet}}
 	h.mux.HandleFunc("GET /v1/openapi.json", h.serveOpenAPI)

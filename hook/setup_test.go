@@ -24,11 +24,13 @@ import (
 
 const (
 	testToken = "agent-token-123"
-	approverA = "U0APPROVERA"
-	approverB = "U0APPROVERB"
-	requester = "U024BE7LH"
-	outsider  = "U0OUTSIDER"
-	groupID   = "S0FINANCE"
+	// adminToken is the admin agent's, for the admin routes.
+	adminToken = "admin-token-456"
+	approverA  = "U0APPROVERA"
+	approverB  = "U0APPROVERB"
+	requester  = "U024BE7LH"
+	outsider   = "U0OUTSIDER"
+	groupID    = "S0FINANCE"
 )
 
 // billingAgent is the agent the tests submit as.
@@ -125,7 +127,7 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewHandler(svc, Agents{agent}, listener, logger, NewMetrics(prometheus.NewRegistry()))
+	h := NewHandler(svc, Agents{agent, adminAgent(t)}, listener, logger, NewMetrics(prometheus.NewRegistry()))
 	b.answers = apitest.NewRecorder()
 	server := httptest.NewServer(apitest.Conform(t, document(t), b.answers, h))
 	t.Cleanup(server.Close)
@@ -193,4 +195,16 @@ func (b *bundle) expectCounts(t *testing.T, want map[string]int) {
 			t.Errorf("%s = %d, want %d", sql, got, n)
 		}
 	}
+}
+
+// adminAgent is "ops", an admin agent holding adminToken.
+func adminAgent(t testing.TB) Agent {
+	t.Helper()
+	sum := sha256.Sum256([]byte(adminToken))
+	a, err := ParseAgent("ops", hex.EncodeToString(sum[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Admin = true
+	return a
 }

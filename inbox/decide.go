@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/lookup"
@@ -20,7 +21,14 @@ const (
 	fieldPayloadHash = "payload_hash"
 	fieldVerdict     = "verdict"
 	fieldReason      = "reason"
+	// fieldGrant is, on "Approve + allow similar", the grant's length in
+	// seconds.
+	fieldGrant = "grant"
 )
+
+// maxGrant bounds the grant a form may ask for; the tool's max_ttl is the
+// rule, checked by the service.
+const maxGrant = 366 * 24 * time.Hour
 
 // notice is the message a request page shows after a decision attempt.
 type notice struct {
@@ -35,6 +43,10 @@ const (
 	noticeDecided = "decided"
 	noticeCounted = "counted"
 	noticeRepeat  = "repeat"
+	// noticeGranted: the approval decided the round and created a standing
+	// grant; noticeGrantRefused: the grant asked for cannot be made.
+	noticeGranted      = "granted"
+	noticeGrantRefused = "grant_refused"
 )
 
 // noticeFor returns the notice a decision's redirect carries as its code,
@@ -50,6 +62,11 @@ func noticeFor(code string, d lookup.Detail) *notice {
 		return &notice{Level: "ok", Code: code, Message: "Your approval is recorded; the request needs more approvals before it runs."}
 	case noticeRepeat:
 		return &notice{Level: "warn", Code: code, Message: "You already voted in this round; nothing changed."}
+	case noticeGranted:
+		return &notice{Level: "ok", Code: code, Message: "Your decision is recorded, and similar writes are allowed for a while: see Grants to end it."}
+	case noticeGrantRefused:
+		return &notice{Level: "error", Code: code, Message: "This request cannot allow similar writes: its tool has no standing grants, " +
+			"the duration is over the tool's max_ttl, or its round needs more than one approval. Nothing was recorded; approve it alone."}
 	case approvals.CodeInvalidRequest:
 		return &notice{Level: "error", Code: code, Message: "A reject of this request needs a reason (at most 2000 characters). Nothing was recorded."}
 	case approvals.CodeAlreadyDecided:
@@ -81,9 +98,18 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	round, err := strconv.Atoi(r.PostForm.Get(fieldRound))
 	verdict := store.Verdict(r.PostForm.Get(fieldVerdict))
+	var grant time.Duration
+	if g := r.PostForm.Get(fieldGrant); g != "" {
+		seconds, gerr := strconv.ParseInt(g, 10, 64)
+		if gerr != nil || seconds <= 0 || seconds > int64(maxGrant/time.Second) {
+			h.fail(w, http.StatusBadRequest, "The form's grant is not a number of seconds.")
+			return
+		}
+		grant = time.Duration(seconds) * time.Second
+	}
 	d := approvals.Decision{
 		RequestID: r.PostForm.Get(fieldRequestID), Round: round, PayloadHash: r.PostForm.Get(fieldPayloadHash),
-		Verdict: verdict, DecidedBy: h.reviewer, Via: Via, Reason: r.PostForm.Get(fieldReason),
+		Verdict: verdict, DecidedBy: h.reviewer, Via: Via, Reason: r.PostForm.Get(fieldReason), Grant: grant,
 	}
 	if err != nil || d.RequestID == "" || d.PayloadHash == "" || (verdict != store.VerdictApprove && verdict != store.VerdictReject) {
 		h.fail(w, http.StatusBadRequest, "The form lacks the request, round, payload hash or verdict that a decision needs.")
@@ -97,8 +123,14 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		code = noticeCounted
 	case out.Repeat:
 		code = noticeRepeat
+	case out.Grant != nil:
+		code = noticeGranted
 	default:
 		err = out.Err()
+	}
+	var input *approvals.InputError
+	if errors.As(err, &input) && input.Field == "/grant" {
+		err, code = nil, noticeGrantRefused
 	}
 	if err != nil {
 		ref := approvals.RefusalFor(err)

@@ -37,6 +37,13 @@ type card struct {
 	StillToAct []string
 	// RejectReason is whether Reject asks why.
 	RejectReason approvals.ReasonRule
+	// GrantFor, on a tool with standing grants and a round that needs one
+	// approval, is how long "Approve + allow similar" allows them ("8h"),
+	// GrantSeconds the same for the form, and GrantScope what it lets
+	// through; "" offers no grant.
+	GrantFor     string
+	GrantSeconds int64
+	GrantScope   string
 }
 
 // Pending reports whether the card offers Approve and Reject.
@@ -53,6 +60,10 @@ func (h *Handler) card(ctx context.Context, req store.Request) (card, error) {
 	approvers := h.svc.Approvers(req)
 	c := card{Request: req, Reversible: tool.Reversible, RejectReason: tool.RejectReason,
 		Policy: approvals.PolicyText(req.Policy, approvers, nil)}
+	if rule := tool.Grants; rule != nil && rule.MaxTTL > 0 && req.Policy.Needed() == 1 {
+		c.GrantFor, c.GrantSeconds = approvals.DurationText(rule.MaxTTL), int64(rule.MaxTTL/time.Second)
+		c.GrantScope = approvals.GrantScope(req, *rule)
+	}
 	votes, err := h.db.VotesFor(ctx, req.ID, req.Round)
 	if err != nil {
 		return card{}, err

@@ -17,19 +17,20 @@ import (
 var templateFS embed.FS
 
 // pageNames are the pages; each is parsed with the layout and the shared parts.
-var pageNames = []string{"inbox", "request", "lookup", "error"}
+var pageNames = []string{"inbox", "request", "lookup", "grants", "error"}
 
 // parsePages builds every page once. Agent text reaches the pages only as
 // data, so html/template escapes it for the context it lands in.
 func parsePages(prefix string) map[string]*template.Template {
 	funcs := template.FuncMap{
-		"prefix":   func() string { return prefix },
-		"shortKey": approvals.ShortKey,
-		"pretty":   prettyJSON,
-		"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"inc":      func(i int) int { return i + 1 },
-		"fields":   lookup.EventFields,
-		"deref":    func(s *string) string { return deref(s) },
+		"prefix":    func() string { return prefix },
+		"shortKey":  approvals.ShortKey,
+		"pretty":    prettyJSON,
+		"when":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"inc":       func(i int) int { return i + 1 },
+		"fields":    lookup.EventFields,
+		"deref":     func(s *string) string { return deref(s) },
+		"grantText": approvals.GrantText,
 	}
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {

@@ -35,6 +35,9 @@ type DecideParams struct {
 	MaxAttempts int    // the execution's attempt cap, on approve
 	Reason      string // why, in the reviewer's words (optional)
 	Now         *time.Time
+	// Grant, on an approval cast with Vote, also creates a standing grant
+	// when this vote decides the round, in the same transaction.
+	Grant *NewGrant
 
 	// Set by the Ledger for a decision made at intake: data added to the
 	// audit event, and no card update when the request has no card.

@@ -180,6 +180,14 @@ type Reader interface {
 	// The embedded store, which serves one machine, keeps only the
 	// agent's index and filters in listing order.
 	ListRequests(ctx context.Context, p ListRequestsParams) ([]Request, error)
+
+	// GrantByID returns a standing grant, live or ended.
+	GrantByID(ctx context.Context, id string) (Grant, error)
+	// LiveGrants returns the grants of tool and agent live at at (not
+	// revoked, expiring after it), oldest first.
+	LiveGrants(ctx context.Context, tool, agent string, at time.Time) ([]Grant, error)
+	// ListGrants returns up to p.Limit grants that match p, newest first.
+	ListGrants(ctx context.Context, p ListGrantsParams) ([]Grant, error)
 }
 
 // Executor answers the primitives the Ledger composes: the reads, and the
@@ -301,6 +309,17 @@ type Executor interface {
 	// for a request still pending in round; ok false when it is not, or
 	// when a nudge of that kind is queued for the round already.
 	QueueNudge(ctx context.Context, kind OutboxKind, requestID string, round int, data map[string]any) (at time.Time, ok bool, err error)
+
+	// InsertGrant records a standing grant.
+	InsertGrant(ctx context.Context, g Grant) error
+	// RevokeGrant ends the grant p.ID if it is live at p.Now and, when
+	// p.Grantor is set, is that grantor's; ok false otherwise.
+	RevokeGrant(ctx context.Context, p RevokeGrantParams) (g Grant, ok bool, err error)
+	// HoldGrant reports whether grant id is live at now and, on a store
+	// with row locks, holds it until the transaction ends, so that a
+	// revocation waits for an approval the grant is making or finds it
+	// made.
+	HoldGrant(ctx context.Context, id string, now *time.Time) (bool, error)
 
 	// Notify wakes w's waiters, in this process and in every other sharing
 	// the database, once the transaction commits (at once on PostgreSQL's

@@ -234,10 +234,26 @@ func (l *Ledger) insertDecided(ctx context.Context, p NewRequest) (InsertResult,
 				res, err = existing(ctx, ex, p.Key)
 				return err
 			}
+			// A grant revoked since intake read it decides nothing: the
+			// request is stored as asked, with its card.
+			stored := p
+			if d.Grant != "" {
+				live, err := ex.HoldGrant(ctx, d.Grant, p.Now)
+				if err != nil {
+					return fmt.Errorf("inserting requests: holding grant %s: %w", d.Grant, err)
+				}
+				if !live {
+					stored.Decided = nil
+				}
+			}
 			var o owing
-			o.add(requested(p), req.ID, req.Round, req.CreatedAt)
+			o.add(requested(stored), req.ID, req.Round, req.CreatedAt)
 			if err := o.write(ctx, ex); err != nil {
 				return err
+			}
+			if stored.Decided == nil {
+				res = InsertResult{Request: req, Inserted: true}
+				return nil
 			}
 			req, _, decided, err := l.decideTx(ctx, ex, DecideParams{RequestID: req.ID, Round: req.Round,
 				PayloadHash: req.PayloadHash, Verdict: d.Verdict, DecidedBy: d.DecidedBy, Via: d.Via,

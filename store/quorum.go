@@ -13,7 +13,7 @@ import (
 // so exactly one of them sees the count reach the policy, on any number of
 // replicas; the one-decision-per-round constraint backs it. Every vote
 // writes its audit event ("voted") and a card update; the deciding one also
-// writes what Decide writes. Eligibility is the caller's to check.
+// writes what Decide writes, and the standing grant p.Grant asks for. Eligibility is the caller's to check.
 func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err error) {
 	if !IsUUID(p.RequestID) {
 		return VoteResult{}, nil
@@ -72,6 +72,11 @@ func (l *Ledger) Vote(ctx context.Context, p VoteParams) (res VoteResult, err er
 		res.Request, res.Decision, res.Decided, err = l.decideTx(ctx, ex, d)
 		if err == nil && !res.Decided {
 			err = fmt.Errorf("deciding request %s: the locked row did not move", req.ID)
+		}
+		if err == nil && p.Grant != nil && p.Verdict == VerdictApprove {
+			g, err := createGrant(ctx, ex, res.Request, res.Decision, *p.Grant)
+			res.Grant = &g
+			return err
 		}
 		return err
 	})

@@ -115,6 +115,11 @@ type AutoDecision struct {
 	Card bool
 	// Data is added to the decision's audit event (a grant's grantor).
 	Data map[string]any
+	// Grant is the id of the standing grant that approves, held live
+	// until the transaction commits (Executor.HoldGrant). A grant that
+	// ended since it was read decides nothing: the request is stored
+	// undecided, its card posted, as if no grant had matched.
+	Grant string
 }
 
 // InsertResult is the stored request for one NewRequest, and whether this

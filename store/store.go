@@ -36,6 +36,8 @@ type Store interface {
 	Decide(ctx context.Context, p DecideParams) (req Request, d Decision, decided bool, err error)
 	Vote(ctx context.Context, p VoteParams) (VoteResult, error)
 	AppendEvent(ctx context.Context, e Event) error
+	// RevokeGrant ends a live standing grant (see Ledger.RevokeGrant).
+	RevokeGrant(ctx context.Context, p RevokeGrantParams) (g Grant, revoked bool, err error)
 
 	// Execution.
 	ClaimExecutions(ctx context.Context, p ClaimParams) ([]Claim, error)

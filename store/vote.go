@@ -84,6 +84,9 @@ type VoteResult struct {
 	// then the decision it wrote.
 	Decided  bool
 	Decision Decision
+	// Grant is the standing grant the deciding approval created
+	// (VoteParams.Grant); nil otherwise.
+	Grant *Grant
 	// Votes are the round's votes after this one, oldest first.
 	Votes []Vote
 }

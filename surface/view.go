@@ -3,6 +3,7 @@ package surface
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/approvals"
@@ -20,6 +21,8 @@ type View struct {
 	Tool      approvals.Tool
 	Votes     []store.Vote // the round's, oldest first
 	Approvers []string     // the request's (frozen) approvers
+	// Grant is the standing grant that approved the round, when one did.
+	Grant *store.Grant
 }
 
 // Settled reports whether the card can no longer change.
@@ -57,6 +60,7 @@ type Cards interface {
 	DecisionFor(ctx context.Context, requestID string, round int) (store.Decision, error)
 	ExecutionForDecision(ctx context.Context, decisionID int64) (store.Execution, error)
 	VotesFor(ctx context.Context, requestID string, round int) ([]store.Vote, error)
+	GrantByID(ctx context.Context, id string) (store.Grant, error)
 }
 
 // Load reads what a round's card must show.
@@ -79,6 +83,15 @@ func Load(ctx context.Context, db Cards, tools Tools, requestID string, round in
 	switch {
 	case err == nil:
 		v.Decision = &d
+		if d.Via == approvals.ViaGrant {
+			g, err := db.GrantByID(ctx, strings.TrimPrefix(d.DecidedBy, "grant:"))
+			switch {
+			case err == nil:
+				v.Grant = &g
+			case !errors.Is(err, store.ErrNotFound):
+				return View{}, err
+			}
+		}
 		e, err := db.ExecutionForDecision(ctx, d.ID)
 		switch {
 		case err == nil:

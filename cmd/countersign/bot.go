@@ -66,6 +66,7 @@ func (a *app) addBot(client *slack.Client, groups approvals.GroupResolver, ex *e
 		SigningSecrets: a.cfg.SlackSigningSecrets(),
 		DefaultChannel: a.cfg.File.Slack.Channel,
 		LookupAllowed:  a.cfg.File.Slack.LookupAllowed,
+		Admins:         a.cfg.File.Slack.Admins,
 		Logger:         logger,
 		Metrics:        bot.NewMetrics(a.registry),
 	}

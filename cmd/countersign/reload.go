@@ -35,7 +35,8 @@ func (a *app) reload(getenv func(string) string) {
 		!reflect.DeepEqual(loaded.File.Retention, a.cfg.File.Retention) {
 		log.Warn("the executor, callbacks and retention settings take effect at the next restart; the rest is reloaded")
 	}
-	if loaded.File.Slack.Channel != a.cfg.File.Slack.Channel || !reflect.DeepEqual(loaded.File.Slack.LookupAllowed, a.cfg.File.Slack.LookupAllowed) {
+	if loaded.File.Slack.Channel != a.cfg.File.Slack.Channel || !reflect.DeepEqual(loaded.File.Slack.LookupAllowed, a.cfg.File.Slack.LookupAllowed) ||
+		!reflect.DeepEqual(loaded.File.Slack.Admins, a.cfg.File.Slack.Admins) {
 		log.Warn("the slack block takes effect at the next restart; the rest is reloaded")
 	}
 	// The executor first: from the moment intake freezes a request under

@@ -549,3 +549,33 @@ UPDATE executions SET verify_first = 1 WHERE state NOT IN ('succeeded', 'failed'
 
 -- name: insert_restore
 INSERT INTO restores (restored_at, guard_until, source, flagged) VALUES (?, ?, ?, ?) RETURNING id;
+
+-- name: grant_columns
+id, tool, agent, grantor, request_id, round, match, amount_field, amount_ceiling,
+	created_at, expires_at, revoked_at, revoked_by
+
+-- name: insert_grant
+INSERT INTO grants (id, tool, agent, grantor, request_id, round, match, amount_field, amount_ceiling, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: grant_by_id
+SELECT {{grant_columns}} FROM grants WHERE id = ?;
+
+-- name: live_grants
+SELECT {{grant_columns}} FROM grants
+WHERE tool = ?1 AND agent = ?2 AND revoked_at IS NULL AND expires_at > ?3
+ORDER BY created_at, id;
+
+-- name: list_grants
+SELECT {{grant_columns}} FROM grants
+WHERE (?1 = '' OR grantor = ?1) AND (?2 IS NULL OR (revoked_at IS NULL AND expires_at > ?2))
+ORDER BY created_at DESC, id DESC LIMIT ?3;
+
+-- name: revoke_grant
+UPDATE grants SET revoked_at = ?3, revoked_by = ?2
+WHERE id = ?1 AND revoked_at IS NULL AND expires_at > ?3 AND (?4 = '' OR grantor = ?4)
+RETURNING {{grant_columns}};
+
+-- name: hold_grant
+-- The single writer serializes a revocation with the approval: no lock.
+SELECT 1 FROM grants WHERE id = ?1 AND revoked_at IS NULL AND expires_at > ?2;

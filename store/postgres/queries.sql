@@ -778,3 +778,40 @@ INSERT INTO restores (restored_at, guard_until, source, flagged)
 SELECT coalesce($1::timestamptz, now()), coalesce($1::timestamptz, now()) + $2::bigint * interval '1 microsecond',
 	$3, (SELECT count(*) FROM f)
 RETURNING id, restored_at, guard_until, flagged;
+
+-- name: grant_columns
+id, tool, agent, grantor, request_id::text AS request_id, round, match, amount_field, amount_ceiling,
+	created_at, expires_at, revoked_at, revoked_by
+
+-- name: insert_grant
+INSERT INTO grants (id, tool, agent, grantor, request_id, round, match, amount_field, amount_ceiling, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11);
+
+-- name: grant_by_id
+SELECT {{grant_columns}} FROM grants WHERE id = $1;
+
+-- name: live_grants
+SELECT {{grant_columns}} FROM grants
+WHERE tool = $1 AND agent = $2 AND revoked_at IS NULL AND expires_at > $3
+ORDER BY created_at, id;
+
+-- name: list_grants
+SELECT {{grant_columns}} FROM grants
+WHERE ($1::text = '' OR grantor = $1::text)
+	AND ($2::timestamptz IS NULL OR (revoked_at IS NULL AND expires_at > $2::timestamptz))
+ORDER BY created_at DESC, id DESC LIMIT $3;
+
+-- name: revoke_grant
+-- One statement decides: a grant that ended, or is another grantor's,
+-- does not move.
+UPDATE grants SET revoked_at = coalesce($3::timestamptz, now()), revoked_by = $2
+WHERE id = $1 AND revoked_at IS NULL AND expires_at > coalesce($3::timestamptz, now())
+	AND ($4::text = '' OR grantor = $4::text)
+RETURNING {{grant_columns}};
+
+-- name: hold_grant
+-- A revocation's UPDATE waits for this lock, so it lands after the approval
+-- the grant is making, or before it and is seen.
+SELECT true FROM grants
+WHERE id = $1 AND revoked_at IS NULL AND expires_at > coalesce($2::timestamptz, now())
+FOR SHARE;

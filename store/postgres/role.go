@@ -59,6 +59,8 @@ var appTables = []struct{ table, privileges string }{
 	// Executions are flagged from restores as they are inserted; only
 	// `countersign restore`, as the owner, writes them.
 	{"restores", "SELECT"},
+	// A grant is created and revoked, never deleted.
+	{"grants", "SELECT, INSERT, UPDATE"},
 	{"goose_db_version", "SELECT"},
 }
 

@@ -41,6 +41,8 @@ var appRolePrivileges = map[string][]string{
 	// Read as executions are inserted; written by restore as the owner.
 	"table restores":           {"SELECT"},
 	"sequence restores_id_seq": nil,
+	// Standing grants are created and revoked, never deleted.
+	"table grants": {"SELECT", "INSERT", "UPDATE"},
 
 	"sequence decisions_id_seq":         {"USAGE"},
 	"sequence executions_id_seq":        {"USAGE"},
