@@ -26,6 +26,10 @@ type Tool struct {
 	// Tiers override the tool's own rule for the effects they match; the
 	// first match that is not a shadow wins (see Evaluate).
 	Tiers []Tier
+	// Version, when set, is PolicyVersion computed once when the tool was
+	// loaded (a digest per intent costs more than the rest of the policy);
+	// empty, it is computed at each evaluation.
+	Version string
 	// Grants, when set, lets an approver allow similar writes for a while.
 	Grants *GrantRule
 	// RejectReason is whether a reject asks for a reason.

@@ -75,7 +75,7 @@ type Evaluation struct {
 func (t Tool) Evaluate(in PolicyInput) Evaluation {
 	var ev Evaluation
 	p := store.Policy{Verdict: t.Verdict, Approvals: max(t.Approvals, 1), Approvers: t.Approvers,
-		TierName: DefaultTierName, Deny: t.Deny, Version: t.PolicyVersion()}
+		TierName: DefaultTierName, Deny: t.Deny, Version: t.version()}
 	notify := t.Notify
 	for i, tier := range t.Tiers {
 		if !tier.When.Matches(in) {
@@ -116,7 +116,7 @@ func (t Tool) PolicyFor(effect []byte) store.Policy {
 	in, err := NewPolicyInput(effect, t.Name, "", "", time.Now())
 	if err != nil {
 		return store.Policy{Verdict: VerdictAsk, Approvals: max(t.Approvals, 1), Approvers: t.Approvers,
-			TierName: DefaultTierName, Version: t.PolicyVersion()}
+			TierName: DefaultTierName, Version: t.version()}
 	}
 	return t.Evaluate(in).Policy
 }
@@ -135,6 +135,15 @@ func (tier Tier) verdict() Verdict {
 		return VerdictAsk
 	}
 	return tier.Verdict
+}
+
+// version is the tool's policy version: Version when the tool was loaded
+// with it, else computed now.
+func (t Tool) version() string {
+	if t.Version != "" {
+		return t.Version
+	}
+	return t.PolicyVersion()
 }
 
 // PolicyVersion is a digest of the rules that decide the tool's verdicts:

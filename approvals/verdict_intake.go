@@ -22,9 +22,14 @@ func (s *Service) verdict(ctx context.Context, tool Tool, agent, requestedFor st
 	if s.Now != nil {
 		now = s.Now()
 	}
-	in, err := NewPolicyInput(snapshot, tool.Name, agent, requestedFor, now)
-	if err != nil {
-		return Evaluation{}, nil, invalid("effect", "%v", err)
+	in := PolicyInput{Tool: tool.Name, Agent: agent, RequestedFor: requestedFor, Now: now}
+	if len(tool.Tiers) > 0 || tool.Grants != nil {
+		// Only tiers and grants read the effect: a tool with neither does
+		// not decode it again.
+		var err error
+		if in, err = NewPolicyInput(snapshot, tool.Name, agent, requestedFor, now); err != nil {
+			return Evaluation{}, nil, invalid("effect", "%v", err)
+		}
 	}
 	ev := tool.Evaluate(in)
 	s.Metrics.policyEvaluated(tool.Name, ev)

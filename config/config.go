@@ -653,7 +653,7 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 	tools := make(map[string]approvals.Tool, len(c.File.Tools))
 	for name, t := range c.File.Tools {
 		verdict, deny := verdictOf(t.Approvals, t.Deny)
-		tools[name] = approvals.Tool{
+		tool := approvals.Tool{
 			Name: name, Channel: t.Channel, Approvers: canonical(t.Approvers),
 			RequestTTL: t.RequestTTL, MaxAttempts: t.MaxAttempts, Reversible: t.Reversible,
 			Approvals: deref(t.Approvals), Verdict: verdict, Deny: deny, Notify: t.Notify,
@@ -662,6 +662,8 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: canonical(t.EscalateTo),
 			EscalateAddsApprovers: t.EscalateAddsApprovers,
 		}
+		tool.Version = tool.PolicyVersion()
+		tools[name] = tool
 	}
 	return tools
 }
