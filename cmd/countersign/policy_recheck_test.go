@@ -16,19 +16,20 @@ import (
 	"github.com/countersign/countersign/store/storetest"
 )
 
-// recheckServe is serve on PostgreSQL with billing.credit needing approvals
-// approvals, whose precondition call the provider holds until released: an
-// approved write waits there, claimed and not sent.
+// recheckServe is serve on PostgreSQL with billing.credit under a policy
+// (a line of its configuration: "approvals: 2", "deny: …"), whose
+// precondition call the provider holds until released: an approved write
+// waits there, claimed and not sent.
 type recheckServe struct {
 	*serveProcess
 	provider *providertest.Provider
 	dbURL    string
 	cfgPath  string
-	tool     func(approvals int) string
+	tool     func(policy string) string
 	fake     *bottest.Slack
 }
 
-func startRecheckServe(t *testing.T, approvals int) *recheckServe {
+func startRecheckServe(t *testing.T, policy string) *recheckServe {
 	t.Helper()
 	provider := providertest.New()
 	provider.Secret = []byte(smokeSecret)
@@ -37,16 +38,16 @@ func startRecheckServe(t *testing.T, approvals int) *recheckServe {
 	s := &recheckServe{provider: provider, dbURL: storetest.NewURL(t), fake: bottest.New(t)}
 	// The dispatch timeout bounds the precondition call too: long enough
 	// for the reload to land while the call is held.
-	s.tool = func(approvals int) string {
+	s.tool = func(policy string) string {
 		return fmt.Sprintf(`  billing.credit:
     approvers: [U1, U2, U3]
-    approvals: %d
+    %s
     dispatch: {url: "%s/credits", timeout: 60s}
     precondition: {url: "%s/precondition"}
     key_aware: true
-`, approvals, srv.URL, srv.URL)
+`, policy, srv.URL, srv.URL)
 	}
-	env := quorumEnv(t, s.dbURL, s.fake, s.tool(approvals))
+	env := quorumEnv(t, s.dbURL, s.fake, s.tool(policy))
 	s.cfgPath = env["COUNTERSIGN_CONFIG"]
 	s.serveProcess = startServeProcess(t, env)
 	return s
@@ -69,11 +70,11 @@ func (s *recheckServe) approveAndHold(t *testing.T, voters ...string) postedRequ
 	return req
 }
 
-// reload rewrites the configuration file with the tool needing approvals,
+// reload rewrites the configuration file with the tool under policy,
 // signals serve, and waits until it says the configuration is reloaded.
-func (s *recheckServe) reload(t *testing.T, approvals int) {
+func (s *recheckServe) reload(t *testing.T, policy string) {
 	t.Helper()
-	next, err := os.ReadFile(quorumEnv(t, s.dbURL, s.fake, s.tool(approvals))["COUNTERSIGN_CONFIG"])
+	next, err := os.ReadFile(quorumEnv(t, s.dbURL, s.fake, s.tool(policy))["COUNTERSIGN_CONFIG"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +95,9 @@ func (s *recheckServe) reload(t *testing.T, approvals int) {
 // audit names the version it was approved under and the version in force.
 func TestSIGHUPToAStricterPolicyStopsAHeldWrite(t *testing.T) {
 	t.Parallel()
-	s := startRecheckServe(t, 1)
+	s := startRecheckServe(t, "approvals: 1")
 	req := s.approveAndHold(t, "U1")
-	s.reload(t, 2)
+	s.reload(t, "approvals: 2")
 	s.provider.Release()
 
 	eventually(t, "the request to go back to review", func() bool {
@@ -137,9 +138,9 @@ WHERE e.request_id = $1`, req.ID).Scan(&executionState, &decidedWith); err != ni
 // once.
 func TestSIGHUPToALooserPolicyLetsAHeldWriteGo(t *testing.T) {
 	t.Parallel()
-	s := startRecheckServe(t, 2)
+	s := startRecheckServe(t, "approvals: 2")
 	req := s.approveAndHold(t, "U1", "U2")
-	s.reload(t, 1)
+	s.reload(t, "approvals: 1")
 	s.provider.Release()
 
 	eventually(t, "the write to succeed", func() bool {
@@ -151,5 +152,29 @@ func TestSIGHUPToALooserPolicyLetsAHeldWriteGo(t *testing.T) {
 	}
 	if v := getView(t, s.base, req.Key); v.Status != "approved" || v.Policy.Approvals != 2 {
 		t.Errorf("view = %+v; want approved under its frozen policy of 2", v)
+	}
+}
+
+// A configuration that denies, reloaded while an approved write's dispatch
+// is held: the provider sees no write, the request is rejected by the rule
+// in a new round, and a post of the same intent is answered 403
+// denied_by_policy.
+func TestSIGHUPToADenyingPolicyStopsAHeldWrite(t *testing.T) {
+	t.Parallel()
+	s := startRecheckServe(t, "approvals: 1")
+	req := s.approveAndHold(t, "U1")
+	s.reload(t, `deny: "Credits are paused during the audit."`)
+	s.provider.Release()
+
+	eventually(t, "the request to be denied", func() bool { return getView(t, s.base, req.Key).Status == "rejected" })
+	if n := s.provider.Received(); n != 0 {
+		t.Fatalf("the provider received %d writes, want none", n)
+	}
+	code, body := caller(t, http.DefaultClient, s.base)(http.MethodPost, "/v1/requests",
+		`{"run_id":"r-recheck","step":1,"tool":"billing.credit","effect":{"invoice":"inv_r","amount_cents":700,"currency":"EUR"}}`,
+		map[string]string{"Authorization": "Bearer " + smokeToken})
+	if code != http.StatusForbidden || !strings.Contains(string(body), `"code":"denied_by_policy"`) ||
+		!strings.Contains(string(body), "Credits are paused during the audit.") {
+		t.Errorf("a replay of the denied intent = %d %s", code, body)
 	}
 }
