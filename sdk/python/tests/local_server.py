@@ -148,6 +148,9 @@ tools:
         invoice: {{type: string, pattern: "^inv_[A-Za-z0-9]+$"}}
         amount_cents: {{type: integer, minimum: 1}}
         currency: {{enum: [USD, EUR]}}
+    tiers:
+      - {{name: frozen-invoice, when: {{field: invoice, eq: inv_frozen}}, deny: "Credits to a frozen invoice are never sent."}}
+      - {{name: small, when: {{field: amount_cents, lte: 100}}, approvals: 0}}
   sdk.note:
     approvers: [{reviewer}]
     dispatch: {{method: POST, url: "{provider}/notes", timeout: 5s, secret: "{secret}"}}

@@ -10,7 +10,7 @@ import uuid
 from decimal import Decimal
 
 from countersign import (
-    AlreadyDecidedError, AsyncClient, CallbackNotConfiguredError, Client, InvalidEffectError, InvalidKeyError,
+    AlreadyDecidedError, AsyncClient, CallbackNotConfiguredError, Client, DeniedByPolicyError, InvalidEffectError, InvalidKeyError,
     InvalidRequestError, KeyReusedError, NotFoundError, NumberError, Request, SignatureError, UnauthorizedError,
     UnknownToolError, WaitTimeout, intent_key, verify_signature,
 )
@@ -65,6 +65,31 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(d.body, canonical(CREDIT).encode())
         with self.assertRaises(SignatureError):  # v2 covers the path
             verify_signature(DISPATCH_SECRET, d.signature, d.body, method="POST", path="/other", idempotency_key=d.key)
+
+    def test_a_write_the_policy_denies_is_refused_on_every_post_and_never_sent(self):
+        run = run_id()
+        frozen = {**CREDIT, "invoice": "inv_frozen"}
+        for post in (1, 2):
+            with self.subTest(post=post), self.assertRaises(DeniedByPolicyError) as caught:
+                self.client.request_and_wait(tool="sdk.credit", run_id=run, step=1, effect=frozen, timeout=30)
+            e = caught.exception
+            self.assertEqual((e.status, e.tier, e.key), (403, "frozen-invoice", intent_key(run, 1, "sdk.credit", frozen)))
+            self.assertIn("Credits to a frozen invoice are never sent.", e.message)
+        req = self.client.get(e.key)
+        self.assertEqual((req.status, req.settled, req.decision.by, req.decision.via, req.decision.reason),
+                         ("rejected", True, "policy:frozen-invoice", "policy", "Credits to a frozen invoice are never sent."))
+        self.assertEqual((req.policy.verdict, req.policy.tier_name, req.policy.approvals), ("deny", "frozen-invoice", 0))
+        self.assertEqual([d for d in server.provider.dispatches if d.key == e.key], [])
+
+    def test_a_write_the_policy_allows_is_written_without_a_review(self):
+        small = {**CREDIT, "amount_cents": 42}
+        done = self.client.request_and_wait(tool="sdk.credit", run_id=run_id(), step=1, effect=small, timeout=30)
+        self.assertTrue(done.succeeded, done)
+        self.assertEqual((done.status, done.decision.by, done.decision.via), ("approved", "policy:small", "policy"))
+        p = done.policy
+        self.assertEqual((p.verdict, p.tier_name, p.approvals), ("allow", "small", 0))
+        self.assertTrue(p.version.startswith("sha256:"), p.version)
+        self.assertEqual(len([d for d in server.provider.dispatches if d.key == done.key]), 1)
 
     def test_the_same_intent_replays(self):
         run = run_id()

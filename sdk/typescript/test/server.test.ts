@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import {
-  AlreadyDecidedError, CallbackNotConfiguredError, Client, InvalidEffectError, InvalidKeyError, InvalidRequestError, JsonNumber,
+  AlreadyDecidedError, CallbackNotConfiguredError, Client, DeniedByPolicyError, InvalidEffectError, InvalidKeyError, InvalidRequestError, JsonNumber,
   KeyReusedError, NotFoundError, NumberError, SignatureError, UnauthorizedError, UnknownToolError, WaitTimeoutError, intentKey,
   requestFromJSON, verifySignature,
 } from "@countersign/client";
@@ -53,6 +53,35 @@ describe("against countersign serve", () => {
       SignatureError,
       "v2 covers the path",
     );
+  });
+
+  test("a write the policy denies is refused on every post and never sent", async () => {
+    const run = runId();
+    const frozen = { ...CREDIT, invoice: "inv_frozen" };
+    const key = intentKey(run, 1, "sdk.credit", frozen);
+    for (let post = 1; post <= 2; post++) {
+      await assert.rejects(client.requestAndWait({ tool: "sdk.credit", runId: run, step: 1, effect: frozen }, { timeout: 30_000 }), (e: unknown) => {
+        assert.ok(e instanceof DeniedByPolicyError, String(e));
+        assert.deepEqual([e.status, e.tier, e.key], [403, "frozen-invoice", key]);
+        assert.ok(e.detail.includes("Credits to a frozen invoice are never sent."), e.detail);
+        return true;
+      });
+    }
+    const req = await client.get(key);
+    assert.deepEqual([req.status, req.settled, req.decision?.by, req.decision?.via, req.decision?.reason],
+      ["rejected", true, "policy:frozen-invoice", "policy", "Credits to a frozen invoice are never sent."]);
+    assert.deepEqual([req.policy?.verdict, req.policy?.tierName, req.policy?.approvals], ["deny", "frozen-invoice", 0]);
+    assert.equal(server.provider.received.filter((d) => d.headers["idempotency-key"] === key).length, 0);
+  });
+
+  test("a write the policy allows is written without a review", async () => {
+    const small = { ...CREDIT, amount_cents: 42 };
+    const done = await client.requestAndWait({ tool: "sdk.credit", runId: runId(), step: 1, effect: small }, { timeout: 30_000 });
+    assert.equal(done.succeeded, true, JSON.stringify(done));
+    assert.deepEqual([done.status, done.decision?.by, done.decision?.via], ["approved", "policy:small", "policy"]);
+    assert.deepEqual([done.policy?.verdict, done.policy?.tierName, done.policy?.approvals], ["allow", "small", 0]);
+    assert.ok(done.policy?.version.startsWith("sha256:"), done.policy?.version);
+    assert.equal(server.provider.received.filter((d) => d.headers["idempotency-key"] === done.key).length, 1);
   });
 
   test("the same intent replays", async () => {
