@@ -13,6 +13,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 )
 
 // Limits on a CEL rule. An evaluation that would cost more than
@@ -53,6 +54,10 @@ const (
 // its absence means.
 type Expression struct {
 	source string
+	// bounded is whether the load-time estimate bounds the expression's
+	// cost under CELCostLimit: it then runs without tracking and without a
+	// deadline, neither of which could stop it.
+	bounded bool
 	// program is what decides, under the cost limit. traced records every
 	// value so an error forgiven by || or && can be seen: cel-go cannot
 	// track state and cost in one program (the second observer is
@@ -122,9 +127,10 @@ func CompileExpression(source string) (*Expression, error) {
 		return nil, &ExpressionError{Problem: fmt.Sprintf("the expression could cost more than %d to evaluate on a large effect; "+
 			"avoid a comprehension (all, exists, map, filter) inside another", uint64(celLoadCostBound))}
 	}
-	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(celInterruptEvery)}
-	if est.Max > CELCostLimit {
-		opts = append(opts, cel.CostLimit(CELCostLimit))
+	bounded := est.Max <= CELCostLimit
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if !bounded {
+		opts = append(opts, cel.CostLimit(CELCostLimit), cel.InterruptCheckFrequency(celInterruptEvery))
 	}
 	prg, err := env.Program(ast, opts...)
 	if err != nil {
@@ -135,7 +141,7 @@ func CompileExpression(source string) (*Expression, error) {
 	if err != nil {
 		return nil, &ExpressionError{Problem: fmt.Sprintf("preparing the expression: %v", err)}
 	}
-	return &Expression{source: source, program: prg, traced: traced}, nil
+	return &Expression{source: source, bounded: bounded, program: prg, traced: traced}, nil
 }
 
 // Source is the expression as configured.
@@ -158,17 +164,17 @@ func (e *Expression) Evaluate(in PolicyInput) (matched bool, err error) {
 			matched, err = false, fmt.Errorf("evaluating the expression: %v", r)
 		}
 	}()
-	effect, ok := celValue(in.Effect).(map[string]any)
-	if !ok {
-		return false, errors.New("the effect is not a JSON object")
+	vars, err := in.celVariables()
+	if err != nil {
+		return false, err
 	}
-	vars := map[string]any{
-		"effect": effect, "tool": in.Tool, "agent": in.Agent,
-		"requested_for": in.RequestedFor, "now": in.Now,
+	eval := func(p cel.Program) (ref.Val, *cel.EvalDetails, error) { return p.Eval(vars) }
+	if !e.bounded {
+		ctx, cancel := context.WithTimeout(context.Background(), CELTimeLimit)
+		defer cancel()
+		eval = func(p cel.Program) (ref.Val, *cel.EvalDetails, error) { return p.ContextEval(ctx, vars) }
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), CELTimeLimit)
-	defer cancel()
-	out, _, err := e.program.ContextEval(ctx, vars)
+	out, _, err := eval(e.program)
 	if err != nil {
 		return false, err
 	}
@@ -176,7 +182,7 @@ func (e *Expression) Evaluate(in PolicyInput) (matched bool, err error) {
 		return false, nil
 	}
 	// True: unless a part of it failed and || or && forgave the failure.
-	_, details, err := e.traced.ContextEval(ctx, vars)
+	_, details, err := eval(e.traced)
 	if err != nil {
 		return false, err
 	}
@@ -187,6 +193,34 @@ func (e *Expression) Evaluate(in PolicyInput) (matched bool, err error) {
 		}
 	}
 	return true, nil
+}
+
+// celVars is an input's variables as CEL reads them, built once.
+type celVars struct {
+	once sync.Once
+	vars map[string]any
+	err  error
+}
+
+// celVariables converts the input for CEL, once per input however many
+// tiers read it.
+func (in PolicyInput) celVariables() (map[string]any, error) {
+	build := func() (map[string]any, error) {
+		effect, ok := celValue(in.Effect).(map[string]any)
+		if !ok {
+			return nil, errors.New("the effect is not a JSON object")
+		}
+		return map[string]any{
+			"effect": effect, "tool": in.Tool, "agent": in.Agent,
+			"requested_for": in.RequestedFor, "now": in.Now,
+		}, nil
+	}
+	if in.celVars == nil {
+		return build()
+	}
+	c := in.celVars
+	c.once.Do(func() { c.vars, c.err = build() })
+	return c.vars, c.err
 }
 
 // celValue converts an effect decoded with json.Number into the values CEL

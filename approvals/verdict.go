@@ -44,6 +44,10 @@ type PolicyInput struct {
 	Agent        string
 	RequestedFor string
 	Now          time.Time
+
+	// celVars is the input as CEL rules read it, converted once for every
+	// tier that reads it (see celVariables); nil in an input built by hand.
+	celVars *celVars
 }
 
 // NewPolicyInput decodes effect (JSON) for rules to read.
@@ -54,7 +58,7 @@ func NewPolicyInput(effect []byte, tool, agent, requestedFor string, now time.Ti
 	if err := dec.Decode(&doc); err != nil {
 		return PolicyInput{}, fmt.Errorf("decoding the effect: %w", err)
 	}
-	return PolicyInput{Effect: doc, Tool: tool, Agent: agent, RequestedFor: requestedFor, Now: now}, nil
+	return PolicyInput{Effect: doc, Tool: tool, Agent: agent, RequestedFor: requestedFor, Now: now, celVars: &celVars{}}, nil
 }
 
 // Evaluation is what a tool's policy says of one input.

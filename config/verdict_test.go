@@ -131,6 +131,13 @@ func TestConfigReadsPolicyVerdicts(t *testing.T) {
 			t.Errorf("effective YAML lacks %q:\n%s", want, out)
 		}
 	}
+	// What it prints loads again to the same policies.
+	again := loadVerdictFile(t, string(out)).ReviewTools()
+	for name, tool := range tools {
+		if got, want := again[name].PolicyVersion(), tool.PolicyVersion(); got != want {
+			t.Errorf("%s: the printed configuration's policy version is %s, not %s", name, got, want)
+		}
+	}
 }
 
 func TestConfigRefusesBadVerdicts(t *testing.T) {

@@ -28,6 +28,7 @@ func TestEveryCommandTakesHelpAndDoesNothingElse(t *testing.T) {
 		"key":     "usage: countersign key [FILE]",
 		"version": "usage: countersign version",
 		"mcp":     "usage: countersign mcp",
+		"policy":  "usage: countersign policy test FILE CASES",
 	} {
 		for _, help := range []string{"--help", "-h"} {
 			// serve would block until cancelled, and both serve and migrate
@@ -54,6 +55,8 @@ func TestUnknownFlagsAndArgumentsExitTwo(t *testing.T) {
 		{"version", "--short"},
 		{"mcp", "--call-timeout", "0s"},
 		{"mcp", "stdio"},
+		{"policy", "check", "a.yml", "b.yml"},
+		{"policy", "test", "a.yml", "b.yml", "c.yml"},
 		{"frobnicate"},
 		{},
 	} {

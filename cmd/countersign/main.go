@@ -8,6 +8,7 @@
 //	countersign backup    write a consistent copy of the embedded store to a file
 //	countersign restore   put a backup back, or mark a restored PostgreSQL database
 //	countersign config    check FILE: validate a configuration and print it, secrets redacted
+//	countersign policy    test FILE CASES, explain FILE INTENT: the verdicts a configuration's policies give
 //	countersign mcp       serve the agent API as MCP tools on stdio (COUNTERSIGN_URL, COUNTERSIGN_TOKEN)
 //	countersign version   print the version
 package main
@@ -39,6 +40,8 @@ commands:
             PostgreSQL database (--postgres), so nothing is sent twice
   config    check FILE: validate a configuration file and print the
             effective configuration, secrets redacted
+  policy    test FILE CASES: check a configuration's verdicts against
+            expected ones; explain FILE INTENT: the verdict and why
   mcp       serve the agent API as MCP tools on stdio, as a client of
             COUNTERSIGN_URL with COUNTERSIGN_TOKEN (see mcp --help)
   version   print the version
@@ -105,6 +108,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 	case "config":
 		return configCheck(args[1:], getenv, stdout, stderr)
+	case "policy":
+		return policyCommand(args[1:], getenv, stdout, stderr)
 	case "backup":
 		files, code, ok := parseArgs("backup", backupUsage, args[1:], 1, nil, stdout, stderr)
 		if !ok {
