@@ -85,20 +85,5 @@ func (b *Bot) isAdmin(ctx context.Context, user string) (bool, error) {
 	if slices.Contains(b.admins, user) {
 		return true, nil
 	}
-	if b.groups == nil {
-		return false, nil
-	}
-	for _, id := range b.admins {
-		if !strings.HasPrefix(id, "S") {
-			continue
-		}
-		members, err := b.groups.GroupMembers(ctx, id)
-		if err != nil {
-			return false, fmt.Errorf("resolving user group %s: %w", id, err)
-		}
-		if slices.Contains(members, user) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return b.inListedGroup(ctx, b.admins, user)
 }

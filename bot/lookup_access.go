@@ -27,10 +27,16 @@ func (b *Bot) mayLookUp(ctx context.Context, user, channel string) (bool, error)
 	if slices.Contains(b.lookupAllowed, user) || (channel != "" && slices.Contains(b.lookupAllowed, channel)) {
 		return true, nil
 	}
+	return b.inListedGroup(ctx, b.lookupAllowed, user)
+}
+
+// inListedGroup reports whether user is a member of one of the user groups
+// among ids; without a way to resolve groups, of none.
+func (b *Bot) inListedGroup(ctx context.Context, ids []string, user string) (bool, error) {
 	if b.groups == nil {
-		return false, nil // no way to resolve a listed group
+		return false, nil
 	}
-	for _, id := range b.lookupAllowed {
+	for _, id := range ids {
 		if !strings.HasPrefix(id, "S") {
 			continue
 		}
