@@ -182,6 +182,13 @@ func yamlValue(n *yaml.Node, list bool) (any, error) {
 	if n.Kind != yaml.ScalarNode {
 		return nil, errors.New("must be a single value")
 	}
+	return ScalarValue(n)
+}
+
+// ScalarValue reads a YAML scalar as JSON would hold it: numbers as exact
+// decimals (json.Number, every digit the user wrote), strings, booleans,
+// null.
+func ScalarValue(n *yaml.Node) (any, error) {
 	switch n.Tag {
 	case "!!int":
 		i, ok := new(big.Int).SetString(n.Value, 0)

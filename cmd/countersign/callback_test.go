@@ -199,6 +199,13 @@ func (e *agentEndpoint) waitFor(t *testing.T, what string, cond func(e *agentEnd
 // sends it once more.
 func TestCallbackSurvivesKillBetweenCommitAndDelivery(t *testing.T) {
 	t.Parallel()
+	forEachServeStore(t, testCallbackSurvivesKill)
+}
+
+// forEachServeStore runs test on serve with each store, in parallel: given
+// the environment that selects it (PostgreSQL on a fresh database, or the
+// embedded store in a fresh data directory).
+func forEachServeStore(t *testing.T, test func(t *testing.T, storeEnv map[string]string)) {
 	for _, store := range []struct {
 		name string
 		env  func(t *testing.T) map[string]string
@@ -212,7 +219,7 @@ func TestCallbackSurvivesKillBetweenCommitAndDelivery(t *testing.T) {
 	} {
 		t.Run(store.name, func(t *testing.T) {
 			t.Parallel()
-			testCallbackSurvivesKill(t, store.env(t))
+			test(t, store.env(t))
 		})
 	}
 }

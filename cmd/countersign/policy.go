@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"os"
 	"strconv"
 	"strings"
@@ -242,26 +241,11 @@ func nodeValue(n *yaml.Node) (any, error) {
 		}
 		return l, nil
 	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!int":
-			i, ok := new(big.Int).SetString(n.Value, 0)
-			if !ok {
-				return nil, fmt.Errorf("line %d: %s is not a number", n.Line, n.Value)
-			}
-			return json.Number(i.String()), nil
-		case "!!float":
-			if _, ok := new(big.Rat).SetString(n.Value); !ok {
-				return nil, fmt.Errorf("line %d: %s is not a finite number", n.Line, n.Value)
-			}
-			return json.Number(n.Value), nil
-		case "!!bool":
-			var b bool
-			err := n.Decode(&b)
-			return b, err
-		case "!!null":
-			return nil, nil
+		v, err := config.ScalarValue(n)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n.Line, err)
 		}
-		return n.Value, nil
+		return v, nil
 	}
 	return nil, nil // absent
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/executor/providertest"
-	"github.com/countersign/countersign/store/storetest"
 )
 
 // A serve process on either store with a three-verdict policy: a small
@@ -20,22 +19,7 @@ import (
 // reaches the provider; a credit between them gets a card and waits.
 func TestPolicyVerdictsEndToEnd(t *testing.T) {
 	t.Parallel()
-	for _, store := range []struct {
-		name string
-		env  func(t *testing.T) map[string]string
-	}{
-		{"postgres", func(t *testing.T) map[string]string {
-			return map[string]string{"COUNTERSIGN_DATABASE_URL": storetest.NewURL(t)}
-		}},
-		{"embedded", func(t *testing.T) map[string]string {
-			return map[string]string{"COUNTERSIGN_DATABASE_URL": "", "COUNTERSIGN_DATA_DIR": t.TempDir()}
-		}},
-	} {
-		t.Run(store.name, func(t *testing.T) {
-			t.Parallel()
-			testPolicyVerdicts(t, store.env(t))
-		})
-	}
+	forEachServeStore(t, testPolicyVerdicts)
 }
 
 func testPolicyVerdicts(t *testing.T, storeEnv map[string]string) {
