@@ -250,11 +250,6 @@ func nodeValue(n *yaml.Node) (any, error) {
 	return nil, nil // absent
 }
 
-// explainedIntent is an intent as posted, with the agent that posts it.
-type explainedIntent struct {
-	Agent string `json:"agent"`
-}
-
 // policyExplain prints the verdict the tool's policy gives the intent in
 // file, and why.
 func policyExplain(tools map[string]approvals.Tool, file string, stdout io.Writer) error {
