@@ -79,7 +79,7 @@ type Evaluation struct {
 func (t Tool) Evaluate(in PolicyInput) Evaluation {
 	var ev Evaluation
 	p := store.Policy{Verdict: t.Verdict, Approvals: max(t.Approvals, 1), Approvers: t.Approvers,
-		TierName: DefaultTierName, Deny: t.Deny, Version: t.version()}
+		TierName: DefaultTierName, Deny: t.Deny, Version: t.PolicyVersion()}
 	notify := t.Notify
 	for i, tier := range t.Tiers {
 		if !tier.When.Matches(in) {
@@ -120,7 +120,7 @@ func (t Tool) PolicyFor(effect []byte) store.Policy {
 	in, err := NewPolicyInput(effect, t.Name, "", "", time.Now())
 	if err != nil {
 		return store.Policy{Verdict: VerdictAsk, Approvals: max(t.Approvals, 1), Approvers: t.Approvers,
-			TierName: DefaultTierName, Version: t.version()}
+			TierName: DefaultTierName, Version: t.PolicyVersion()}
 	}
 	return t.Evaluate(in).Policy
 }
@@ -141,20 +141,20 @@ func (tier Tier) verdict() Verdict {
 	return tier.Verdict
 }
 
-// version is the tool's policy version: Version when the tool was loaded
-// with it, else computed now.
-func (t Tool) version() string {
+// PolicyVersion is the tool's policy version: Version when the tool was
+// loaded with it, else its digest computed now.
+func (t Tool) PolicyVersion() string {
 	if t.Version != "" {
 		return t.Version
 	}
-	return t.PolicyVersion()
+	return t.digest()
 }
 
-// PolicyVersion is a digest of the rules that decide the tool's verdicts:
+// digest is a digest of the rules that decide the tool's verdicts:
 // its own rule and every tier that is not a shadow, in order. Shadow tiers,
 // reminders and the card's settings do not change it, so turning a shadow
 // rule on does not re-check approvals already given.
-func (t Tool) PolicyVersion() string {
+func (t Tool) digest() string {
 	type rule struct {
 		Name      string   `json:"name,omitempty"`
 		When      string   `json:"when,omitempty"`

@@ -662,7 +662,7 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: canonical(t.EscalateTo),
 			EscalateAddsApprovers: t.EscalateAddsApprovers,
 		}
-		tool.Version = tool.PolicyVersion()
+		tool.Version = tool.PolicyVersion() // once, not per intent
 		tools[name] = tool
 	}
 	return tools

@@ -17,11 +17,17 @@ type Tool struct {
 
 // Policy is a tool's approval policy.
 type Policy struct {
-	// Approvals is how many distinct approvers a round needs.
+	// Verdict is the tool's own: allow, deny or ask (tiers may decide
+	// otherwise for the effects they match).
+	Verdict string `json:"verdict"`
+	// Approvals is how many distinct approvers a round needs when the
+	// tool's own rule asks; 0 when it allows or denies.
 	Approvals int `json:"approvals"`
 	// Approvers are the Slack user and user-group ids, or local reviewers,
 	// who may approve.
 	Approvers []string `json:"approvers"`
+	// Version is the digest of the tool's rules.
+	Version string `json:"version"`
 }
 
 // ToolList is the answer of GET /v1/tools.
