@@ -9,13 +9,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/servetest"
 )
 
 // make sdk's Python files, built into a scratch directory by build_dist.py
 // (standard library only), each installed with pip --no-index into a fresh
 // virtual environment and imported from there, outside the source tree:
 // the version the VERSION file names, the README's clients, the shared key
-// vectors. Nothing reaches the network: no index, no build dependency.
+// vectors; from the wheel, the README's example against a real serve built
+// from this tree, approved in its inbox and written once. Nothing reaches
+// the network: no index, no build dependency.
 func TestWheelAndSdistInstallOffline(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -23,11 +27,12 @@ func TestWheelAndSdistInstallOffline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	serveBin := servetest.Binary(t)
 	run := func(dir string, name string, args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "PIP_NO_INDEX=1", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PYTHONPATH=", "PYTHONNOUSERSITE=1")
+		cmd.Env = append(os.Environ(), "COUNTERSIGN_BIN="+serveBin, "PYTHONDONTWRITEBYTECODE=1", "PIP_NO_INDEX=1", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PYTHONPATH=", "PYTHONNOUSERSITE=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
@@ -79,7 +84,14 @@ func TestWheelAndSdistInstallOffline(t *testing.T) {
 			run(scratch, python, "-m", "venv", venv)
 			bin := filepath.Join(venv, "bin")
 			run(scratch, filepath.Join(bin, "pip"), "install", "--no-index", "--no-cache-dir", file)
-			out := run(scratch, filepath.Join(bin, "python"), check, version, vectors)
+			args := []string{check, version, vectors}
+			if name == "wheel" {
+				args = append(args, here)
+			}
+			out := run(scratch, filepath.Join(bin, "python"), args...)
+			if name == "wheel" && !strings.Contains(out, "README example: approved True") {
+				t.Errorf("the README's example did not run:\n%s", out)
+			}
 			t.Logf("%s", out)
 		})
 	}

@@ -1,16 +1,19 @@
 """Run by package_test.go with the Python of a fresh virtual environment the
 wheel or the sdist was installed into, from outside the source tree:
 
-    python installed.py VERSION KEY_VECTORS_JSON
+    python installed.py VERSION KEY_VECTORS_JSON [SDK_DIR]
 
 It fails unless countersign imports from that environment, says the version
 the release names (as __version__ and in its installed metadata), builds the
-README's clients, and derives the shared vectors' keys."""
+README's clients, and derives the shared vectors' keys. Given SDK_DIR (and
+COUNTERSIGN_BIN), it then runs the README's example against a real serve
+started by the SDK's test helpers, with the installed package."""
 
 import importlib.metadata
 import json
 import sys
 import sysconfig
+import uuid
 
 from countersign import AsyncClient, Client, InvalidEffectError, intent_key
 import countersign
@@ -47,3 +50,32 @@ for v in vectors:
     checked += 1
 assert checked >= 5, f"only {checked} integer-only key vectors"
 print(f"countersign {version} from {countersign.__file__}: {checked} keys")
+
+if len(sys.argv) > 3:
+    # The SDK's test helpers start serve and approve in its inbox; appended
+    # last, so countersign stays the installed one.
+    sys.path.append(sys.argv[3])
+    from tests.local_server import TOKEN, Server
+
+    server = Server()
+    try:
+        token = TOKEN
+        run = f"r-{uuid.uuid4().hex[:8]}"
+        # The README's example (its tool is billing.credit; the helpers' is sdk.credit, of the same schema),
+        # approved by the reviewer once the request is pending.
+        client = Client(server.url, token)
+        effect = {"invoice": "inv_8841", "amount_cents": 4200, "currency": "USD"}
+        pending = client.request(tool="sdk.credit", run_id=run, step=6, effect=effect, summary="Credit 42.00 USD to inv_8841")
+        server.approve(pending)
+        try:
+            req = client.request_and_wait(tool="sdk.credit", run_id=run, step=6, effect=effect,
+                                          summary="Credit 42.00 USD to inv_8841", timeout=3600)
+        except InvalidEffectError as e:
+            raise SystemExit(e.errors)
+        assert sys.modules["countersign"].__file__.startswith(site)
+        assert (req.status, req.succeeded, req.key) == ("approved", True, pending.key), (req.status, req.succeeded)
+        writes = [d for d in server.provider.dispatches if d.key == req.key]
+        assert len(writes) == 1 and writes[0].verified, f"{len(writes)} writes under {req.key}"
+        print(f"README example: {req.status} {req.succeeded}, written once under {req.key}")
+    finally:
+        server.close()
