@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/servetest"
 )
 
 // make sdk's npm tarball, packed into a scratch directory (npm pack, whose
@@ -21,7 +23,8 @@ import (
 // cache into a fresh project: the README's example type-checks against the
 // installed declarations, and node imports the package from the project's
 // node_modules: the version the VERSION file names, the README's client,
-// the shared key vectors. Nothing reaches the network: the package has no
+// the shared key vectors, and the README's example against a real serve
+// built from this tree, approved in its inbox and written once. Nothing reaches the network: the package has no
 // runtime dependency.
 func TestTarballInstallsOffline(t *testing.T) {
 	node, err := exec.LookPath("node")
@@ -42,11 +45,12 @@ func TestTarballInstallsOffline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	scratch := t.TempDir()
+	serve := servetest.Binary(t)
 	run := func(dir string, name string, args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "npm_config_offline=true", "npm_config_audit=false", "npm_config_fund=false",
+		cmd.Env = append(os.Environ(), "COUNTERSIGN_BIN="+serve, "npm_config_offline=true", "npm_config_audit=false", "npm_config_fund=false",
 			"npm_config_update_notifier=false", "npm_config_cache="+filepath.Join(scratch, "npm-cache"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -92,7 +96,15 @@ func TestTarballInstallsOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s", run(project, node, "installed.mjs", version, vectors))
+	helper, err := filepath.Abs(filepath.Join("dist", "test", "local-server.js")) // compiled by npm pack's prepack
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run(project, node, "installed.mjs", version, vectors, helper)
+	if !strings.Contains(out, "README example: approved true") {
+		t.Errorf("the README's example did not run:\n%s", out)
+	}
+	t.Logf("%s", out)
 }
 
 // checkVersions fails unless package.json, package-lock.json and
