@@ -5,7 +5,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m
 # a pinned version (fetched through the module proxy on first use).
 STATICCHECK = go run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: chaos chaos-mutants simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list bench-waiters bench-retention bench-scale peers fuzz
+.PHONY: sdk chaos chaos-mutants simulate-day run test test-race clean-test-databases lint verify release bench bench-intake bench-executor bench-slack bench-list bench-waiters bench-retention bench-scale peers fuzz
 
 # Runs countersign on the local PostgreSQL (or DATABASE_URL's, created if
 # missing) with the example configuration, and the fake provider it
@@ -58,6 +58,16 @@ verify:
 # in dist/, stamped with the VERSION file's version (see scripts/release).
 release:
 	scripts/release dist
+
+# The SDKs as files to install, in dist/, at the VERSION file's version
+# (scripts/sdk-version writes it into them): the Python wheel and sdist,
+# built with the standard library only (sdk/python/build_dist.py), and the
+# npm tarball, whose dist/ npm pack compiles afresh with the pinned tsc.
+# pip install --no-index dist/countersign-*.whl; npm install ./dist/countersign-client-*.tgz.
+sdk:
+	python3 sdk/python/build_dist.py dist
+	test -x sdk/typescript/node_modules/.bin/tsc || (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error)
+	cd sdk/typescript && npm pack --pack-destination $(CURDIR)/dist
 
 # Benchmarks; results and how to read them are in docs/BENCHMARKS.md.
 bench: bench-intake bench-executor bench-slack bench-list bench-waiters bench-retention

@@ -1,3 +1,3 @@
 """The version of this package, sent in every call's User-Agent."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"

@@ -1,2 +1,2 @@
 /** The version of this package, sent in every call's User-Agent. */
-export const VERSION = "0.1.0";
+export const VERSION = "0.2.0-dev";
