@@ -114,9 +114,9 @@ func localReview(ctx context.Context, opts localReviewOptions, getenv func(strin
 		return fmt.Errorf("not_approver: %s is not an approver of any tool; the configuration's local reviewers are %s. Nothing was recorded",
 			opts.as, strings.Join(reviewers, ", "))
 	}
-	dir, err := localReviewDir(loaded, getenv)
-	if err != nil {
-		return err
+	dir := localReviewDir(loaded, getenv)
+	if dir == "" {
+		return errors.New("COUNTERSIGN_DATA_DIR is not set: on PostgreSQL with a configuration file, set it, for serve and for this command, to the directory whose socket serve takes local reviews on")
 	}
 	ans, err := askServe(ctx, filepath.Join(dir, localReviewSocket), localReviewAsk{
 		Ref: opts.ref, Verdict: opts.verdict, Reason: opts.reason, As: opts.as,

@@ -79,12 +79,14 @@ func localReviewers(cfg *config.Config) []string {
 }
 
 // localReviewDir is the data directory the socket lives in: the
-// configuration's, else the one a local run would use.
-func localReviewDir(cfg *config.Config, getenv func(string) string) (string, error) {
+// store's or the local run's, else, on PostgreSQL with a configuration
+// file, COUNTERSIGN_DATA_DIR when it is set, and "" when it is not: such a
+// deployment has no data directory of its own to open a door in.
+func localReviewDir(cfg *config.Config, getenv func(string) string) string {
 	if cfg.DataDir != "" {
-		return cfg.DataDir, nil
+		return cfg.DataDir
 	}
-	return config.DataDir(getenv)
+	return getenv("COUNTERSIGN_DATA_DIR")
 }
 
 // localReviews serves local reviews on the socket while serve runs.
@@ -105,9 +107,10 @@ func (a *app) addLocalReviews(getenv func(string) string) error {
 	if len(localReviewers(a.cfg)) == 0 {
 		return nil
 	}
-	dir, err := localReviewDir(a.cfg, getenv)
-	if err != nil {
-		return err
+	dir := localReviewDir(a.cfg, getenv)
+	if dir == "" {
+		a.logger.Info("local reviews are off: set COUNTERSIGN_DATA_DIR for serve's socket, on PostgreSQL with a configuration file")
+		return nil
 	}
 	if err := makeDataDir(dir); err != nil {
 		return err
@@ -121,11 +124,13 @@ func (a *app) addLocalReviews(getenv func(string) string) error {
 }
 
 // Start listens on the socket, replacing one a serve that was killed left
-// behind, but never one another serve still answers on.
+// behind, but never one another serve still answers on: that serve keeps
+// taking the local reviews, and this one runs without.
 func (l *localReviews) Start(context.Context) error {
 	if c, err := net.DialTimeout("unix", l.path, time.Second); err == nil {
 		c.Close()
-		return fmt.Errorf("another serve answers on %s: one data directory serves one process", l.path)
+		l.logger.Warn("another serve takes local reviews on this data directory's socket; this one does not", slog.String("socket", l.path))
+		return nil
 	}
 	if err := os.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing a stale %s: %w", l.path, err)
