@@ -175,7 +175,6 @@ func (l *localReviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.answer(w, localReviewAnswer{Code: approvals.CodeMalformedJSON, Message: "The local review could not be read."})
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
 	l.answer(w, l.decide(r.Context(), ask))
 }
 
