@@ -198,3 +198,22 @@ func TestLocalReviewArgs(t *testing.T) {
 		t.Errorf("approve a b = %d, %v; want a usage error", code, ok)
 	}
 }
+
+// A data directory too long for a socket's path leaves serve running,
+// without local reviews, saying so.
+func TestServeRunsWithoutLocalReviewsWhenTheSocketCannotBeMade(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 110))
+	base, logs := startServeWith(t, envFrom(map[string]string{"COUNTERSIGN_DATA_DIR": dir, "COUNTERSIGN_LISTEN": "127.0.0.1:0"}))
+	waitFor(t, logs, "local reviews are off")
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Body.Close(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz = %d", resp.StatusCode)
+	}
+	if code, _, errs := decideLocally(t, map[string]string{"COUNTERSIGN_DATA_DIR": dir}, "approve", "wa_0123456789ab"); code != 1 || !strings.Contains(errs, "no serve answers on") {
+		t.Fatalf("approve = %d, %q", code, errs)
+	}
+}

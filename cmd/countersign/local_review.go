@@ -132,17 +132,25 @@ func (l *localReviews) Start(context.Context) error {
 		l.logger.Warn("another serve takes local reviews on this data directory's socket; this one does not", slog.String("socket", l.path))
 		return nil
 	}
+	// Local reviews are a convenience: serve runs without them rather
+	// than not at all (a data directory's path may be too long for a
+	// socket's, at about 100 bytes).
+	off := func(err error) error {
+		l.logger.Warn("local reviews are off: countersign approve and reject cannot reach this serve",
+			slog.String("socket", l.path), slog.String("error", err.Error()))
+		return nil
+	}
 	if err := os.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing a stale %s: %w", l.path, err)
+		return off(err)
 	}
 	ln, err := net.Listen("unix", l.path)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", l.path, err)
+		return off(err)
 	}
 	// The directory is its owner's only already; the socket says so too.
 	if err := os.Chmod(l.path, 0o600); err != nil {
 		ln.Close()
-		return fmt.Errorf("restricting %s: %w", l.path, err)
+		return off(err)
 	}
 	l.ln = ln
 	go func() {
