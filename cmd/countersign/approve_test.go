@@ -217,3 +217,46 @@ func TestServeRunsWithoutLocalReviewsWhenTheSocketCannotBeMade(t *testing.T) {
 		t.Fatalf("approve = %d, %q", code, errs)
 	}
 }
+
+// A tool that needs two local reviewers: the first approval is counted,
+// the same reviewer's second changes nothing, the other's decides.
+func TestApproveCountsTowardsAQuorumOfLocalReviewers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`
+agents: [{name: ci-agent, token_sha256: %s}]
+tools:
+  billing.credit:
+    approvers: ["local:ana", "local:ben"]
+    approvals: 2
+    dispatch: {url: "http://127.0.0.1:9/credits"}
+`, tokenHashOf(smokeToken)))
+	env := map[string]string{"COUNTERSIGN_DATA_DIR": dir, "COUNTERSIGN_CONFIG": cfg}
+	base, logs := startServeWith(t, envFrom(map[string]string{
+		"COUNTERSIGN_DATA_DIR": dir, "COUNTERSIGN_CONFIG": cfg, "COUNTERSIGN_LISTEN": "127.0.0.1:0",
+		"COUNTERSIGN_DISPATCH_SECRET": smokeSecret,
+	}))
+	waitFor(t, logs, "local reviews listening")
+	call := caller(t, &http.Client{Timeout: 30 * time.Second}, base)
+	code, body := call(http.MethodPost, "/v1/requests",
+		`{"run_id": "run-q", "step": 1, "tool": "billing.credit", "effect": {"invoice": "inv_1", "amount_cents": 100}}`,
+		map[string]string{"Authorization": "Bearer " + smokeToken})
+	var created postedRequest
+	if code != http.StatusCreated || json.Unmarshal(body, &created) != nil {
+		t.Fatalf("POST = %d %s", code, body)
+	}
+	for _, step := range []struct{ as, want string }{
+		{"local:ana", "local:ana approved " + created.ID},
+		{"local:ana", "local:ana had already voted on " + created.ID},
+		{"local:ben", "approved " + created.ID},
+	} {
+		code, out, errs := decideLocally(t, env, "approve", "--as", step.as, created.ID)
+		if code != 0 || !strings.HasPrefix(out, step.want) {
+			t.Fatalf("approve as %s = %d, %q, %q; want %q", step.as, code, out, errs, step.want)
+		}
+	}
+	code, body = call(http.MethodGet, "/v1/requests/"+created.Key, "", map[string]string{"Authorization": "Bearer " + smokeToken})
+	if code != http.StatusOK || !strings.Contains(string(body), `"status":"approved"`) || !strings.Contains(string(body), `"by":"local:ben"`) {
+		t.Fatalf("the request = %d %s", code, body)
+	}
+}
