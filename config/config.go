@@ -166,7 +166,7 @@ type ToolConfig struct {
 	Tiers []TierConfig `yaml:"tiers"`
 	// Grants, when set, lets an approver allow similar writes for a while.
 	Grants *GrantsConfig `yaml:"grants"`
-	// RejectReason: off (default), optional or required.
+	// RejectReason: off, optional (default) or required.
 	RejectReason string `yaml:"reject_reason"`
 	// Description tells agents what the tool does (GET /v1/tools).
 	Description string `yaml:"description"`
@@ -344,6 +344,9 @@ func (c *Config) WithDefaults() *Config {
 		if t.Channel == "" {
 			t.Channel = c.File.Slack.Channel
 		}
+		// An agent told why it was refused can change its plan; a reviewer
+		// may still leave the reason out.
+		t.RejectReason = orDefault(t.RejectReason, string(approvals.ReasonOptional))
 		d.File.Tools[name] = t
 	}
 	return &d

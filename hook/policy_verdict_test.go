@@ -41,7 +41,7 @@ func TestPolicyAllowsAtIntake(t *testing.T) {
 		first := b.post(t, credit("42", "inv_1"))
 		v := first.view(t)
 		if first.status != http.StatusCreated || v.Status != wire.StatusApproved || v.Decision == nil ||
-			v.Decision.By != "policy:small" || v.Decision.Via != approvals.ViaPolicy {
+			v.Decision.By != "policy:small" || v.Decision.Via != approvals.ViaPolicy || v.Decision.Retry != "" {
 			t.Fatalf("allowed intent = %d %s", first.status, first.body)
 		}
 		if p := v.Policy; p.Verdict != "allow" || p.TierName != "small" || p.Approvals != 0 || !strings.HasPrefix(p.Version, "sha256:") {
@@ -88,7 +88,8 @@ func TestPolicyDeniesOnEveryPost(t *testing.T) {
 		}
 		got := b.do(t, http.MethodGet, "/v1/requests/"+key, testToken, nil, nil).view(t)
 		if got.Status != wire.StatusRejected || got.Decision == nil || got.Decision.By != "policy:frozen-invoice" ||
-			got.Decision.Reason != "Credits to a frozen invoice are never sent." || got.Policy.Verdict != "deny" || got.Execution != nil {
+			got.Decision.Reason != "Credits to a frozen invoice are never sent." || got.Decision.Retry != wire.RetryDenied ||
+			got.Policy.Verdict != "deny" || got.Execution != nil {
 			t.Errorf("denied request = %+v", got)
 		}
 		b.countRows(t, 0, `SELECT count(*) FROM outbox WHERE kind = $1`, string(store.OutboxPostCard))

@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
+	"github.com/countersign/countersign/wire"
 )
 
 // The representation carries the frozen policy, the round's votes and the
@@ -70,7 +71,7 @@ func TestVotesReachTheRepresentationAndTheMetrics(t *testing.T) {
 		if len(v.Votes) != 2 || v.Votes[0].By != "U0ANA" || v.Votes[1].Verdict != string(store.VerdictReject) || v.Votes[1].Reason != "duplicate of inv_8840" {
 			t.Errorf("votes view = %+v", v.Votes)
 		}
-		if v.Decision == nil || v.Decision.Reason != "duplicate of inv_8840" || v.Decision.By != "U0BEN" {
+		if v.Decision == nil || v.Decision.Reason != "duplicate of inv_8840" || v.Decision.By != "U0BEN" || v.Decision.Retry != wire.RetryRejected {
 			t.Errorf("decision view = %+v", v.Decision)
 		}
 		for labels, want := range map[[2]string]float64{

@@ -64,7 +64,8 @@ func viewFrom(s *approvals.Service, req store.Request, parts store.RequestParts)
 		return v // nothing decided or executed yet
 	}
 	if d := parts.Decision; d != nil {
-		v.Decision = &wire.Decision{Verdict: string(d.Verdict), By: d.DecidedBy, At: d.DecidedAt.UTC(), Via: d.Via, Round: d.Round, Reason: d.Reason}
+		v.Decision = &wire.Decision{Verdict: string(d.Verdict), By: d.DecidedBy, At: d.DecidedAt.UTC(), Via: d.Via, Round: d.Round, Reason: d.Reason,
+			Retry: retryAfter(d)}
 	}
 	if parts.Execution != nil {
 		v.Execution = executionView(*parts.Execution)
@@ -131,4 +132,17 @@ func executionView(e store.Execution) *wire.Execution {
 		ev.Response = &wire.Response{Status: *e.ResponseStatus, Body: body}
 	}
 	return ev
+}
+
+// retryAfter is what a rejection means for an agent that would try again:
+// a reviewer rejected the intent, a policy denies the write; "" for an
+// approval.
+func retryAfter(d *store.Decision) string {
+	switch {
+	case d.Verdict != store.VerdictReject:
+		return ""
+	case d.Via == approvals.ViaPolicy:
+		return wire.RetryDenied
+	}
+	return wire.RetryRejected
 }

@@ -43,8 +43,9 @@ func Sentence(r *client.Request) string {
 		}
 		s = "rejected" + decidedBy(r)
 		if r.Decision != nil && r.Decision.Reason != "" {
-			s += ": " + r.Decision.Reason
+			s += ": " + strings.TrimSuffix(r.Decision.Reason, ".")
 		}
+		s += "; " + retryRejected
 	case client.StatusExpired:
 		s = "expired before anyone decided; nothing was written"
 	case client.StatusCancelled:
@@ -60,6 +61,12 @@ func Sentence(r *client.Request) string {
 	}
 	return s
 }
+
+// retryRejected is what a person's reject means for the model's next call:
+// the same intent is answered with the same rejection, and only a new step
+// asks again.
+const retryRejected = "nothing was written. Requesting the same write again (same run_id, step, tool and effect) " +
+	"returns this rejection and asks nobody; to ask again, change what was refused and request it with a new step"
 
 // decidedBy names who decided: a person, the policy's rule, or a standing
 // grant.

@@ -27,7 +27,8 @@ func TestSentence(t *testing.T) {
 		{approved(&client.Execution{State: client.ExecUnknown}), "request wa_1: approved by U0ANA; whether the write happened is not known yet and is being verified"},
 		{approved(&client.Execution{State: client.ExecNeedsReview}), "request wa_1: approved by U0ANA; the write needs a person's review before it can finish"},
 		{&client.Request{Key: "wa_1", Status: client.StatusRejected, Decision: &client.Decision{By: "U0BO", Reason: "wrong invoice"}},
-			"request wa_1: rejected by U0BO: wrong invoice"},
+			"request wa_1: rejected by U0BO: wrong invoice; nothing was written. Requesting the same write again (same run_id, step, tool and effect) " +
+				"returns this rejection and asks nobody; to ask again, change what was refused and request it with a new step"},
 		{&client.Request{Key: "wa_1", Status: client.StatusApproved, Decision: &client.Decision{By: "policy:small", Via: client.ViaPolicy, Verdict: "approve"},
 			Execution: &client.Execution{State: client.ExecReady}}, `request wa_1: approved by policy rule "small" (no review needed), executing (attempt 1)`},
 		{&client.Request{Key: "wa_1", Status: client.StatusApproved, Decision: &client.Decision{By: "grant:g_7", Via: client.ViaGrant, Verdict: "approve"},
@@ -37,7 +38,8 @@ func TestSentence(t *testing.T) {
 		// Only a decision made by the policy reads as one: a person's id
 		// that looks like a rule is a person's.
 		{&client.Request{Key: "wa_1", Status: client.StatusRejected, Decision: &client.Decision{By: "policy:frozen", Via: "slack"}},
-			"request wa_1: rejected by policy:frozen"},
+			"request wa_1: rejected by policy:frozen; nothing was written. Requesting the same write again (same run_id, step, tool and effect) " +
+				"returns this rejection and asks nobody; to ask again, change what was refused and request it with a new step"},
 		{&client.Request{Key: "wa_1", Status: client.StatusExpired}, "request wa_1: expired before anyone decided; nothing was written"},
 		{&client.Request{Key: "wa_1", Status: client.StatusCancelled}, "request wa_1: cancelled; nothing was written"},
 	} {

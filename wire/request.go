@@ -87,7 +87,20 @@ type Decision struct {
 	// Reason is the deciding reviewer's words; "" when none were asked for
 	// or given.
 	Reason string `json:"reason"`
+	// Retry, on a reject, says what the rejection means for an agent that
+	// would try again (RetryRejected, RetryDenied); absent on an approval.
+	Retry string `json:"retry,omitempty"`
 }
+
+// What a rejection means for a retry, as Decision.Retry says it: a
+// reviewer's reject holds for the intent (its key), a policy's deny for
+// the write whatever its step.
+const (
+	RetryRejected = "Posting the same intent again returns this rejection and asks nobody. " +
+		"To ask again, change what was refused and post it with a new step."
+	RetryDenied = "The policy denies this write under any step: posting it again, or with a new step, is denied again. " +
+		"Only a different effect, or a change to the policy, can pass."
+)
 
 // RequestPolicy is how a request's rounds are decided.
 type RequestPolicy struct {

@@ -29,6 +29,8 @@ func TestEveryCommandTakesHelpAndDoesNothingElse(t *testing.T) {
 		"version": "usage: countersign version",
 		"mcp":     "usage: countersign mcp",
 		"policy":  "usage: countersign policy test FILE CASES",
+		"approve": "usage: countersign approve [--as local:NAME] REF",
+		"reject":  "usage: countersign reject [--as local:NAME] [--reason TEXT] REF",
 	} {
 		for _, help := range []string{"--help", "-h"} {
 			// serve would block until cancelled, and both serve and migrate
@@ -57,6 +59,9 @@ func TestUnknownFlagsAndArgumentsExitTwo(t *testing.T) {
 		{"mcp", "stdio"},
 		{"policy", "check", "a.yml", "b.yml"},
 		{"policy", "test", "a.yml", "b.yml", "c.yml"},
+		{"approve"},
+		{"approve", "--reason", "why", "wa_0123456789ab"},
+		{"reject", "wa_0123456789ab", "wa_0123456789cd"},
 		{"frobnicate"},
 		{},
 	} {

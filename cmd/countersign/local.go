@@ -100,7 +100,8 @@ countersign is running locally (no COUNTERSIGN_CONFIG).
   agent token:  %s
   demo tool:    %s, dispatching to the built-in sandbox at %s%s
 
-Post an intent, then approve it in the inbox:
+Post an intent, then approve it in the inbox (or from code, on this data directory:
+countersign approve KEY):
 
 curl -s %s/v1/requests -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"run_id": "run-1", "step": 1, "tool": "%s", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}, "summary": "Refund 12.50 EUR on ord_1001", "reason": "parcel lost in transit"}'
 

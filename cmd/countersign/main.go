@@ -9,6 +9,8 @@
 //	countersign restore   put a backup back, or mark a restored PostgreSQL database
 //	countersign config    check FILE: validate a configuration and print it, secrets redacted
 //	countersign policy    test FILE CASES, explain FILE INTENT: the verdicts a configuration's policies give
+//	countersign approve   REF: approve a request as a local reviewer, through the serve on this machine
+//	countersign reject    REF [--reason TEXT]: reject a request as a local reviewer
 //	countersign mcp       serve the agent API as MCP tools on stdio (COUNTERSIGN_URL, COUNTERSIGN_TOKEN)
 //	countersign version   print the version
 package main
@@ -21,6 +23,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/countersign/countersign/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -42,6 +46,9 @@ commands:
             effective configuration, secrets redacted
   policy    test FILE CASES: check a configuration's verdicts against
             expected ones; explain FILE INTENT: the verdict and why
+  approve   REF: approve a request as a local: reviewer, through the serve
+            running on this machine's data directory (see approve --help)
+  reject    REF [--reason TEXT]: reject a request the same way
   mcp       serve the agent API as MCP tools on stdio, as a client of
             COUNTERSIGN_URL with COUNTERSIGN_TOKEN (see mcp --help)
   version   print the version
@@ -126,6 +133,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return code
 		}
 		err = restore(ctx, opts, getenv, stdout)
+	case "approve", "reject":
+		opts, code, ok := parseLocalReviewArgs(store.Verdict(args[0]), args[1:], stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = localReview(ctx, opts, getenv, stdout)
 	case "mcp":
 		opts, code, ok := parseMCPArgs(args[1:], stdout, stderr)
 		if !ok {

@@ -112,6 +112,10 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if err := a.addLocalReviews(getenv); err != nil {
+		a.db.Close()
+		return err
+	}
 	if err := a.start(ctx); err != nil {
 		return err
 	}
