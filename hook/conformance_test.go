@@ -117,6 +117,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		{"GET", "/v1/tools", testToken, "", nil},
 		{"GET", "/v1/tools", "", "", nil},
 		{"GET", "/v1/openapi.json", "", "", nil},
+		{"GET", "/.well-known/jwks.json", "", "", nil},
 	} {
 		b.do(t, call.method, call.path, call.token, strings.NewReader(call.body), call.header)
 	}
