@@ -159,12 +159,13 @@ func TestNoOutcomeInTimeNeedsReview(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, drv *drivertest.Driver) {
 		t.Parallel()
 		b := setupWith(t, drv)
-		b.withAgentTool(t, 50*time.Millisecond)
+		b.withAgentTool(t, time.Hour)
 		v := b.approvedPayout(t, 3)
 		if n, err := b.svc.ExpireOutcomesOnce(b.ctx); err != nil || n != 0 {
 			t.Fatalf("sweep within the timeout = %d, %v", n, err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		// Two hours on: the sweep's clock, and the late report's.
+		b.svc.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
 		if n, err := b.svc.ExpireOutcomesOnce(b.ctx); err != nil || n != 1 {
 			t.Fatalf("sweep past the timeout = %d, %v", n, err)
 		}
