@@ -44,6 +44,7 @@ func RefusalCodes() []string {
 		CodeMalformedJSON, CodeInvalidRequest, CodeInvalidEffect, CodeUnknownTool, CodeKeyReused, CodePruned, CodeUnauthorized, CodeTooLarge,
 		CodeNotFound, CodeAlreadyDecided, CodeStaleCard, CodeNotApprover, CodeNoLongerApprover, CodeSelfApproval,
 		CodeAlreadyResolved, CodeNoCallback, CodeNoDelivery, CodeUnavailable, CodeInternal, CodeMethodNotAllowed, CodeUnsupportedMediaType, CodeDeniedByPolicy,
+		CodeOutcomeConflict, CodeNotAgentExecuted,
 	}
 }
 
@@ -135,6 +136,12 @@ func RefusalFor(err error) Refusal {
 		return fixed[CodeNoCallback]
 	case errors.Is(err, ErrNoDelivery):
 		return fixed[CodeNoDelivery]
+	case errors.Is(err, ErrOutcomeConflict):
+		return Refusal{Code: CodeOutcomeConflict,
+			Message: "This request already has another outcome; an outcome is reported once. Nothing changed."}
+	case errors.Is(err, ErrNotAgentExecuted):
+		return Refusal{Code: CodeNotAgentExecuted,
+			Message: "This request awaits no outcome from its agent: its tool is not execute: agent, or it was not approved. Nothing changed."}
 	}
 	return fixed[CodeInternal]
 }

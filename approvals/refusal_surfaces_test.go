@@ -221,6 +221,29 @@ func TestSurfacesAgreeOnEveryRefusal(t *testing.T) {
 			}
 			return s.hookCall(t, http.MethodPost, "/v1/requests/no-delivery-1/redrive", surfaceToken, nil)
 		}},
+		// Outcomes are reported only on the hook.
+		approvals.CodeNotAgentExecuted: {hook: func(t *testing.T, s *surfaces) answer {
+			resp := s.hookSend(t, http.MethodPost, "/v1/requests", surfaceToken, intentBody("dispatched-1", 1))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("the intent answered %d", resp.StatusCode)
+			}
+			return s.hookCall(t, http.MethodPost, "/v1/requests/dispatched-1/outcome", surfaceToken, []byte(`{"status":"succeeded"}`))
+		}},
+		approvals.CodeOutcomeConflict: {hook: func(t *testing.T, s *surfaces) answer {
+			resp := s.hookSend(t, http.MethodPost, "/v1/requests", surfaceToken,
+				[]byte(`{"run_id":"r-pay","step":1,"tool":"billing.payout","idempotency_key":"payout-1","effect":{"to":"acct_1"}}`))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("the intent answered %d", resp.StatusCode)
+			}
+			resp = s.hookSend(t, http.MethodPost, "/v1/requests/payout-1/outcome", surfaceToken, []byte(`{"status":"succeeded"}`))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("the first outcome answered %d", resp.StatusCode)
+			}
+			return s.hookCall(t, http.MethodPost, "/v1/requests/payout-1/outcome", surfaceToken, []byte(`{"status":"failed"}`))
+		}},
 		approvals.CodeUnavailable: {
 			hook: func(t *testing.T, _ *surfaces) answer {
 				return down.hookCall(t, http.MethodGet, "/v1/requests/"+missingID, surfaceToken, nil)
@@ -370,6 +393,8 @@ func newSurfaces(t *testing.T, dbURL string) *surfaces {
 		"crm.note":  {Name: "crm.note", Channel: surfaceChannel, Approvers: []string{deciderA}, EffectSchema: noteSchema(t)},
 		"crm.purge": {Name: "crm.purge", Channel: surfaceChannel, Approvers: []string{deciderA},
 			Verdict: approvals.VerdictDeny, Deny: "Purges are run by the data team, not by agents."},
+		"billing.payout": {Name: "billing.payout", Channel: surfaceChannel, Approvers: []string{deciderA},
+			Verdict: approvals.VerdictAllow, Execute: approvals.ExecuteAgent},
 	}}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/countersign/countersign/receipt"
 	"github.com/countersign/countersign/store"
 )
 
@@ -28,6 +29,9 @@ type Config struct {
 	Owners map[string][]string
 	// Metrics, when set, counts votes; nil counts nothing.
 	Metrics *Metrics
+	// Receipts, when set, signs the receipts of agent-executed tools'
+	// approvals; nil gives none.
+	Receipts *receipt.KeySet
 }
 
 // Validate reports every missing or inconsistent field at once.
@@ -60,6 +64,7 @@ func New(cfg Config) (*Service, error) {
 	return &Service{
 		DB: cfg.DB, Tools: cfg.Tools, Groups: cfg.Groups, Logger: cfg.Logger,
 		Batcher: cfg.Batcher, Now: cfg.Now, Owners: cfg.Owners, Metrics: cfg.Metrics,
+		Receipts: cfg.Receipts,
 	}, nil
 }
 
@@ -78,6 +83,8 @@ type Service struct {
 	Owners map[string][]string
 	// Metrics, when set, counts votes.
 	Metrics *Metrics
+	// Receipts signs agent-executed approvals' receipts; nil signs none.
+	Receipts *receipt.KeySet
 
 	// reloaded, once set by Reconfigure, replaces Tools and Owners.
 	reloaded reloaded

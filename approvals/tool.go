@@ -48,6 +48,12 @@ type Tool struct {
 	EscalateAfter         time.Duration
 	EscalateTo            []string
 	EscalateAddsApprovers bool
+
+	// Execute is "" when countersign sends the tool's approved writes, or
+	// ExecuteAgent when the agent performs them itself with a receipt and
+	// reports their outcome within OutcomeTimeout (0: DefaultOutcomeTimeout).
+	Execute        string
+	OutcomeTimeout time.Duration
 }
 
 // GrantRule is how far a standing grant may reach on a tool: at most MaxTTL,

@@ -39,6 +39,11 @@ type Config struct {
 	// DispatchSecret and SlackSigningSecret are the environment's values,
 	// comma-separated secrets (DispatchSecrets, SlackSigningSecrets).
 	DispatchSecret string
+	// ReceiptKey and ReceiptKeyFile are COUNTERSIGN_RECEIPT_KEY and
+	// COUNTERSIGN_RECEIPT_KEY_FILE: the PEM key that signs agent-executed
+	// tools' receipts, or the file holding it (package receipt).
+	ReceiptKey     string
+	ReceiptKeyFile string
 	// DataDir holds the embedded store and the local agent token; set
 	// when either is needed.
 	DataDir string
@@ -143,7 +148,13 @@ type ToolConfig struct {
 	Channel   string         `yaml:"channel"`
 	Approvers []string       `yaml:"approvers"`
 	Dispatch  DispatchConfig `yaml:"dispatch"`
-	KeyAware  bool           `yaml:"key_aware"`
+	// Execute is "agent" when the agent performs the tool's approved
+	// writes itself, with a receipt, instead of countersign's dispatch;
+	// OutcomeTimeout is how long one waits for its outcome before it needs
+	// review (default 1h).
+	Execute        string        `yaml:"execute"`
+	OutcomeTimeout time.Duration `yaml:"outcome_timeout"`
+	KeyAware       bool          `yaml:"key_aware"`
 	// VerifyAfter is how long a key-unaware tool's unknown outcome settles
 	// before it is verified (default: 30s or twice the dispatch timeout).
 	VerifyAfter  time.Duration   `yaml:"verify_after"`
@@ -243,6 +254,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		SlackAPIURL:        getenv("COUNTERSIGN_SLACK_API_URL"),
 		SlackCheck:         getenv("COUNTERSIGN_SLACK_CHECK"),
 		DispatchSecret:     getenv("COUNTERSIGN_DISPATCH_SECRET"),
+		ReceiptKey:         getenv("COUNTERSIGN_RECEIPT_KEY"),
+		ReceiptKeyFile:     getenv("COUNTERSIGN_RECEIPT_KEY_FILE"),
 		InboxReviewer:      orDefault(getenv("COUNTERSIGN_INBOX_REVIEWER"), DefaultInboxReviewer),
 		InboxSetting:       getenv("COUNTERSIGN_INBOX"),
 		LogFormat:          getenv("COUNTERSIGN_LOG_FORMAT"),
@@ -347,6 +360,9 @@ func (c *Config) WithDefaults() *Config {
 		// An agent told why it was refused can change its plan; a reviewer
 		// may still leave the reason out.
 		t.RejectReason = orDefault(t.RejectReason, string(approvals.ReasonOptional))
+		if t.Execute == approvals.ExecuteAgent && t.OutcomeTimeout == 0 {
+			t.OutcomeTimeout = approvals.DefaultOutcomeTimeout
+		}
 		d.File.Tools[name] = t
 	}
 	return &d
@@ -447,7 +463,7 @@ func (c *Config) Validate() error {
 func (c *Config) toolsWithoutASecret() string {
 	var names []string
 	for name, t := range c.File.Tools {
-		if len(t.Dispatch.Secret) == 0 {
+		if len(t.Dispatch.Secret) == 0 && t.Execute != approvals.ExecuteAgent {
 			names = append(names, "tools."+name)
 		}
 	}
@@ -551,7 +567,8 @@ func (t ToolConfig) Validate(name string, needsChannel bool) error {
 	if needsChannel && t.Channel == "" {
 		add("no channel for its cards; set tools.%s.channel or slack.channel", name)
 	}
-	if !validHTTPURL(t.Dispatch.URL) {
+	errs = append(errs, t.validateExecute(name)...)
+	if t.Execute != approvals.ExecuteAgent && !validHTTPURL(t.Dispatch.URL) {
 		add("dispatch.url must be an http or https URL")
 	}
 	if empty := t.Dispatch.Secret.emptyValue(); empty != "" {
@@ -664,6 +681,7 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 			Description: t.Description, EffectSchema: c.effectSchemas[name],
 			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: canonical(t.EscalateTo),
 			EscalateAddsApprovers: t.EscalateAddsApprovers,
+			Execute:               t.Execute, OutcomeTimeout: t.OutcomeTimeout,
 		}
 		tool.Version = tool.PolicyVersion() // once, not per intent
 		tools[name] = tool

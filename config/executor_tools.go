@@ -10,7 +10,9 @@ import (
 )
 
 // ExecutorTools turns the operator's tool configuration into the executor's.
-// Dispatch targets come only from here, never from an agent's request. Each
+// Dispatch targets come only from here, never from an agent's request. An
+// agent-executed tool (execute: agent) is not among them, so no executor
+// claims its executions: they wait for the agent's outcome. Each
 // tool re-checks its approvals against its review policy as configured here
 // (WithPolicy), so a reload that hands these to the executor also changes
 // the policy approvals are re-checked against.
@@ -18,6 +20,9 @@ func (c *Config) ExecutorTools() map[string]executor.Tool {
 	review := c.ReviewTools()
 	tools := make(map[string]executor.Tool, len(c.File.Tools))
 	for name, t := range c.File.Tools {
+		if t.Execute == approvals.ExecuteAgent {
+			continue // the agent sends these itself: the executor never claims them
+		}
 		et := executor.Tool{
 			Name: name, Method: t.Dispatch.Method, URL: t.Dispatch.URL, Headers: t.Dispatch.Headers,
 			Timeout: t.Dispatch.Timeout, KeyAware: t.KeyAware, VerifyAfter: t.VerifyAfter, MaxAttempts: t.MaxAttempts,

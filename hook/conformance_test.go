@@ -117,6 +117,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		{"GET", "/v1/tools", testToken, "", nil},
 		{"GET", "/v1/tools", "", "", nil},
 		{"GET", "/v1/openapi.json", "", "", nil},
+		{"GET", "/.well-known/jwks.json", "", "", nil},
 	} {
 		b.do(t, call.method, call.path, call.token, strings.NewReader(call.body), call.header)
 	}
@@ -172,6 +173,33 @@ func TestOpenAPIConformance(t *testing.T) {
 		if got := down.do(t, call.method, call.path, adminToken, nil, nil); got.status != http.StatusServiceUnavailable {
 			t.Errorf("%s %s on a closed store = %d %s", call.method, call.path, got.status, got.body)
 		}
+	}
+
+	// The outcome of a write the agent performs itself: recorded, the same
+	// again, another, and each refusal.
+	b.withAgentTool(t, 0)
+	payout := b.approvedPayout(t, 1)
+	outcome := "/v1/requests/" + payout.Key + "/outcome"
+	dispatched := b.post(t, strings.Replace(vectorBody, `"step": 6`, `"step": 61`, 1)).view(t)
+	for _, call := range []struct {
+		path, token, body string
+		header            map[string]string
+	}{
+		{outcome, testToken, `{"status":"succeeded","provider_ref":"po_1"}`, nil},
+		{outcome, testToken, `{"status":"succeeded","provider_ref":"po_1"}`, nil},
+		{outcome, testToken, `{"status":"failed","detail":"declined"}`, nil},
+		{outcome, testToken, `{"status":`, nil},
+		{outcome, testToken, `{"status":"done"}`, nil},
+		{outcome, testToken, `{"status":"failed"}`, map[string]string{"Content-Type": "text/plain"}},
+		{outcome, testToken, `{"detail":"` + strings.Repeat("x", 20<<10) + `"}`, nil},
+		{outcome, "wrong", `{"status":"failed"}`, nil},
+		{"/v1/requests/wa_nothing/outcome", testToken, `{"status":"failed"}`, nil},
+		{"/v1/requests/" + dispatched.Key + "/outcome", testToken, `{"status":"failed"}`, nil},
+	} {
+		b.do(t, http.MethodPost, call.path, call.token, strings.NewReader(call.body), call.header)
+	}
+	if got := down.do(t, http.MethodPost, outcome, testToken, strings.NewReader(`{"status":"failed"}`), nil); got.status != http.StatusServiceUnavailable {
+		t.Errorf("outcome on a closed store = %d %s", got.status, got.body)
 	}
 
 	seen := b.answers.Seen()

@@ -22,3 +22,14 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	_, _ = w.Write(openAPIDocument)
 }
+
+// JWKSPath is where the public keys receipts are verified with are served.
+const JWKSPath = "/.well-known/jwks.json"
+
+// serveJWKS answers the receipts' public keys, to anyone: a provider needs
+// them to check a receipt, and they are public.
+func (h *Handler) serveJWKS(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(h.svc.JWKS())
+}

@@ -36,13 +36,15 @@ func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, 
 		{http.MethodGet, "/v1/requests/{ref}", "get", h.get},
 		{http.MethodPost, "/v1/requests/{ref}/cancel", "cancel", h.cancel},
 		{http.MethodPost, "/v1/requests/{ref}/redrive", "redrive", h.redrive},
+		{http.MethodPost, "/v1/requests/{ref}/outcome", "outcome", h.outcome},
 		{http.MethodGet, "/v1/tools", "tools", h.tools},
 		{http.MethodGet, "/v1/grants", "grants", h.grants},
 		{http.MethodPost, "/v1/grants/{id}/revoke", "revoke_grant", h.revokeGrant},
 	}
-	allowed := map[string][]string{"/v1/openapi.json": {http.MethodGet}}
+	allowed := map[string][]string{"/v1/openapi.json": {http.MethodGet}, JWKSPath: {http.MethodGet}}
 	h.mux.HandleFunc("GET /v1/openapi.json", h.serveOpenAPI)
-	h.operations = []string{"GET /v1/openapi.json"}
+	h.mux.HandleFunc("GET "+JWKSPath, h.serveJWKS)
+	h.operations = []string{"GET /v1/openapi.json", "GET " + JWKSPath}
 	for _, rt := range routes {
 		h.mux.Handle(rt.method+" "+rt.pattern, h.authenticated(rt.name, rt.fn))
 		h.operations = append(h.operations, rt.method+" "+rt.pattern)

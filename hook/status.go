@@ -28,6 +28,8 @@ var statuses = map[string]int{
 	approvals.CodeAlreadyResolved:  http.StatusConflict,
 	approvals.CodeNoCallback:       http.StatusConflict,
 	approvals.CodeNoDelivery:       http.StatusConflict,
+	approvals.CodeOutcomeConflict:  http.StatusConflict,
+	approvals.CodeNotAgentExecuted: http.StatusConflict,
 	approvals.CodeUnavailable:      http.StatusServiceUnavailable,
 	approvals.CodeInternal:         http.StatusInternalServerError,
 

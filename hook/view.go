@@ -66,6 +66,7 @@ func viewFrom(s *approvals.Service, req store.Request, parts store.RequestParts)
 	if d := parts.Decision; d != nil {
 		v.Decision = &wire.Decision{Verdict: string(d.Verdict), By: d.DecidedBy, At: d.DecidedAt.UTC(), Via: d.Via, Round: d.Round, Reason: d.Reason,
 			Retry: retryAfter(d)}
+		v.Receipt = s.Receipt(req, d)
 	}
 	if parts.Execution != nil {
 		v.Execution = executionView(*parts.Execution)

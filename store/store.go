@@ -49,6 +49,10 @@ type Store interface {
 	MarkRestored(ctx context.Context, p RestoreParams) (Restore, error)
 	ExpireClaims(ctx context.Context, now *time.Time, limit int) (int, error)
 	LeaseUnknowns(ctx context.Context, p LeaseUnknownsParams) ([]Unknown, error)
+	// ReportOutcome and ExpireOutcomes are agent-executed writes' (see
+	// Ledger.ReportOutcome).
+	ReportOutcome(ctx context.Context, p OutcomeParams) (recorded bool, err error)
+	ExpireOutcomes(ctx context.Context, timeouts map[string]time.Duration, now time.Time, limit int) (int, error)
 
 	// Cards and their delivery.
 	EnqueueOutbox(ctx context.Context, kind OutboxKind, requestID string, round int, data map[string]any, at time.Time) error

@@ -65,6 +65,10 @@ type Request struct {
 	// stored; Votes are the current round's votes, oldest first.
 	Policy RequestPolicy `json:"policy"`
 	Votes  []Vote        `json:"votes"`
+	// Receipt is the signed receipt of an agent-executed tool's approval
+	// (a compact JWS, package receipt): the agent sends it to its provider
+	// in Countersign-Receipt with the write. Absent otherwise.
+	Receipt string `json:"receipt,omitempty"`
 
 	// Replayed is not in the body: a client sets it when POST found the
 	// key already stored (200 with Idempotent-Replayed) rather than

@@ -240,9 +240,14 @@ func newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net
 		groups = newGroups(slackClient)
 	}
 	a.reviewMetrics, a.hookMetrics = approvals.NewMetrics(a.registry), hook.NewMetrics(a.registry)
+	receipts, err := receiptKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if a.review, err = approvals.New(approvals.Config{
 		DB: b.store, Tools: cfg.ReviewTools(), Groups: groups, Batcher: batcher,
 		Logger: logger.With("component", "approvals"), Owners: cfg.AgentOwners(), Metrics: a.reviewMetrics,
+		Receipts: receipts,
 	}); err != nil {
 		return nil, err
 	}
@@ -251,6 +256,15 @@ func newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net
 	}
 	if err := a.sched.addLeaderSweep("expiry", cfg.File.Executor.ExpirySchedule, func(ctx context.Context) error {
 		_, err := a.review.ExpireOnce(ctx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// Agent-executed writes whose outcome never came need a person; the
+	// sweep runs with the expiry's schedule and does nothing without such
+	// a tool.
+	if err := a.sched.addLeaderSweep("outcomes", cfg.File.Executor.ExpirySchedule, func(ctx context.Context) error {
+		_, err := a.review.ExpireOutcomesOnce(ctx)
 		return err
 	}); err != nil {
 		return nil, err
@@ -327,6 +341,7 @@ func (a *app) mountRoutes() error {
 	api := hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics)
 	a.api = api
 	a.mux.Handle("/v1/", api)
+	a.mux.Handle(hook.JWKSPath, api)
 	a.mux.Handle("/mcp", a.mcpHandler(api.Agents(), api))
 	ops := a.mux
 	if a.cfg.AdminListen != "" {

@@ -40,6 +40,7 @@ var floors = map[string]int{
 	"internal/requestid":  FloorLeaf,
 	"internal/mutant":     FloorLeaf,
 	"migrations":          FloorLeaf,
+	"receipt":             FloorLeaf + 1, // a provider's verifier: intentkey's canonical form, nothing of the service
 
 	"store":    FloorCore,
 	"delivery": FloorCore, // the one claim/lease/retry/pace worker: plumbing, no domain
