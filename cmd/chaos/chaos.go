@@ -224,6 +224,7 @@ tools:
     max_attempts: 20
     claim_timeout: 5s
     remind_after: 2s
+    reject_reason: off   # a reject click decides at once: the reason form is a modal the run does not fill
   chaos.unkeyed:
     approvers: [%[5]s]
     approvals: 2
@@ -233,6 +234,7 @@ tools:
     verify_after: 1s
     max_attempts: 20
     claim_timeout: 5s
+    reject_reason: off
     remind_after: 2s
 `, slackChannel, hex.EncodeToString(sum[:]), agentURL, retentionFor, strings.Join(approvers, ", "), keyedURL, unkeyedURL)
 }

@@ -188,6 +188,7 @@ agents:
     claim_timeout: 5s
     request_ttl: %s
     remind_after: %s
+    reject_reason: off
 `, dayTool(i), dayChannel(i/dayToolsPerCh), strings.Join(approvers, ", "), keyedURL, d.real(d.opts.RequestTTL), d.real(remindAfter))
 	}
 	return b.String()
