@@ -52,6 +52,13 @@ var (
 	// ErrNothingToRedrive: Redrive before any callback was sent for the
 	// request (it has not settled or needed review).
 	ErrNothingToRedrive = errors.New("countersign: nothing_to_redrive")
+	// ErrOutcomeConflict: an agent-executed write's outcome was reported
+	// already, and differently; the first report stands.
+	ErrOutcomeConflict = errors.New("countersign: outcome_conflict")
+	// ErrNotAgentExecuted: an outcome reported for a request that awaits
+	// none from its agent (countersign sends its tool's writes, or it was
+	// not approved).
+	ErrNotAgentExecuted = errors.New("countersign: not_agent_executed")
 	// ErrUnavailable: countersign cannot reach its database; Do, Request,
 	// Get and Wait retry it after APIError.RetryAfter.
 	ErrUnavailable = errors.New("countersign: unavailable")
@@ -72,6 +79,8 @@ var codes = map[string]error{
 	"invalid_effect":          ErrInvalidEffect,
 	"unknown_tool":            ErrUnknownTool,
 	"denied_by_policy":        ErrDeniedByPolicy,
+	"outcome_conflict":        ErrOutcomeConflict,
+	"not_agent_executed":      ErrNotAgentExecuted,
 	"key_reused":              ErrKeyReused,
 	"pruned":                  ErrPruned,
 	"unauthorized":            ErrUnauthorized,

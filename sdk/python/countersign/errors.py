@@ -105,6 +105,20 @@ class DeniedByPolicyError(APIError):
     tier: str | None = None
 
 
+class OutcomeConflictError(APIError):
+    """An agent-executed write's outcome was reported already, and
+    differently: the first report stands."""
+
+    code = "outcome_conflict"
+
+
+class NotAgentExecutedError(APIError):
+    """An outcome reported for a request that awaits none from its agent:
+    countersign sends its tool's writes, or it was not approved."""
+
+    code = "not_agent_executed"
+
+
 class KeyReusedError(APIError):
     """The key already names another write (or another agent's request).
     Sending it again will not help: the intent must change."""
@@ -221,7 +235,7 @@ ERRORS: Mapping[str, type[APIError]] = {
         KeyReusedError, PrunedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError,
         StaleCardError, NotApproverError, NoLongerApproverError, SelfApprovalError, AlreadyResolvedError,
         CallbackNotConfiguredError, NothingToRedriveError, UnavailableError, InternalError,
-        MethodNotAllowedError, UnsupportedMediaTypeError,
+        MethodNotAllowedError, UnsupportedMediaTypeError, OutcomeConflictError, NotAgentExecutedError,
     )
 }
 

@@ -104,6 +104,18 @@ export class DeniedByPolicyError extends APIError {
   tier: string | undefined;
 }
 
+/** An agent-executed write's outcome was reported already, and differently: the first report stands. */
+export class OutcomeConflictError extends APIError {
+  override name = "OutcomeConflictError";
+  static override readonly code = "outcome_conflict";
+}
+
+/** An outcome reported for a request that awaits none from its agent (countersign sends its tool's writes, or it was not approved). */
+export class NotAgentExecutedError extends APIError {
+  override name = "NotAgentExecutedError";
+  static override readonly code = "not_agent_executed";
+}
+
 /** The key already names another write (or another agent's request); the intent must change. */
 export class KeyReusedError extends APIError {
   override name = "KeyReusedError";
@@ -221,7 +233,7 @@ export const ERRORS: Readonly<Record<string, APIErrorClass>> = Object.freeze(
       MalformedJSONError, InvalidRequestError, InvalidEffectError, UnknownToolError, DeniedByPolicyError, KeyReusedError,
       PrunedError, UnauthorizedError, TooLargeError, NotFoundError, AlreadyDecidedError, StaleCardError, NotApproverError,
       NoLongerApproverError, SelfApprovalError, AlreadyResolvedError, CallbackNotConfiguredError, NothingToRedriveError, UnavailableError,
-      InternalError, MethodNotAllowedError, UnsupportedMediaTypeError,
+      InternalError, MethodNotAllowedError, UnsupportedMediaTypeError, OutcomeConflictError, NotAgentExecutedError,
     ].map((cls): [string, APIErrorClass] => [cls.code, cls]),
   ),
 );

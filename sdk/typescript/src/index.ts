@@ -13,6 +13,8 @@ export {
   CallbackNotConfiguredError,
   CountersignError,
   DeniedByPolicyError,
+  NotAgentExecutedError,
+  OutcomeConflictError,
   ERRORS,
   InternalError,
   InvalidEffectError,
