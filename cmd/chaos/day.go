@@ -47,15 +47,17 @@ type DayOptions struct {
 // runs inside go test. In the tiny day's thirty intents the few that no
 // reviewer ever looks at wait out their TTL and can be
 // most of the last hour's queue, so its pending queue is held only to its
-// peak; the full day holds it to a quarter. Its TTL (20 simulated hours,
-// 12 s) outlasts the outbox lease (8 s): a card whose post the replica
-// killed at noon had claimed comes back only when the lease runs out, and
-// with a shorter TTL its request could expire first and never get a card.
+// peak; the full day holds it to a quarter. Its TTL (30 simulated hours,
+// 18 s) outlasts the outbox lease (8 s) with room for the channel's pacing
+// on a busy machine: a card whose post the replica killed at noon had
+// claimed comes back only when the lease runs out, and with a shorter TTL
+// its request could expire first and never get a card (at 12 s, one did on
+// a loaded run).
 var (
 	fullDay = DayOptions{Day: 270 * time.Second, Replicas: 3, Teams: 40, Channels: 16, Intents: 400,
 		ReplayShare: 0.1, BurstShare: 0.2, BurstMin: 20, BurstMax: 40, RequestTTL: 2 * time.Hour, Drain: 90 * time.Second, SettleShare: 0.25, DispatchP99: 2 * time.Second}
 	tinyDay = DayOptions{Day: 15 * time.Second, Replicas: 2, Teams: 6, Channels: 8, Intents: 30,
-		ReplayShare: 0.1, BurstShare: 0.3, BurstMin: 4, BurstMax: 8, RequestTTL: 20 * time.Hour, Drain: 20 * time.Second, SettleShare: 1, DispatchP99: maxRecovery}
+		ReplayShare: 0.1, BurstShare: 0.3, BurstMin: 4, BurstMax: 8, RequestTTL: 30 * time.Hour, Drain: 20 * time.Second, SettleShare: 1, DispatchP99: maxRecovery}
 )
 
 // The reviewers, in simulated time. A review's delay, from the card
