@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/wire"
 )
 
 // Refusal codes of POST /v1/requests/{ref}/outcome.
@@ -25,11 +26,7 @@ var (
 )
 
 // OutcomeReport is an agent's report of the write it performed itself.
-type OutcomeReport struct {
-	Status      string `json:"status"` // succeeded or failed
-	ProviderRef string `json:"provider_ref"`
-	Detail      string `json:"detail"`
-}
+type OutcomeReport = wire.Outcome
 
 // MaxOutcomeField is the longest provider_ref or detail kept, in bytes.
 const MaxOutcomeField = 4096
@@ -54,7 +51,7 @@ func (s *Service) ReportOutcome(ctx context.Context, agent Agent, ref string, ou
 	if err != nil {
 		return store.Request{}, err
 	}
-	if tool, ok := s.Tool(req.Tool); !ok || !tool.AgentExecuted() || req.Status != store.RequestApproved {
+	if !req.Policy.AgentExecuted() || req.Status != store.RequestApproved {
 		return req, ErrNotAgentExecuted
 	}
 	recorded, err := s.DB.ReportOutcome(ctx, store.OutcomeParams{Request: req, To: to, ProviderRef: out.ProviderRef,

@@ -12,7 +12,7 @@ import (
 // ExecuteAgent is a tool's execute when the agent performs its approved
 // writes itself: countersign never sends them, and an approved request
 // carries a receipt the agent shows its provider.
-const ExecuteAgent = "agent"
+const ExecuteAgent = store.ExecuteAgent
 
 // DefaultOutcomeTimeout is how long an approved agent-executed write waits
 // for its outcome before it needs review, when the tool does not say.
@@ -31,14 +31,22 @@ func (t Tool) outcomeTimeout() time.Duration {
 	return DefaultOutcomeTimeout
 }
 
+// outcomeTimeoutOf is the outcome timeout of the tool as configured now, or
+// the default for a tool no longer configured.
+func (s *Service) outcomeTimeoutOf(name string) time.Duration {
+	if tool, ok := s.Tool(name); ok {
+		return tool.outcomeTimeout()
+	}
+	return DefaultOutcomeTimeout
+}
+
 // Receipt returns the signed receipt of req's approval d, or "" when there
-// is none to give: the tool is not agent-executed (as configured now), the
-// request is not approved, or no key signs receipts. Signing is cheap and
+// is none to give: the request was not frozen as agent-executed, it is not
+// approved, or no key signs receipts. Signing is cheap and
 // deterministic, so the receipt is signed each time the request is
 // represented rather than stored.
 func (s *Service) Receipt(req store.Request, d *store.Decision) string {
-	tool, ok := s.Tool(req.Tool)
-	if s.Receipts == nil || !ok || !tool.AgentExecuted() || req.Status != store.RequestApproved ||
+	if s.Receipts == nil || !req.Policy.AgentExecuted() || req.Status != store.RequestApproved ||
 		d == nil || d.Verdict != store.VerdictApprove {
 		return ""
 	}
@@ -46,7 +54,7 @@ func (s *Service) Receipt(req store.Request, d *store.Decision) string {
 	token, err := s.Receipts.Sign(receipt.Claims{
 		Key: req.Key, Tool: req.Tool, Agent: req.RequestedBy, EffectSHA256: hex.EncodeToString(sum[:]),
 		DecidedBy: d.DecidedBy, Via: receipt.ViaOf(d.Via), PolicyVersion: req.Policy.Version,
-		IssuedAt: d.DecidedAt.Unix(), Expiry: d.DecidedAt.Add(tool.outcomeTimeout()).Unix(),
+		IssuedAt: d.DecidedAt.Unix(), Expiry: d.DecidedAt.Add(s.outcomeTimeoutOf(req.Tool)).Unix(),
 	})
 	if err != nil {
 		s.Logger.Error("signing a receipt", "request_id", req.ID, "error", err)

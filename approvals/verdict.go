@@ -79,7 +79,7 @@ type Evaluation struct {
 func (t Tool) Evaluate(in PolicyInput) Evaluation {
 	var ev Evaluation
 	p := store.Policy{Verdict: t.Verdict, Approvals: max(t.Approvals, 1), Approvers: t.Approvers,
-		TierName: DefaultTierName, Deny: t.Deny, Version: t.PolicyVersion()}
+		TierName: DefaultTierName, Deny: t.Deny, Version: t.PolicyVersion(), Execute: t.Execute}
 	notify := t.Notify
 	for i, tier := range t.Tiers {
 		if !tier.When.Matches(in) {
@@ -120,7 +120,7 @@ func (t Tool) PolicyFor(effect []byte) store.Policy {
 	in, err := NewPolicyInput(effect, t.Name, "", "", time.Now())
 	if err != nil {
 		return store.Policy{Verdict: VerdictAsk, Approvals: max(t.Approvals, 1), Approvers: t.Approvers,
-			TierName: DefaultTierName, Version: t.PolicyVersion()}
+			TierName: DefaultTierName, Version: t.PolicyVersion(), Execute: t.Execute}
 	}
 	return t.Evaluate(in).Policy
 }
@@ -151,9 +151,12 @@ func (t Tool) PolicyVersion() string {
 }
 
 // digest is a digest of the rules that decide the tool's verdicts:
-// its own rule and every tier that is not a shadow, in order. Shadow tiers,
-// reminders and the card's settings do not change it, so turning a shadow
-// rule on does not re-check approvals already given.
+// its own rule and every tier that is not a shadow, in order, and who
+// performs the approved write when it is the agent. Shadow tiers, reminders
+// and the card's settings do not change it, so turning a shadow rule on
+// does not re-check approvals already given; turning an agent-executed
+// tool into a dispatched one does (the executor escalates what was
+// approved for the agent).
 func (t Tool) digest() string {
 	type rule struct {
 		Name      string   `json:"name,omitempty"`
@@ -162,12 +165,13 @@ func (t Tool) digest() string {
 		Deny      string   `json:"deny,omitempty"`
 		Approvals int      `json:"approvals"`
 		Approvers []string `json:"approvers"`
+		Execute   string   `json:"execute,omitempty"`
 	}
 	verdict := t.Verdict
 	if verdict == "" {
 		verdict = VerdictAsk
 	}
-	rules := []rule{{Verdict: verdict, Deny: t.Deny, Approvals: max(t.Approvals, 1), Approvers: t.Approvers}}
+	rules := []rule{{Verdict: verdict, Deny: t.Deny, Approvals: max(t.Approvals, 1), Approvers: t.Approvers, Execute: t.Execute}}
 	for i, tier := range t.Tiers {
 		if tier.Shadow {
 			continue

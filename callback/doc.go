@@ -1,10 +1,11 @@
 // Package callback delivers signed callbacks to agents: when one of an
-// agent's requests settles or needs a person again, the store queues a
+// agent's requests settles, needs a person again, or (a write of an
+// agent-executed tool) is approved for the agent to perform, the store queues a
 // delivery in the transition's transaction (store.Callback), and a
 // Deliverer POSTs the request's representation to the agent's configured
 // URL with
 //
-//	Countersign-Event: request.settled | request.needs_review
+//	Countersign-Event: request.settled | request.needs_review | request.approved
 //	Countersign-Delivery: <delivery id, the same on every retry and redrive>
 //	Countersign-Signature: t=<unix>,v1=<hex>,v2=<hex> (v2 also covers the method, the path and the delivery id)
 //

@@ -102,14 +102,16 @@ func (c *Client) Get(ctx context.Context, ref string) (*Request, error) {
 }
 
 // Wait returns the request named by ref once it is settled (rejected,
-// expired, cancelled, or its execution succeeded or failed), long-polling
-// from the version it last saw so no change is missed. It waits until ctx
-// ends; a request that needs a human's review of its outcome is not settled.
+// expired, cancelled, or its execution succeeded or failed), or once it
+// awaits its agent (AwaitsOutcome: an agent-executed write approved, with
+// its receipt), long-polling from the version it last saw so no change is
+// missed. It waits until ctx ends; a request that needs a human's review of
+// its outcome is not settled.
 func (c *Client) Wait(ctx context.Context, ref string) (*Request, error) {
 	// A plain read first: a request settled already needs no poll, and its
 	// version is where the first poll starts.
 	req, err := c.Get(ctx, ref)
-	for err == nil && !req.Settled {
+	for err == nil && !req.Settled && !req.AwaitsOutcome() {
 		query := url.Values{"wait": {pollWait.String()}, "since": {strconv.FormatInt(req.Version, 10)}}
 		var a answer
 		if a, err = c.call(ctx, http.MethodGet, requestPath(ref, "")+"?"+query.Encode(), nil, true); err == nil {
@@ -133,6 +135,23 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Request, error) {
 		return req, err
 	}
 	return c.Wait(ctx, req.ID)
+}
+
+// ReportOutcome records how an agent-executed write the agent performed
+// itself went (wire.OutcomeSucceeded or wire.OutcomeFailed) and returns the
+// request settled by it. The same report again is answered as the first;
+// another is ErrOutcomeConflict. A network error, a 500 or a 503 is
+// retried until ctx ends: the report is idempotent.
+func (c *Client) ReportOutcome(ctx context.Context, ref string, out wire.Outcome) (*Request, error) {
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding the outcome: %w", err)
+	}
+	a, err := c.call(ctx, http.MethodPost, requestPath(ref, "/outcome"), body, true)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRequest(a)
 }
 
 // Cancel withdraws a pending request. One no longer pending is

@@ -12,8 +12,8 @@ import (
 const (
 	// SignatureHeader is "t=<unix>,v1=<hex>,v2=<hex>" (docs/CALLBACKS.md).
 	SignatureHeader = signature.Header
-	// EventHeader names a callback's event: request.settled or
-	// request.needs_review.
+	// EventHeader names a callback's event: request.settled,
+	// request.needs_review or request.approved.
 	EventHeader = "Countersign-Event"
 	// DeliveryHeader identifies a callback delivery; a redelivery repeats it.
 	DeliveryHeader = signature.DeliveryHeader

@@ -13,6 +13,7 @@ const (
 	CodePrecondition     = "precondition_failed"
 	CodePolicyStricter   = "policy_stricter"  // the policy in force denies the write or asks more approvals
 	CodePolicyUnchecked  = "policy_unchecked" // released unsent: the policy in force could not be re-checked
+	CodeExecuteChanged   = "execute_changed"  // approved for its agent to perform; the tool now dispatches
 	CodeClaimTimeout     = store.CodeClaimTimeout
 	CodeClaimTooShort    = "claim_too_short" // released unsent: the claim would end mid-send
 	CodeNotDone          = "verified_not_done"

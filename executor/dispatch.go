@@ -161,6 +161,10 @@ func (e *Executor) perform(ctx context.Context, c store.Claim, claimedAt time.Ti
 				Message: "the policy in force could not be re-checked (" + err.Error() + "); nothing was sent",
 			}), false
 		}
+		if stale != nil && stale.escalate {
+			log().Warn("refusing to send", slog.String("code", stale.code), slog.String("reason", stale.msg))
+			return escalate(base, stale.code, stale.msg), false
+		}
 		if stale != nil {
 			// Recorded by supersede, or the claim moved on under us: either
 			// way nothing more is written for this claim.

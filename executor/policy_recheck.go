@@ -29,7 +29,8 @@ type PolicyRecheck struct {
 // read; otherwise the request and its approving decision are, and a
 // stricter verdict (Tool.Recheck) makes the approval stale: the request
 // goes to a new round under the policy in force, or is denied by it, and
-// the superseded event names both versions. An equal or looser verdict
+// the superseded event names both versions. A write approved for its agent
+// to perform, whose tool countersign now dispatches, needs review unsent. An equal or looser verdict
 // lets the write go as approved.
 func (e *Executor) recheckPolicy(ctx context.Context, c store.Claim) (*staleness, error) {
 	tool := e.toolset.Load().tools[c.Tool]
@@ -39,6 +40,12 @@ func (e *Executor) recheckPolicy(ctx context.Context, c store.Claim) (*staleness
 	req, err := e.db.RequestByID(ctx, c.RequestID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the request: %w", err)
+	}
+	if req.Policy.AgentExecuted() {
+		// Approved for its agent to perform, and perhaps performed with
+		// its receipt: countersign sending it too could write it twice.
+		return &staleness{code: CodeExecuteChanged, escalate: true,
+			msg: "approved for its agent to perform (execute: agent), but the tool now has countersign send its writes; nothing was sent: settle it by hand"}, nil
 	}
 	approved, err := e.db.DecisionFor(ctx, c.RequestID, c.Round)
 	if err != nil {

@@ -28,9 +28,11 @@ func provenNotDone(tool Tool, lastCode *string) bool {
 }
 
 // staleness is why an approval no longer stands, and, when a stricter
-// policy retired it, what its new round is frozen under.
+// policy retired it, what its new round is frozen under. escalate sends
+// the execution to needs_review instead of a new round.
 type staleness struct {
 	code, msg string
+	escalate  bool
 	policy    *store.Policy
 	denial    *store.AutoDecision
 	data      map[string]any

@@ -51,6 +51,10 @@ func Sentence(r *client.Request) string {
 	case client.StatusCancelled:
 		s = "cancelled; nothing was written"
 	case client.StatusApproved:
+		if r.AwaitsOutcome() {
+			s = "approved" + decidedBy(r) + performYourself(r)
+			break
+		}
 		s = "approved" + decidedBy(r) + execution(r.Execution)
 	default:
 		s = string(r.Status)
@@ -89,6 +93,19 @@ func byPolicy(r *client.Request) (rule string, ok bool) {
 		return "", false
 	}
 	return strings.CutPrefix(r.Decision.By, "policy:")
+}
+
+// performYourself is what a model must do with an approved write of an
+// agent-executed tool: countersign does not send it, the agent does, once,
+// with the key and the receipt, and then says how it went.
+func performYourself(r *client.Request) string {
+	s := "; countersign does not send this write: perform it yourself now, exactly the approved effect, once, " +
+		"with the headers Idempotency-Key: " + r.Key + " and Countersign-Receipt: <the receipt field of this result>, " +
+		"then call report_outcome with ref " + r.Key + " and status succeeded or failed"
+	if r.Execution != nil && r.Execution.State == client.ExecNeedsReview {
+		s += " (its outcome is overdue: a person has been asked to look; report it now)"
+	}
+	return s
 }
 
 // execution says how an approved request's write is going.

@@ -72,7 +72,7 @@ func TestArgumentsAreCheckedBeforeAnythingIsSent(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	if got := strings.Join(names, " "); got != "cancel_request get_request list_requests list_tools request_billing_credit request_write wait_for_outcome" {
+	if got := strings.Join(names, " "); got != "cancel_request get_request list_requests list_tools report_outcome request_billing_credit request_write wait_for_outcome" {
 		t.Errorf("tools: %s", got)
 	}
 	for _, c := range []struct {

@@ -84,13 +84,24 @@ func (h *handlers) fixedTools() []served {
 		}, h.listRequests},
 		{&mcp.Tool{
 			Name: "wait_for_outcome",
-			Description: "Waits until the request is settled (rejected, expired, cancelled, or its write succeeded or failed) or timeout_seconds pass, and returns it; while it waits it sends progress notifications when you gave a progress token. " +
+			Description: "Waits until the request is settled (rejected, expired, cancelled, or its write succeeded or failed), or approved for you to perform yourself (a tool whose writes the agent performs: the result carries the receipt), or timeout_seconds pass, and returns it; while it waits it sends progress notifications when you gave a progress token. " +
 				"A person decides, so this can take minutes or hours: if the result says the request is not settled yet, call it again. Calling it again is always safe.",
 			InputSchema: json.RawMessage(`{"type": "object", "required": ["ref"], "additionalProperties": false, "properties": {` +
 				`"ref": {"type": "string", "description": "The request's key (wa_…) or id."}, ` +
 				fmt.Sprintf(`"timeout_seconds": {"type": "integer", "minimum": 1, "maximum": %d, "description": "How long to wait at most, default %d."}}}`, int(MaxWait.Seconds()), int(defaultWait.Seconds()))),
 			Annotations: readOnly,
 		}, h.waitForOutcome},
+		{&mcp.Tool{
+			Name: "report_outcome",
+			Description: "Reports how a write you performed yourself went: only for a request approved for you to perform (its result said so and carried a receipt). " +
+				"Reporting the same outcome again is safe; a different one after it is refused with outcome_conflict.",
+			InputSchema: json.RawMessage(`{"type": "object", "required": ["ref", "status"], "additionalProperties": false, "properties": {` +
+				`"ref": {"type": "string", "description": "The request's key (wa_…) or id."}, ` +
+				`"status": {"enum": ["succeeded", "failed"], "description": "Whether the write happened."}, ` +
+				`"provider_ref": {"type": "string", "maxLength": 4096, "description": "The provider's id of the write, if it gave one."}, ` +
+				`"detail": {"type": "string", "maxLength": 4096, "description": "What went wrong, for a failure; anything worth keeping otherwise."}}}`),
+			Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false)},
+		}, h.reportOutcome},
 		{&mcp.Tool{
 			Name:        "cancel_request",
 			Description: "Withdraws a request still pending, so it is never performed. A request already decided is refused with already_decided.",
@@ -152,6 +163,29 @@ func (h *handlers) getRequest(ctx context.Context, req *mcp.CallToolRequest) (*m
 	ctx, cancel := context.WithTimeout(ctx, h.callTimeout)
 	defer cancel()
 	r, err := h.client.Get(ctx, args.Ref)
+	if err != nil {
+		return toolError(err), nil
+	}
+	return requestResult(r), nil
+}
+
+func (h *handlers) reportOutcome(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Ref string `json:"ref"`
+		wire.Outcome
+	}
+	if res := decodeArgs(req.Params.Arguments, &args); res != nil {
+		return res, nil
+	}
+	if strings.TrimSpace(args.Ref) == "" {
+		return argumentError("/ref", "ref is required: the request's key (wa_…) or id"), nil
+	}
+	if args.Status != wire.OutcomeSucceeded && args.Status != wire.OutcomeFailed {
+		return argumentError("/status", "status must be succeeded or failed"), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.callTimeout)
+	defer cancel()
+	r, err := h.client.ReportOutcome(ctx, args.Ref, args.Outcome)
 	if err != nil {
 		return toolError(err), nil
 	}

@@ -85,7 +85,7 @@ func typedNames(tools []client.Tool) (names map[string]string, skipped []string)
 
 // fixedNames are the fixed tools' names, which a typed tool may not take.
 var fixedNames = map[string]bool{"list_tools": true, "request_write": true, "get_request": true,
-	"list_requests": true, "wait_for_outcome": true, "cancel_request": true}
+	"list_requests": true, "wait_for_outcome": true, "cancel_request": true, "report_outcome": true}
 
 // typedTool is the tool name that requests t's writes, its effect
 // described by t's effect schema.

@@ -27,8 +27,9 @@ type waitArgs struct {
 	TimeoutSeconds *int `json:"timeout_seconds"`
 }
 
-// waitForOutcome long-polls the request until it is settled or the wait
-// ends, sending a progress notification (when the client gave a token)
+// waitForOutcome long-polls the request until it is settled, awaits its
+// agent (an agent-executed write approved: the result carries the receipt),
+// or the wait ends, sending a progress notification (when the client gave a token)
 // when it starts and after every poll, with the sentence of where the
 // request stands.
 func (h *handlers) waitForOutcome(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -61,7 +62,7 @@ func (h *handlers) waitForOutcome(ctx context.Context, req *mcp.CallToolRequest)
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: Sentence(r)})
 		}
 		left := time.Until(deadline)
-		if r.Settled || left <= 0 {
+		if r.Settled || r.AwaitsOutcome() || left <= 0 {
 			break
 		}
 		poll := min(left, pollEvery)
@@ -73,7 +74,7 @@ func (h *handlers) waitForOutcome(ctx context.Context, req *mcp.CallToolRequest)
 		return toolError(err), nil
 	}
 	res := requestResult(r)
-	if !r.Settled {
+	if !r.Settled && !r.AwaitsOutcome() {
 		res.Content = []mcp.Content{&mcp.TextContent{Text: Sentence(r) + " (not settled yet: call wait_for_outcome again to keep waiting)"}}
 	}
 	return res, nil

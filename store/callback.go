@@ -12,11 +12,13 @@ import (
 type CallbackEvent string
 
 // Callback events (see docs/DECISIONS.md, "Callbacks"): a request settled
-// (store.Settled), or it needs a person again (a new round awaits reviewers,
-// or its execution waits in needs_review).
+// (store.Settled), it needs a person again (a new round awaits reviewers,
+// or its execution waits in needs_review), or an agent-executed write was
+// approved, so its agent may perform it with the receipt.
 const (
 	CallbackSettled     CallbackEvent = "request.settled"
 	CallbackNeedsReview CallbackEvent = "request.needs_review"
+	CallbackApproved    CallbackEvent = "request.approved"
 )
 
 // CallbackState is where a delivery stands; values equal the SQL values.

@@ -472,6 +472,13 @@ func (l *Ledger) decideTx(ctx context.Context, ex Executor, p DecideParams) (req
 			MaxAttempts: p.MaxAttempts, At: d.DecidedAt}); err != nil {
 			return req, d, false, fmt.Errorf("creating execution: %w", err)
 		}
+		// The agent performs an agent-executed write itself: the approval
+		// is its news, as a settlement is of a write countersign sends.
+		if req.Policy.AgentExecuted() {
+			if err := l.queueCallback(ctx, ex, req.ID, req.RequestedBy, CallbackApproved, d.DecidedAt); err != nil {
+				return req, d, false, err
+			}
+		}
 	} else if err := l.queueCallback(ctx, ex, req.ID, req.RequestedBy, CallbackSettled, d.DecidedAt); err != nil {
 		return req, d, false, err
 	}

@@ -28,7 +28,19 @@ type Policy struct {
 	Deny string `json:"deny,omitempty"`
 	// Shadow lists the shadow tiers that matched: what they would have done.
 	Shadow []ShadowMatch `json:"shadow,omitempty"`
+	// Execute is ExecuteAgent when the tool's agent performs the approved
+	// write itself, frozen so that a tool turned into a dispatched one
+	// never has countersign send a write approved for its agent; "" when
+	// countersign sends it.
+	Execute string `json:"execute,omitempty"`
 }
+
+// ExecuteAgent is a policy's Execute when the agent, not countersign,
+// performs the approved write.
+const ExecuteAgent = "agent"
+
+// AgentExecuted reports whether the write is the agent's to perform.
+func (p Policy) AgentExecuted() bool { return p.Execute == ExecuteAgent }
 
 // PolicyVerdict is what a policy says of an effect before anyone reviews it.
 type PolicyVerdict string

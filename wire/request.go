@@ -76,6 +76,28 @@ type Request struct {
 	Replayed bool `json:"-"`
 }
 
+// Outcome is the body of POST /v1/requests/{ref}/outcome: how an
+// agent-executed write the agent performed itself went.
+type Outcome struct {
+	// Status is succeeded or failed.
+	Status string `json:"status"`
+	// ProviderRef is the provider's id of the write, if it gave one.
+	ProviderRef string `json:"provider_ref,omitempty"`
+	// Detail says more, for a failure above all.
+	Detail string `json:"detail,omitempty"`
+}
+
+// The statuses an agent reports.
+const (
+	OutcomeSucceeded = "succeeded"
+	OutcomeFailed    = "failed"
+)
+
+// AwaitsOutcome reports whether the request waits for its agent: an
+// agent-executed write that was approved (it carries the receipt) and whose
+// outcome the agent has not reported.
+func (r *Request) AwaitsOutcome() bool { return r.Receipt != "" && !r.Settled }
+
 // Succeeded reports whether the write happened.
 func (r *Request) Succeeded() bool {
 	return r.Execution != nil && r.Execution.State == ExecSucceeded

@@ -28,15 +28,7 @@ func TestServeNeverSendsAnAgentExecutedWrite(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	defer provider.Close()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, err := receipt.MarshalPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := testApp(t, &config.Config{ReceiptKey: string(keyPEM), File: config.FileConfig{Tools: map[string]config.ToolConfig{
+	a := testApp(t, &config.Config{ReceiptKey: testReceiptKeyPEM(t), File: config.FileConfig{Tools: map[string]config.ToolConfig{
 		"billing.credit": {Channel: "C0BILLING", Approvers: []string{"UANA"}, Dispatch: config.DispatchConfig{URL: provider.URL + "/credits"}},
 		"billing.payout": {Channel: "C0BILLING", Approvers: []string{"UANA"}, Execute: approvals.ExecuteAgent},
 	}}}, nil)
@@ -102,4 +94,19 @@ func TestServeNeverSendsAnAgentExecutedWrite(t *testing.T) {
 	if e, err := a.db.LatestExecution(ctx, payout.ID); err != nil || e.State != store.ExecSucceeded {
 		t.Errorf("after the report: %+v, %v", e, err)
 	}
+}
+
+// testReceiptKeyPEM is a new receipt signing key, as COUNTERSIGN_RECEIPT_KEY
+// takes it.
+func testReceiptKeyPEM(t *testing.T) string {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := receipt.MarshalPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(keyPEM)
 }

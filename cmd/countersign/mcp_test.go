@@ -286,7 +286,7 @@ func checkMCPReport(t *testing.T, g *mcpGate, r mcpReport) {
 	if r.Server.Name != "countersign" {
 		t.Errorf("server name %q", r.Server.Name)
 	}
-	want := []string{"cancel_request", "get_request", "list_requests", "list_tools", "request_mcp_credit", "request_write", "wait_for_outcome"}
+	want := []string{"cancel_request", "get_request", "list_requests", "list_tools", "report_outcome", "request_mcp_credit", "request_write", "wait_for_outcome"}
 	if !slices.Equal(r.Tools, want) {
 		t.Errorf("tools = %v, want %v", r.Tools, want)
 	}

@@ -178,3 +178,46 @@ func TestSIGHUPToADenyingPolicyStopsAHeldWrite(t *testing.T) {
 		t.Errorf("a replay of the denied intent = %d %s", code, body)
 	}
 }
+
+// A write approved for its agent to perform, whose tool a reload turns into
+// a dispatched one: serve's executor now claims it, sends nothing, and
+// leaves it for a person (needs_review, execute_changed), for the agent may
+// have performed it with its receipt already.
+func TestSIGHUPFromAgentExecutedToDispatchedSendsNothing(t *testing.T) {
+	t.Parallel()
+	provider := providertest.New()
+	provider.Secret = []byte(smokeSecret)
+	srv := providertest.Start(t, provider)
+	s := &recheckServe{provider: provider, dbURL: storetest.NewURL(t), fake: bottest.New(t)}
+	s.tool = func(execute string) string {
+		if execute == "agent" {
+			return "  billing.credit:\n    approvers: [U1]\n    execute: agent\n"
+		}
+		return fmt.Sprintf("  billing.credit:\n    approvers: [U1]\n    dispatch: {url: %q}\n", srv.URL+"/credits")
+	}
+	env := quorumEnv(t, s.dbURL, s.fake, s.tool("agent"))
+	env["COUNTERSIGN_RECEIPT_KEY"] = testReceiptKeyPEM(t)
+	s.cfgPath = env["COUNTERSIGN_CONFIG"]
+	s.serveProcess = startServeProcess(t, env)
+
+	req := postIntent(t, s.base,
+		`{"run_id":"r-execute","step":1,"tool":"billing.credit","effect":{"invoice":"inv_x","amount_cents":700,"currency":"EUR"}}`)
+	if code := clickAt(t, s.base, "U1", "approve", req); code != http.StatusOK {
+		t.Fatalf("the click answered %d", code)
+	}
+	if v := getView(t, s.base, req.Key); v.Status != "approved" || v.Receipt == "" {
+		t.Fatalf("after the approval: %+v; want approved with a receipt", v)
+	}
+	s.reload(t, "dispatch")
+	eventually(t, "the write to need review", func() bool {
+		v := getView(t, s.base, req.Key)
+		return v.Execution != nil && v.Execution.State == "needs_review"
+	})
+	v := getView(t, s.base, req.Key)
+	if v.Execution.Code != "execute_changed" || v.Receipt == "" {
+		t.Errorf("execution %+v, receipt %q; want execute_changed, the receipt still given", v.Execution, v.Receipt)
+	}
+	if n := s.provider.Received(); n != 0 {
+		t.Errorf("the provider received %d writes, want none", n)
+	}
+}

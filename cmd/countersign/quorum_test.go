@@ -97,7 +97,11 @@ type quorumView struct {
 	Votes []struct {
 		By, Verdict string
 	} `json:"votes"`
-	Execution *struct{ State string } `json:"execution"`
+	Execution *struct {
+		State string `json:"state"`
+		Code  string `json:"code"`
+	} `json:"execution"`
+	Receipt string `json:"receipt"`
 }
 
 func getView(t *testing.T, base, ref string) quorumView {

@@ -86,6 +86,26 @@ func testCallbacksQueueWithTheirTransition(t *testing.T, b *Backend) {
 	}
 	expect("a success", req.ID, store.CallbackSettled)
 
+	// An agent-executed write's approval is its agent's news; its reported
+	// outcome settles it.
+	agentWrite := insert(t, b, func() store.NewRequest {
+		p := newRequest("wa_cb_agent", "sha256:b")
+		p.Policy = store.Policy{Approvals: 1, Execute: store.ExecuteAgent}
+		return p
+	}())
+	agentWrite, _, ok, err := b.Decide(ctx, decide(agentWrite, store.VerdictApprove, "U1"))
+	if err != nil || !ok {
+		t.Fatalf("Decide = %v, %v", ok, err)
+	}
+	if !agentWrite.Policy.AgentExecuted() {
+		t.Errorf("the decided request's policy = %+v, want it frozen as agent-executed", agentWrite.Policy)
+	}
+	expect("an agent-executed approval", agentWrite.ID, store.CallbackApproved)
+	if recorded, err := b.ReportOutcome(ctx, store.OutcomeParams{Request: agentWrite, To: store.ExecSucceeded, Actor: "agent:agent"}); err != nil || !recorded {
+		t.Fatalf("ReportOutcome = %v, %v", recorded, err)
+	}
+	expect("an agent's outcome", agentWrite.ID, store.CallbackApproved, store.CallbackSettled)
+
 	// needs_review asks for a person; resolving it settles.
 	review, _ := approved(t, b, "wa_cb_review")
 	c = toNeedsReview(t, b)
