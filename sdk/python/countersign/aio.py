@@ -149,13 +149,13 @@ class AsyncClient:
                     req = await self.wait_for_decision(req.id,
                                                        timeout=timeout if timeout is not None else default_timeout)
                 _gated.check_approved(req)
+                if not req.receipt:
+                    raise _gated.not_agent_executed(req)
                 if (outcome := _gated.recorded(req)) is not None:
                     journal.delete(req.key)
                     return _gated.finished(req, outcome, called=False)
                 if (outcome := journal.read(req.key)) is not None:
                     return _gated.finished(await self._report(journal, req, outcome), outcome, called=False)
-                if not req.receipt:
-                    raise _gated.not_agent_executed(req)
                 try:
                     value = await fn(effect, req.receipt, req.key)
                 except Exception as e:

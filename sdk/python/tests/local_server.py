@@ -115,13 +115,15 @@ class Provider:
 
 @dataclass
 class AgentWrite:
-    """A write an agent made itself, and what the receipt check answered:
-    "" for a receipt that approves it, else the refusal's code."""
+    """A write an agent made itself, what the receipt check answered ("" for
+    a receipt that approves it, else the refusal's code), and the id the
+    provider answered."""
 
     key: str
     body: bytes
     receipt: str
     refusal: str
+    id: str
 
 
 class AgentProvider:
@@ -132,6 +134,7 @@ class AgentProvider:
 
     def __init__(self, jwks_url: str, tool: str) -> None:
         self.writes: list[AgentWrite] = []
+        self.lock = threading.Lock()
         self.verifier = fetch_verifier(jwks_url)
         provider = self
 
@@ -143,9 +146,12 @@ class AgentProvider:
                     refusal = ""
                 except ReceiptError as e:
                     refusal = e.code
-                provider.writes.append(AgentWrite(self.headers.get("Idempotency-Key", ""), body,
-                                                  self.headers.get("Countersign-Receipt", ""), refusal))
-                answer = json.dumps({"id": f"payout_{len(provider.writes)}", "refusal": refusal}).encode()
+                with provider.lock:
+                    write = AgentWrite(self.headers.get("Idempotency-Key", ""), body,
+                                       self.headers.get("Countersign-Receipt", ""), refusal,
+                                       f"payout_{len(provider.writes) + 1}")
+                    provider.writes.append(write)
+                answer = json.dumps({"id": write.id, "refusal": refusal}).encode()
                 self.send_response(403 if refusal else 201)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
@@ -234,7 +240,9 @@ class Server:
                                         callback_secret=CALLBACK_SECRET))
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("COUNTERSIGN_", "SLACK_"))}
         self.env.update(COUNTERSIGN_CONFIG=str(config), COUNTERSIGN_DATA_DIR=str(self.workdir / "data"),
-                        COUNTERSIGN_LISTEN="127.0.0.1:0", COUNTERSIGN_LOG_FORMAT="json")
+                        COUNTERSIGN_LISTEN="127.0.0.1:0", COUNTERSIGN_LOG_FORMAT="json",
+                        # No load balancer to drain from: stop at once.
+                        COUNTERSIGN_DRAIN_DELAY="0s")
         self.binary = binary(self.workdir)
         self.starts = 0
         self.process: subprocess.Popen[bytes] | None = None
