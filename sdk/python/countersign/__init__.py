@@ -38,9 +38,11 @@ from .errors import (
     NoLongerApproverError,
     NotApproverError,
     NotAgentExecutedError,
+    NotApprovedError,
     NotFoundError,
     NothingToRedriveError,
     OutcomeConflictError,
+    RejectedError,
     SelfApprovalError,
     SignatureError,
     StaleCardError,
@@ -51,7 +53,9 @@ from .errors import (
     UnsupportedMediaTypeError,
     Violation,
     WaitTimeout,
+    WriteFailedError,
 )
+from .gated import GatedResult, Journal, Outcome
 from .key import InvalidKeyError, check_client_key, intent_key
 from .request import Callback, Decision, Execution, Page, Policy, Request, RequestPolicy, Response, Tool, Vote
 from .signature import DEFAULT_TOLERANCE, verify_signature
@@ -60,12 +64,12 @@ from .version import __version__
 __all__ = [
     "ERRORS", "DEFAULT_TOLERANCE", "APIError", "AlreadyDecidedError", "AlreadyResolvedError", "AsyncClient",
     "Callback", "CallbackNotConfiguredError", "Client", "ConnectionError", "ConnectionTimeoutError",
-    "CountersignError", "Decision", "DeniedByPolicyError", "Execution", "InternalError", "InvalidEffectError", "InvalidKeyError",
+    "CountersignError", "Decision", "DeniedByPolicyError", "Execution", "GatedResult", "Journal", "InternalError", "InvalidEffectError", "InvalidKeyError",
     "InvalidRequestError", "KeyReusedError", "MalformedJSONError", "MethodNotAllowedError",
-    "NoLongerApproverError", "NotAgentExecutedError", "NotApproverError", "NotFoundError", "NothingToRedriveError",
-    "NumberError", "OutcomeConflictError", "Page",
-    "Policy", "PrunedError", "Request", "RequestPolicy", "Response", "SelfApprovalError", "SignatureError", "StaleCardError",
+    "NoLongerApproverError", "NotAgentExecutedError", "NotApprovedError", "NotApproverError", "NotFoundError", "NothingToRedriveError",
+    "NumberError", "Outcome", "OutcomeConflictError", "Page",
+    "Policy", "PrunedError", "RejectedError", "Request", "RequestPolicy", "Response", "SelfApprovalError", "SignatureError", "StaleCardError",
     "Tool", "TooLargeError", "UnauthorizedError", "UnavailableError", "UnknownToolError",
-    "UnsupportedMediaTypeError", "Violation", "Vote", "WaitTimeout", "__version__", "check_client_key", "intent_key",
+    "UnsupportedMediaTypeError", "Violation", "Vote", "WaitTimeout", "WriteFailedError", "__version__", "check_client_key", "intent_key",
     "verify_signature",
 ]

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import functools
 import math
+import os
 import time
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
-from . import calls
-from .errors import WaitTimeout
+from . import calls, gated as _gated
+from .errors import OutcomeConflictError, WaitTimeout
+from .gated import GatedResult
 from .request import Page, Request, Tool
 from .transport import RETRIED, Call, T, Transport
 from .version import __version__
+
+R = TypeVar("R")
 
 
 class AsyncClient:
@@ -69,16 +75,23 @@ class AsyncClient:
 
     async def wait(self, ref: str, timeout: float | None = None) -> Request:
         """See Client.wait."""
+        return await self._wait(ref, timeout, lambda req: req.settled)
+
+    async def wait_for_decision(self, ref: str, timeout: float | None = None) -> Request:
+        """See Client.wait_for_decision."""
+        return await self._wait(ref, timeout, lambda req: req.decided)
+
+    async def _wait(self, ref: str, timeout: float | None, done: Callable[[Request], bool]) -> Request:
         deadline = math.inf if timeout is None else time.monotonic() + timeout
         req: Request | None = None
         try:
             req = await self._transport.arun(calls.get(ref), deadline)
-            while not req.settled and (remaining := deadline - time.monotonic()) >= calls.MIN_POLL:
+            while not done(req) and (remaining := deadline - time.monotonic()) >= calls.MIN_POLL:
                 req = await self._transport.arun(calls.poll(ref, req.version, remaining), deadline)
         except RETRIED as e:
             # Retries end only at the deadline: the wait is over.
             raise WaitTimeout(ref, req) from e
-        if not req.settled:
+        if not done(req):
             raise WaitTimeout(ref, req)
         return req
 
@@ -107,6 +120,66 @@ class AsyncClient:
     async def redrive(self, ref: str) -> Request:
         """See Client.redrive."""
         return await self._run(calls.redrive(ref))
+
+    async def report_outcome(self, ref: str, status: str, provider_ref: str | None = None,
+                             detail: str | None = None) -> Request:
+        """See Client.report_outcome."""
+        return await self._run(calls.outcome(ref, status, provider_ref, detail))
+
+    def gated(self, tool: str, *, summary: str | None = None, timeout: float | None = None,
+              journal_dir: str | os.PathLike[str] | None = None,
+              ) -> Callable[[Callable[[Mapping[str, Any], str, str], Awaitable[R]]],
+                            Callable[..., Awaitable[GatedResult[R]]]]:
+        """See Client.gated: the same gate for an async function, whose
+        calls are awaited (``await payout(run_id, step, effect)``). The
+        journal is written in a thread, so the event loop does not wait on
+        its fsync."""
+        journal = _gated.journal_for(journal_dir)
+        default_summary, default_timeout = summary, timeout
+
+        def gate(fn: Callable[[Mapping[str, Any], str, str], Awaitable[R]]) -> Callable[..., Awaitable[GatedResult[R]]]:
+            @functools.wraps(fn, updated=())
+            async def call(run_id: str, step: int | str, effect: Mapping[str, Any], *, summary: str | None = None,
+                           reason: str | None = None, requested_for: str | None = None,
+                           idempotency_key: str | None = None, timeout: float | None = None) -> GatedResult[R]:
+                req = await self.request(tool=tool, effect=effect, run_id=run_id, step=step,
+                                         summary=summary if summary is not None else default_summary, reason=reason,
+                                         requested_for=requested_for, idempotency_key=idempotency_key)
+                if not req.decided:
+                    req = await self.wait_for_decision(req.id,
+                                                       timeout=timeout if timeout is not None else default_timeout)
+                _gated.check_approved(req)
+                if not req.receipt:
+                    raise _gated.not_agent_executed(req)
+                if (outcome := _gated.recorded(req)) is not None:
+                    journal.delete(req.key)
+                    return _gated.finished(req, outcome, called=False)
+                if (outcome := journal.read(req.key)) is not None:
+                    return _gated.finished(await self._report(journal, req, outcome), outcome, called=False)
+                try:
+                    value = await fn(effect, req.receipt, req.key)
+                except Exception as e:
+                    await asyncio.to_thread(journal.write, req.key, req.id, _gated.failed(e))
+                    await self._report(journal, req, _gated.failed(e))
+                    raise
+                outcome = _gated.succeeded(value)
+                await asyncio.to_thread(journal.write, req.key, req.id, outcome)
+                return _gated.finished(await self._report(journal, req, outcome), outcome, called=True, value=value)
+
+            del call.__wrapped__  # its signature is the call's, not fn's
+            return call
+
+        return gate
+
+    async def _report(self, journal: _gated.Journal, req: Request, outcome: _gated.Outcome) -> Request:
+        """See Client._report."""
+        try:
+            reported = await self.report_outcome(req.id, outcome.status, outcome.provider_ref, outcome.detail)
+        except OutcomeConflictError:
+            journal.delete(req.key)
+            raise
+        journal.delete(req.key)
+        return reported
 
     async def tools(self) -> builtins.list[Tool]:
         """See Client.tools."""

@@ -100,6 +100,18 @@ def redrive(ref: str) -> Call[Request]:
     return Call("POST", _path(ref) + "/redrive", None, _request, retry=False)
 
 
+def outcome(ref: str, status: str, provider_ref: str | None, detail: str | None) -> Call[Request]:
+    """POST /v1/requests/{ref}/outcome. Safe to send again: the same report
+    twice records one."""
+    if status not in ("succeeded", "failed"):
+        raise ValueError(f"an outcome's status is succeeded or failed, not {status!r}")
+    report: dict[str, Any] = {"status": status}
+    for name, value in (("provider_ref", provider_ref), ("detail", detail)):
+        if value is not None:
+            report[name] = value
+    return Call("POST", _path(ref) + "/outcome", dumps(report).encode("utf-8"), _request)
+
+
 def tools() -> Call[list[Tool]]:
     """GET /v1/tools."""
     return Call("GET", "/v1/tools", None, lambda answer: [Tool.from_json(t) for t in _json(answer)["tools"]])

@@ -186,3 +186,38 @@ def _write(value: Any, pointer: str, canonical_form: bool) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_write(v, f"{pointer}/{i}", canonical_form) for i, v in enumerate(value)) + "]"
     raise TypeError(f"the value at {pointer or 'the top level'} is a {type(value).__name__}, which JSON cannot hold")
+
+
+def canonical_text(text: bytes | str) -> str:
+    """Return the RFC 8785 form of one JSON text, as countersign writes it
+    for an effect it received (its receipts' effect_sha256): every number is
+    the binary64 value nearest its literal, written as ECMAScript writes it;
+    members are sorted by their names' UTF-16 code units.
+
+    Raises ValueError for a text that is not one JSON value in UTF-8, that
+    repeats a member name within an object, or holds a number beyond the
+    binary64 range (or NaN, Infinity), and for a lone surrogate.
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")  # a UnicodeDecodeError is a ValueError
+
+    def refuse(literal: str) -> Any:
+        raise ValueError(f"{literal} is not a JSON number")
+
+    def number(literal: str) -> float:
+        f = float(literal)
+        if not math.isfinite(f):
+            raise ValueError(f"the number {literal[:40]} is out of range")
+        return f
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        members = dict(pairs)
+        if len(members) != len(pairs):
+            raise ValueError("an object repeats a member name")
+        return members
+
+    try:
+        value = json.loads(text, parse_int=number, parse_float=number, parse_constant=refuse, object_pairs_hook=unique)
+    except RecursionError:
+        raise ValueError("the JSON text is nested too deeply") from None
+    return canonical(value)

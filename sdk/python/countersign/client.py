@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import math
+import os
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
-from . import calls
-from .errors import WaitTimeout
+from . import calls, gated as _gated
+from .errors import OutcomeConflictError, WaitTimeout
+from .gated import GatedResult
 from .request import Page, Request, Tool
 from .transport import RETRIED, Call, T, Transport
 from .version import __version__
+
+R = TypeVar("R")
 
 
 class Client:
@@ -86,18 +91,28 @@ class Client:
         With ``timeout`` (seconds) it raises WaitTimeout when that passes
         first; without, it waits as long as it takes. A request whose write
         waits for a person (needs_review) is not settled."""
+        return self._wait(ref, timeout, lambda req: req.settled)
+
+    def wait_for_decision(self, ref: str, timeout: float | None = None) -> Request:
+        """Return the request named by ref once it is decided: approved
+        (with its ``receipt`` when its tool is agent-executed), rejected,
+        expired or cancelled, whatever became of its write. Waits as wait()
+        does, and raises WaitTimeout as it does."""
+        return self._wait(ref, timeout, lambda req: req.decided)
+
+    def _wait(self, ref: str, timeout: float | None, done: Callable[[Request], bool]) -> Request:
         deadline = math.inf if timeout is None else time.monotonic() + timeout
-        # A plain read first: a settled request needs no poll, and its
+        # A plain read first: a request already done needs no poll, and its
         # version is where the first poll starts.
         req: Request | None = None
         try:
             req = self._transport.run(calls.get(ref), deadline)
-            while not req.settled and (remaining := deadline - time.monotonic()) >= calls.MIN_POLL:
+            while not done(req) and (remaining := deadline - time.monotonic()) >= calls.MIN_POLL:
                 req = self._transport.run(calls.poll(ref, req.version, remaining), deadline)
         except RETRIED as e:
             # Retries end only at the deadline: the wait is over.
             raise WaitTimeout(ref, req) from e
-        if not req.settled:
+        if not done(req):
             raise WaitTimeout(ref, req)
         return req
 
@@ -131,6 +146,101 @@ class Client:
         CallbackNotConfiguredError or NothingToRedriveError when there is
         none. Sent once."""
         return self._run(calls.redrive(ref))
+
+    def report_outcome(self, ref: str, status: str, provider_ref: str | None = None,
+                       detail: str | None = None) -> Request:
+        """Report how the write of an approved request of an agent-executed
+        tool went: ``status`` succeeded or failed, with the provider's
+        reference and a detail for a person (each at most 4096 bytes).
+        Returns the request as recorded. The same report again records
+        nothing new, so it is resent after a network error; another report
+        raises OutcomeConflictError, and a request that awaits none (not
+        approved, or countersign sends its tool's writes)
+        NotAgentExecutedError."""
+        return self._run(calls.outcome(ref, status, provider_ref, detail))
+
+    def gated(self, tool: str, *, summary: str | None = None, timeout: float | None = None,
+              journal_dir: str | os.PathLike[str] | None = None,
+              ) -> Callable[[Callable[[Mapping[str, Any], str, str], R]], Callable[..., GatedResult[R]]]:
+        """Gate a function that makes a write of the agent-executed ``tool``
+        itself::
+
+            @client.gated("billing.payout")
+            def payout(effect, receipt, key):
+                return bank.pay(effect, headers={"Idempotency-Key": key, "Countersign-Receipt": receipt}).id
+
+            result = payout("r-7f3a", 6, {"vendor": "v_12", "amount_cents": 4200}, summary="Pay v_12 42.00")
+
+        Calling it as ``payout(run_id, step, effect, *, summary=None,
+        reason=None, requested_for=None, idempotency_key=None,
+        timeout=None)`` requests the write as request() does (the key from
+        the run, the step, the tool and the effect), waits for the decision
+        (``timeout`` seconds, the gate's by default, else as long as it
+        takes: WaitTimeout), and once approved calls the function with the
+        effect, the request's receipt and its key, then reports the
+        outcome and returns a GatedResult. The function's return value is
+        ``GatedResult.value``; a str return is reported as the provider's
+        reference, a mapping's ``provider_ref`` and ``detail`` keys as they
+        are. An exception is reported failed, with its message, and raised
+        again. A rejection raises RejectedError (``reason``, ``retry``); an
+        expiry or a cancellation NotApprovedError, the function uncalled.
+
+        The function is called at most once per key once it returned: its
+        outcome is written to a journal (``journal_dir``, by default
+        .countersign-outcomes under the working directory) before it is
+        reported, and deleted after. A later call with the same key returns
+        the outcome countersign recorded, or reports the journal's, without
+        calling the function (an outcome recorded as failed raises
+        WriteFailedError). When the report cannot be sent, its error is
+        raised and the journal keeps the outcome for the next call. One
+        caller at a time per key: two calling at once may both run it.
+        """
+        journal = _gated.journal_for(journal_dir)
+        default_summary, default_timeout = summary, timeout
+
+        def gate(fn: Callable[[Mapping[str, Any], str, str], R]) -> Callable[..., GatedResult[R]]:
+            @functools.wraps(fn, updated=())
+            def call(run_id: str, step: int | str, effect: Mapping[str, Any], *, summary: str | None = None,
+                     reason: str | None = None, requested_for: str | None = None,
+                     idempotency_key: str | None = None, timeout: float | None = None) -> GatedResult[R]:
+                req = self.request(tool=tool, effect=effect, run_id=run_id, step=step,
+                                   summary=summary if summary is not None else default_summary, reason=reason,
+                                   requested_for=requested_for, idempotency_key=idempotency_key)
+                if not req.decided:
+                    req = self.wait_for_decision(req.id, timeout=timeout if timeout is not None else default_timeout)
+                _gated.check_approved(req)
+                if not req.receipt:
+                    raise _gated.not_agent_executed(req)
+                if (outcome := _gated.recorded(req)) is not None:
+                    journal.delete(req.key)
+                    return _gated.finished(req, outcome, called=False)
+                if (outcome := journal.read(req.key)) is not None:
+                    return _gated.finished(self._report(journal, req, outcome), outcome, called=False)
+                try:
+                    value = fn(effect, req.receipt, req.key)
+                except Exception as e:
+                    journal.write(req.key, req.id, _gated.failed(e))
+                    self._report(journal, req, _gated.failed(e))
+                    raise
+                outcome = _gated.succeeded(value)
+                journal.write(req.key, req.id, outcome)
+                return _gated.finished(self._report(journal, req, outcome), outcome, called=True, value=value)
+
+            del call.__wrapped__  # its signature is the call's, not fn's
+            return call
+
+        return gate
+
+    def _report(self, journal: _gated.Journal, req: Request, outcome: _gated.Outcome) -> Request:
+        """Report the journal's outcome for req, then forget it. A conflict
+        (another outcome is recorded) forgets it too: the first stands."""
+        try:
+            reported = self.report_outcome(req.id, outcome.status, outcome.provider_ref, outcome.detail)
+        except OutcomeConflictError:
+            journal.delete(req.key)
+            raise
+        journal.delete(req.key)
+        return reported
 
     def tools(self) -> builtins.list[Tool]:
         """Return the tools this agent may request."""

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.message import Message
+from typing import Any
 
 
 class CountersignError(Exception):
@@ -248,6 +249,52 @@ class WaitTimeout(CountersignError, TimeoutError):
         self.ref = ref
         self.request = request
         super().__init__(f"countersign: request {ref} was not settled when the wait ended")
+
+
+class NotApprovedError(CountersignError):
+    """A gated call's request was decided otherwise than approved:
+    ``status`` is rejected, expired or cancelled, and ``request`` the
+    request as it stands. Nothing was called."""
+
+    def __init__(self, request: Any, message: str | None = None) -> None:
+        self.request = request
+        self.status: str = request.status
+        super().__init__(message or f"countersign: request {request.id} ({request.tool}) was {request.status}, not approved")
+
+
+class RejectedError(NotApprovedError):
+    """A gated call's request was rejected: ``reason`` is the reviewer's
+    words ("" when none were given), ``by`` who rejected it, and ``retry``
+    what the rejection means for trying again (the same intent gets the
+    same rejection; a new step asks again)."""
+
+    def __init__(self, request: Any) -> None:
+        decision = request.decision
+        self.reason: str = decision.reason if decision else ""
+        self.by: str = decision.by if decision else ""
+        self.retry: str = decision.retry if decision else ""
+        text = f"countersign: request {request.id} ({request.tool}) was rejected"
+        if self.by:
+            text += f" by {self.by}"
+        text += f": {self.reason}" if self.reason else " (no reason given)"
+        if self.retry:
+            text += f". {self.retry}"
+        super().__init__(request, text)
+
+
+class WriteFailedError(CountersignError):
+    """A gated call found the write's outcome recorded as failed by an
+    earlier call (whose function raised), and did not call the function
+    again: ``request`` is the request, ``provider_ref`` and ``detail`` what
+    the failure reported (``detail`` None when the server's record was all
+    there was to read)."""
+
+    def __init__(self, request: Any, provider_ref: str | None, detail: str | None) -> None:
+        self.request = request
+        self.provider_ref = provider_ref
+        self.detail = detail
+        text = f"countersign: the write of request {request.id} ({request.tool}) failed earlier"
+        super().__init__(text + (f": {detail}" if detail else ""))
 
 
 class ConnectionError(CountersignError, OSError):

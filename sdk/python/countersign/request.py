@@ -35,10 +35,15 @@ class Decision:
     via: str  # slack, inbox, …; policy or grant for a decision made on arrival
     round: int
     reason: str = ""
+    #: On a reject, what it means for an agent that would try again (a new
+    #: step asks again; the same intent gets the same rejection); "" on an
+    #: approval.
+    retry: str = ""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Decision:
-        return cls(d["verdict"], d["by"], parse_time(d["at"]), d["via"], d["round"], d.get("reason", ""))
+        return cls(d["verdict"], d["by"], parse_time(d["at"]), d["via"], d["round"], d.get("reason", ""),
+                   d.get("retry", ""))
 
 
 @dataclass(frozen=True)
@@ -145,9 +150,19 @@ class Request:
     callback: Callback | None
     policy: RequestPolicy | None
     votes: tuple[Vote, ...] = ()
+    #: The signed receipt of an approved write of an agent-executed tool (a
+    #: compact JWS, countersign.receipt): the agent sends it to its provider
+    #: in Countersign-Receipt with the write. None otherwise.
+    receipt: str | None = None
     #: True when request() found the key already stored (200 with
     #: Idempotent-Replayed) rather than creating it (201).
     replayed: bool = field(default=False, compare=False)
+
+    @property
+    def decided(self) -> bool:
+        """Whether the review is over: approved, rejected, expired or
+        cancelled (wait_for_decision() waits for this)."""
+        return self.status != "pending"
 
     @property
     def succeeded(self) -> bool:
@@ -169,7 +184,7 @@ class Request:
             decision=maybe(Decision, "decision"), execution=maybe(Execution, "execution"),
             settled=d["settled"], version=d["version"], callback=maybe(Callback, "callback"),
             policy=maybe(RequestPolicy, "policy"), votes=tuple(Vote.from_json(v) for v in d.get("votes") or ()),
-            replayed=replayed,
+            receipt=d.get("receipt") or None, replayed=replayed,
         )
 
 

@@ -52,7 +52,7 @@ assert checked >= 5, f"only {checked} integer-only key vectors"
 print(f"countersign {version} from {countersign.__file__}: {checked} keys")
 
 if len(sys.argv) > 3:
-    # The SDK's test helpers start serve and approve in its inbox; appended
+    # The SDK's test helpers start serve and approve with countersign approve; appended
     # last, so countersign stays the installed one.
     sys.path.append(sys.argv[3])
     from tests.local_server import TOKEN, Server

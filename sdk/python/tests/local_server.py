@@ -1,11 +1,11 @@
 """A real countersign for the tests: the binary built from this repository,
 serving on the embedded store with a configuration of its own, a provider
-its dispatches reach, and the review inbox to approve through."""
+its dispatches reach, a provider agents write to themselves with receipts,
+and countersign approve and reject (countersign.testing) to decide with."""
 
 from __future__ import annotations
 
 import hashlib
-import http.cookiejar
 import json
 import os
 import shutil
@@ -14,14 +14,14 @@ import tempfile
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from countersign import SignatureError, verify_signature
+from countersign import SignatureError, testing, verify_signature
+from countersign.receipt import ReceiptError, fetch_verifier
 
 from .shared import REPO
 
@@ -113,6 +113,66 @@ class Provider:
         self.thread.join()
 
 
+@dataclass
+class AgentWrite:
+    """A write an agent made itself, what the receipt check answered ("" for
+    a receipt that approves it, else the refusal's code), and the id the
+    provider answered."""
+
+    key: str
+    body: bytes
+    receipt: str
+    refusal: str
+    id: str
+
+
+class AgentProvider:
+    """The provider of the agent-executed tool: it checks each write's
+    Countersign-Receipt with the receipt verifier, against the JWKS of the
+    countersign at jwks_url, records it, and answers 201 with an id, or 403
+    with the refusal's code."""
+
+    def __init__(self, jwks_url: str, tool: str) -> None:
+        self.writes: list[AgentWrite] = []
+        self.lock = threading.Lock()
+        self.verifier = fetch_verifier(jwks_url)
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    provider.verifier.verify_request(self.headers, body, tool)
+                    refusal = ""
+                except ReceiptError as e:
+                    refusal = e.code
+                with provider.lock:
+                    write = AgentWrite(self.headers.get("Idempotency-Key", ""), body,
+                                       self.headers.get("Countersign-Receipt", ""), refusal,
+                                       f"payout_{len(provider.writes) + 1}")
+                    provider.writes.append(write)
+                answer = json.dumps({"id": write.id, "refusal": refusal}).encode()
+                self.send_response(403 if refusal else 201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
 def binary(workdir: Path) -> Path:
     """The countersign binary: COUNTERSIGN_BIN when the caller built it
     (make test's Go test does), else built here."""
@@ -154,6 +214,16 @@ tools:
   sdk.note:
     approvers: [{reviewer}]
     dispatch: {{method: POST, url: "{provider}/notes", timeout: 5s, secret: "{secret}"}}
+  sdk.payout:
+    approvers: [{reviewer}]
+    description: Pay out to a vendor; the agent makes the write itself.
+    execute: agent
+    effect_schema:
+      type: object
+      required: [vendor, amount_cents]
+      properties:
+        vendor: {{type: string}}
+        amount_cents: {{type: integer, minimum: 1}}
 """
 
 
@@ -170,7 +240,9 @@ class Server:
                                         callback_secret=CALLBACK_SECRET))
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("COUNTERSIGN_", "SLACK_"))}
         self.env.update(COUNTERSIGN_CONFIG=str(config), COUNTERSIGN_DATA_DIR=str(self.workdir / "data"),
-                        COUNTERSIGN_LISTEN="127.0.0.1:0", COUNTERSIGN_LOG_FORMAT="json")
+                        COUNTERSIGN_LISTEN="127.0.0.1:0", COUNTERSIGN_LOG_FORMAT="json",
+                        # No load balancer to drain from: stop at once.
+                        COUNTERSIGN_DRAIN_DELAY="0s")
         self.binary = binary(self.workdir)
         self.starts = 0
         self.process: subprocess.Popen[bytes] | None = None
@@ -181,19 +253,13 @@ class Server:
             raise
 
     def _start(self) -> None:
-        """Start serve on the data directory, with a log of its own, and
-        open the review inbox through its entry link."""
+        """Start serve on the data directory, with a log of its own."""
         self.starts += 1
         self.log_path = self.workdir / f"serve-{self.starts}.log"
         self.log = open(self.log_path, "wb")
         self.process = subprocess.Popen([str(self.binary), "serve"], env=self.env, stdin=subprocess.DEVNULL,
                                         stdout=self.log, stderr=subprocess.STDOUT)
-        self.url, entry = self._wait_for_start()
-        self.browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
-                                                   _NoRedirect)
-        status, location = self._browse(entry)
-        if status != 303:
-            raise RuntimeError(f"the inbox's entry link answered {status}")
+        self.url = self._wait_for_start()
 
     def kill_and_restart(self) -> None:
         """kill -9 serve, then start it again on the same data: what a crash
@@ -204,23 +270,18 @@ class Server:
         self.log.close()
         self._start()
 
-    def _wait_for_start(self) -> tuple[str, str]:
-        """serve's address and the inbox's entry link, from its log."""
+    def _wait_for_start(self) -> str:
+        """serve's address, from its log, once it listens."""
         assert self.process is not None
         deadline = time.monotonic() + 30
-        url = entry = None
         while time.monotonic() < deadline:
             for line in self.log_path.read_text(errors="replace").splitlines():
                 try:
-                    entry_line = json.loads(line)
+                    entry = json.loads(line)
                 except ValueError:
                     continue
-                if entry_line.get("msg") == "listening":
-                    url = "http://" + entry_line["addr"]
-                elif "url" in entry_line and "/inbox/?token=" in entry_line["url"]:
-                    entry = entry_line["url"]
-            if url and entry:
-                return url, entry
+                if entry.get("msg") == "listening":
+                    return "http://" + entry["addr"]
             if self.process.poll() is not None:
                 raise RuntimeError(f"countersign serve exited {self.process.returncode}:\n{self.logs()}")
             time.sleep(0.02)  # polling serve's log, not waiting for an event
@@ -229,22 +290,16 @@ class Server:
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def _browse(self, url: str, form: dict[str, str] | None = None) -> tuple[int, str]:
-        data = urllib.parse.urlencode(form).encode() if form is not None else None
-        try:
-            with self.browser.open(urllib.request.Request(url, data=data), timeout=10) as resp:
-                return resp.status, ""
-        except urllib.error.HTTPError as e:
-            with e:
-                return e.code, e.headers.get("Location", "")
+    def approve(self, request: Any, as_: str | None = None) -> str:
+        """Approve request as the reviewer, with countersign approve."""
+        return testing.approve(request, as_, **self._local())
 
-    def approve(self, request: Any) -> None:
-        """Approve request in the review inbox, as the reviewer would."""
-        status, location = self._browse(self.url + "/inbox/decide", {
-            "request_id": request.id, "round": str(request.round), "payload_hash": request.payload_hash,
-            "verdict": "approve", "confirm": "yes"})
-        if status != 303 or "notice=decided" not in location:
-            raise AssertionError(f"the inbox's decision answered {status}, {location}")
+    def reject(self, request: Any, reason: str | None = None) -> str:
+        """Reject request as the reviewer, with countersign reject."""
+        return testing.reject(request, reason, **self._local())
+
+    def _local(self) -> dict[str, Any]:
+        return {"binary": self.binary, "env": self.env}
 
     def close(self) -> None:
         if self.process is None:
@@ -277,6 +332,12 @@ class Relay:
     def __init__(self, server: Server) -> None:
         self.bodies: list[tuple[str, bytes]] = []
         self.crash_before_next_answer = False
+        #: "before": hold each POST .../outcome unsent, unanswered; "after":
+        #: send it to serve, then hold its answer. held is set once one is
+        #: held; close() releases them, answering none.
+        self.hold_outcomes: str | None = None
+        self.held = threading.Event()
+        self.released = threading.Event()
         relay = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -291,6 +352,10 @@ class Relay:
             def relay(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 relay.bodies.append((f"{self.command} {self.path}", body))
+                hold = relay.hold_outcomes if self.command == "POST" and self.path.endswith("/outcome") else None
+                if hold == "before":
+                    self.hold()
+                    return
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                 upstream = urllib.request.Request(server.url + self.path, data=body if self.command == "POST" else None,
                                                   headers=headers, method=self.command)
@@ -300,6 +365,9 @@ class Relay:
                 except urllib.error.HTTPError as e:
                     with e:
                         status, answer, answer_headers = e.code, e.read(), e.headers
+                if hold == "after":
+                    self.hold()
+                    return
                 if relay.crash_before_next_answer:
                     relay.crash_before_next_answer = False
                     server.kill_and_restart()
@@ -313,6 +381,11 @@ class Relay:
                 self.end_headers()
                 self.wfile.write(answer)
 
+            def hold(self) -> None:
+                relay.held.set()
+                relay.released.wait()
+                self.close_connection = True
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -323,11 +396,7 @@ class Relay:
         self.thread.start()
 
     def close(self) -> None:
+        self.released.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join()
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None

@@ -55,7 +55,7 @@ class ServerTest(unittest.TestCase):
         done = self.client.wait(req.key, timeout=30)
         self.assertTrue(done.settled)
         self.assertTrue(done.succeeded, done)
-        self.assertEqual((done.status, done.decision.verdict, done.decision.via), ("approved", "approve", "inbox"))
+        self.assertEqual((done.status, done.decision.verdict, done.decision.via), ("approved", "approve", "cli"))
         self.assertGreater(done.version, req.version)
         # The provider got the write once, under the offline key, signed.
         dispatches = [d for d in server.provider.dispatches if d.key == req.key]
@@ -167,8 +167,8 @@ class ServerTest(unittest.TestCase):
     def test_an_unknown_tool_names_the_tools_the_agent_may_use(self):
         with self.assertRaises(UnknownToolError) as caught:
             self.client.request(tool="sdk.debit", run_id=run_id(), step=1, effect=CREDIT)
-        self.assertEqual(caught.exception.tools, ("sdk.credit", "sdk.note"))
-        self.assertIn("sdk.credit, sdk.note", caught.exception.message)
+        self.assertEqual(caught.exception.tools, ("sdk.credit", "sdk.note", "sdk.payout"))
+        self.assertIn("sdk.credit, sdk.note, sdk.payout", caught.exception.message)
 
     def test_a_short_wait_ends_near_its_timeout(self):
         req = self.client.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
@@ -204,7 +204,7 @@ class ServerTest(unittest.TestCase):
 
     def test_tools(self):
         tools = {t.name: t for t in self.client.tools()}
-        self.assertEqual(sorted(tools), ["sdk.credit", "sdk.note"])
+        self.assertEqual(sorted(tools), ["sdk.credit", "sdk.note", "sdk.payout"])
         credit = tools["sdk.credit"]
         self.assertEqual((credit.description, credit.policy.approvals), ("Credit an invoice, in cents.", 1))
         self.assertEqual(credit.effect_schema["required"], ["invoice", "amount_cents", "currency"])
