@@ -14,7 +14,21 @@ export {
   CountersignError,
   DeniedByPolicyError,
   NotAgentExecutedError,
+  NotApprovedError,
   OutcomeConflictError,
+  RECEIPT_ERRORS,
+  ReceiptEffectError,
+  ReceiptError,
+  ReceiptExpiredError,
+  ReceiptMalformedError,
+  ReceiptMissingError,
+  ReceiptOtherKeyError,
+  ReceiptOtherToolError,
+  ReceiptSignatureError,
+  ReceiptUnknownKeyError,
+  RejectedError,
+  WriteFailedError,
+  type ReceiptClaims,
   ERRORS,
   InternalError,
   InvalidEffectError,
@@ -60,6 +74,10 @@ export {
   type Verdict,
   type Vote,
 } from "./request.js";
+export {
+  effectDigest, fetchVerifier, RECEIPT_ALG, RECEIPT_HEADER, RECEIPT_TYPE, ReceiptVerifier, type JWKS, type ReceiptVerifierOptions,
+  type ReceiptWant,
+} from "./receipt.js";
 export { DEFAULT_TOLERANCE, SIGNATURE_HEADER, verifySignature, type VerifyOptions } from "./signature.js";
 export { ConnectionError, ConnectionTimeoutError } from "./transport.js";
 export { VERSION } from "./version.js";
