@@ -385,8 +385,10 @@ export class RejectedError extends NotApprovedError {
   constructor(request: Request) {
     const d = request.decision;
     const reason = d?.reason ?? "";
-    super(request, `countersign: request ${request.id} (${request.tool}) was rejected by ${d?.by ?? "a reviewer"}` +
-      (reason ? `: ${reason}` : " (no reason given)") + (d?.retry ? `. ${d.retry}` : ""));
+    let text = `countersign: request ${request.id} (${request.tool}) was rejected by ${d?.by ?? "a reviewer"}` +
+      (reason ? `: ${reason}` : " (no reason given)");
+    if (d?.retry) text += (/[.!?]$/.test(text) ? " " : ". ") + d.retry;
+    super(request, text);
     this.reason = reason;
     this.by = d?.by ?? "";
     this.retry = d?.retry ?? "";

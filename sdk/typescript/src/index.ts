@@ -4,7 +4,7 @@
 // exactly the approved write, once, under a key fixed when the agent decided.
 
 export { Client, type CallOptions, type ClientOptions, type WaitOptions } from "./client.js";
-export type { ListParams, RequestParams } from "./calls.js";
+export type { ListParams, OutcomeParams, RequestParams } from "./calls.js";
 export { canonical, checkNumber, NumberError } from "./canonical.js";
 export {
   AlreadyDecidedError,
@@ -53,6 +53,10 @@ export {
   type APIErrorInit,
   type Violation,
 } from "./errors.js";
+export {
+  type Approval, type GatedCallOptions, type GatedFunction, type GatedOptions, type GatedParams, type GatedResult,
+} from "./gated.js";
+export { DEFAULT_JOURNAL_DIR } from "./journal.js";
 export { JsonNumber, parseJSON } from "./json-number.js";
 export {
   checkClientKey, CLIENT_KEY_PUNCTUATION, hasKeyPrefix, intentKey, InvalidKeyError, KEY_PREFIX, type Effect, type Step,

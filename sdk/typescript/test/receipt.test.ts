@@ -38,6 +38,7 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe("receipt vectors", () => {
   test("the vectors hold every refusal and an acceptance", () => {
+    assert.equal(vectors.checked.length, 11);
     const errors = new Set(vectors.checked.map((c) => c.error));
     assert.deepEqual([...errors].sort(), ["", ...Object.keys(RECEIPT_ERRORS)].sort());
   });
@@ -136,7 +137,10 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
 describe("countersign-receipt verify", () => {
   const jwks = join(scratch, "jwks.json");
   writeFileSync(jwks, JSON.stringify(vectors.jwks));
-  vectors.checked.forEach((c, i) => {
+  // One process each, so a few: an acceptance and two refusals (every
+  // refusal's code is the verifier's, tested above).
+  const some = vectors.checked.filter((c) => ["", "missing", "effect"].includes(c.error) && !c.name.includes("older") && !c.name.includes("order"));
+  some.forEach((c, i) => {
     test(`${c.name}: ${c.error || "accepted"}`, async () => {
       const body = join(scratch, `body-${i}.json`);
       writeFileSync(body, c.body);
