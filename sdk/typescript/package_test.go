@@ -20,12 +20,14 @@ import (
 
 // make sdk's npm tarball, packed into a scratch directory (npm pack, whose
 // prepack compiles dist/ afresh), installed with npm --offline and an empty
-// cache into a fresh project: the README's example type-checks against the
-// installed declarations, and node imports the package from the project's
-// node_modules: the version the VERSION file names, the README's client,
-// the shared key vectors, and the README's example against a real serve
-// built from this tree, approved in its inbox and written once. Nothing reaches the network: the package has no
-// runtime dependency.
+// cache into a fresh project: the README's examples type-check against the
+// installed declarations (@countersign/client/testing's too), and node
+// imports the package from the project's node_modules: the version the
+// VERSION file names, the README's client, the shared key vectors, and the
+// README's example against a real serve built from this tree, approved with
+// countersign approve and written once, and a gated function approved with
+// the installed testing helpers. Nothing reaches the network: the package
+// has no runtime dependency.
 func TestTarballInstallsOffline(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -70,7 +72,8 @@ func TestTarballInstallsOffline(t *testing.T) {
 	tarball := filepath.Join(dist, "countersign-client-"+version+".tgz")
 	files := tarballFiles(t, tarball)
 	for _, want := range []string{"package/package.json", "package/LICENSE", "package/README.md",
-		"package/dist/src/index.js", "package/dist/src/index.d.ts", "package/src/index.ts"} {
+		"package/dist/src/index.js", "package/dist/src/index.d.ts", "package/src/index.ts",
+		"package/dist/src/testing.js", "package/dist/src/testing.d.ts", "package/dist/src/receipt-cli.js"} {
 		if !files[want] {
 			t.Errorf("%s lacks %s", filepath.Base(tarball), want)
 		}
@@ -103,6 +106,9 @@ func TestTarballInstallsOffline(t *testing.T) {
 	out := run(project, node, "installed.mjs", version, vectors, helper)
 	if !strings.Contains(out, "README example: approved true") {
 		t.Errorf("the README's example did not run:\n%s", out)
+	}
+	if !strings.Contains(out, "gated example: succeeded") {
+		t.Errorf("the README's gated function did not run:\n%s", out)
 	}
 	t.Logf("%s", out)
 }

@@ -112,6 +112,26 @@ export function redrive(ref: string): Call<Request> {
   return { method: "POST", path: path(ref) + "/redrive", retry: false, hold: 0, read: readRequest };
 }
 
+/** What an agent reports of a write it performed itself (an agent-executed tool's). */
+export interface OutcomeParams {
+  status: "succeeded" | "failed";
+  /** The provider's reference for the write (its id), at most 4096 bytes. */
+  providerRef?: string;
+  /** Words for the reviewer and the audit, at most 4096 bytes: for a failure, what went wrong. */
+  detail?: string;
+}
+
+/**
+ * POST /v1/requests/{ref}/outcome. Safe to send again: the same report
+ * twice records one (a differing one is OutcomeConflictError).
+ */
+export function outcome(ref: string, p: OutcomeParams): Call<Request> {
+  const body: Record<string, unknown> = { status: p.status };
+  if (p.providerRef !== undefined && p.providerRef !== "") body.provider_ref = p.providerRef;
+  if (p.detail !== undefined && p.detail !== "") body.detail = p.detail;
+  return { method: "POST", path: path(ref) + "/outcome", body: dumps(body), retry: true, hold: 0, read: readRequest };
+}
+
 /** GET /v1/tools. */
 export function tools(): Call<Tool[]> {
   return {

@@ -1,7 +1,8 @@
 // The client an agent calls countersign with.
 
 import * as calls from "./calls.js";
-import type { ListParams, RequestParams } from "./calls.js";
+import type { ListParams, OutcomeParams, RequestParams } from "./calls.js";
+import { gated, type GatedCallOptions, type GatedFunction, type GatedOptions, type GatedParams, type GatedResult } from "./gated.js";
 import { UnavailableError, WaitTimeoutError } from "./errors.js";
 import type { Effect } from "./key.js";
 import type { Page, Request, Tool } from "./request.js";
@@ -116,6 +117,20 @@ export class Client {
    * not settled.
    */
   async wait<E extends Effect = Record<string, unknown>>(ref: string, options: WaitOptions = {}): Promise<Request<E>> {
+    return this.waitUntil<E>(ref, (req) => req.settled, "settled", options);
+  }
+
+  /**
+   * Returns the request named by ref once it is decided: approved (an
+   * agent-executed tool's with its receipt), rejected, expired or
+   * cancelled, whatever its execution. As wait, with a timeout it throws
+   * WaitTimeoutError when that passes first.
+   */
+  async waitForDecision<E extends Effect = Record<string, unknown>>(ref: string, options: WaitOptions = {}): Promise<Request<E>> {
+    return this.waitUntil<E>(ref, (req) => req.status !== "pending", "decided", options);
+  }
+
+  private async waitUntil<E extends Effect>(ref: string, done: (req: Request<E>) => boolean, what: string, options: WaitOptions): Promise<Request<E>> {
     const deadline = options.timeout === undefined ? Infinity : performance.now() + options.timeout;
     const { signal } = options;
     let req: Request<E> | undefined;
@@ -125,15 +140,15 @@ export class Client {
       req = await this.transport.run(calls.get<E>(ref), deadline, signal);
       let remaining: number;
       // The server holds whole milliseconds: less than one left is no poll.
-      while (!req.settled && (remaining = deadline - performance.now()) >= 1) {
+      while (!done(req) && (remaining = deadline - performance.now()) >= 1) {
         req = await this.transport.run(calls.poll<E>(ref, req.version, remaining), deadline, signal);
       }
     } catch (e) {
       // Retries end only at the deadline: the wait is over.
-      if (e instanceof ConnectionError || e instanceof UnavailableError) throw new WaitTimeoutError(ref, untyped(req), { cause: e });
+      if (e instanceof ConnectionError || e instanceof UnavailableError) throw new WaitTimeoutError(ref, untyped(req), { cause: e, what });
       throw e;
     }
-    if (!req.settled) throw new WaitTimeoutError(ref, untyped(req));
+    if (!done(req)) throw new WaitTimeoutError(ref, untyped(req), { what });
     return req;
   }
 
@@ -148,6 +163,54 @@ export class Client {
   async requestAndWait<E extends Effect>(params: RequestParams<E>, options: WaitOptions = {}): Promise<Request<E>> {
     const req = await this.request<E>(params, options);
     return req.settled ? req : this.wait<E>(req.id, options);
+  }
+
+  /**
+   * Reports the outcome of a write the agent performed itself (an
+   * agent-executed tool's, once approved): succeeded or failed, with the
+   * provider's reference and words for the reviewer. Sent again after a
+   * network error or a 503: the same report twice records one. A differing
+   * report after the first throws OutcomeConflictError; a request that
+   * awaits no outcome from its agent, NotAgentExecutedError.
+   */
+  async reportOutcome<E extends Effect = Record<string, unknown>>(ref: string, outcome: OutcomeParams, options: CallOptions = {}): Promise<Request<E>> {
+    return this.run(calls.outcome(ref, outcome), options) as Promise<Request<E>>;
+  }
+
+  /**
+   * Returns a function that performs tool's write with fn once it is
+   * approved, for an agent-executed tool (execute: agent):
+   *
+   *     const credit = client.gated("billing.credit", async (effect, { key, receipt }) => {
+   *       const res = await provider.credit(effect, { "Idempotency-Key": key, "Countersign-Receipt": receipt });
+   *       return { providerRef: res.id };
+   *     });
+   *     const { value } = await credit({ runId, step: 6, effect, summary: "Credit 42.00 USD" });
+   *
+   * Each call requests the write (the key from runId and step, as
+   * request()), waits for the decision, and on approval calls fn with the
+   * approved effect, the key and the receipt; then it reports the outcome:
+   * succeeded, with the string `providerRef` and `detail` of what fn
+   * returned, if it returned an object with them; or, when fn throws,
+   * failed with the error's message, and the error is thrown again. A
+   * rejection throws RejectedError (its reason, and what a retry does);
+   * an expiry or a cancellation NotApprovedError.
+   *
+   * fn runs at most once per key once its outcome is recorded: the outcome
+   * is written durably to a journal (options.journalDir) before it is
+   * reported, so a call again after the process stopped in between reports
+   * it without calling fn, as does a call that finds countersign holding
+   * the outcome already (`replayed`; a recorded failure throws
+   * WriteFailedError). A process that stops while fn runs calls it again on
+   * the next call: send the write with the key as Idempotency-Key so the
+   * provider takes it once.
+   */
+  gated<E extends Effect = Record<string, unknown>, T = unknown>(
+    tool: string,
+    fn: GatedFunction<E, T>,
+    options: GatedOptions = {},
+  ): (params: GatedParams<E>, options?: GatedCallOptions) => Promise<GatedResult<T, E>> {
+    return gated<E, T>(this, tool, fn, options);
   }
 
   /** Withdraws a pending request; one no longer pending throws AlreadyDecidedError. Sent once. */

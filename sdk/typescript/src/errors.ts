@@ -238,14 +238,15 @@ export const ERRORS: Readonly<Record<string, APIErrorClass>> = Object.freeze(
   ),
 );
 
-/** The request was not settled when the wait ended; `request` is the last answer read, if any. */
+/** The request was not settled (or decided, for waitForDecision) when the wait ended; `request` is the last answer read, if any. */
 export class WaitTimeoutError extends CountersignError {
   override name = "WaitTimeoutError";
   readonly ref: string;
   readonly request: Request | undefined;
 
-  constructor(ref: string, request: Request | undefined, options?: { cause?: unknown }) {
-    super(`countersign: request ${ref} was not settled when the wait ended`, options);
+  constructor(ref: string, request: Request | undefined, options?: { cause?: unknown; what?: string }) {
+    const { what = "settled", ...rest } = options ?? {};
+    super(`countersign: request ${ref} was not ${what} when the wait ended`, rest);
     this.ref = ref;
     this.request = request;
   }
@@ -254,6 +255,163 @@ export class WaitTimeoutError extends CountersignError {
 /** A Countersign-Signature that does not prove countersign sent what it covers. */
 export class SignatureError extends CountersignError {
   override name = "SignatureError";
+}
+
+/**
+ * A receipt a verifier refuses (docs/RECEIPTS.md): `code` says why, one of
+ * RECEIPT_ERROR_CODES, the same words as the Go verifier's sentinels, and
+ * `claims` are the receipt's when it was signed and readable (an expired
+ * receipt, one for another key, tool or body).
+ */
+export class ReceiptError extends CountersignError {
+  override name = "ReceiptError";
+  /** The refusal's code; "" on ReceiptError itself. */
+  static readonly code: string = "";
+  readonly code: string;
+  readonly claims: ReceiptClaims | undefined;
+
+  constructor(message: string, options?: { claims?: ReceiptClaims | undefined; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = (this.constructor as typeof ReceiptError).code;
+    this.claims = options?.claims;
+  }
+}
+
+/** What a receipt asserts (docs/RECEIPTS.md), its claims as signed. */
+export interface ReceiptClaims {
+  /** The request's idempotency key: the write's Idempotency-Key. */
+  key: string;
+  tool: string;
+  agent: string;
+  /** The lowercase hex SHA-256 of the approved effect's RFC 8785 form. */
+  effect_sha256: string;
+  /** A reviewer, policy:<tier> or grant:<id>. */
+  decided_by: string;
+  /** human, policy or grant. */
+  via: string;
+  policy_version: string;
+  /** The approval, in seconds since the Unix epoch. */
+  iat: number;
+  /** When providers stop taking the receipt, in seconds since the Unix epoch. */
+  exp: number;
+}
+
+/** No receipt was sent. */
+export class ReceiptMissingError extends ReceiptError {
+  override name = "ReceiptMissingError";
+  static override readonly code = "missing";
+}
+
+/** Not a compact JWS countersign signs: its parts, header or claims do not read. */
+export class ReceiptMalformedError extends ReceiptError {
+  override name = "ReceiptMalformedError";
+  static override readonly code = "malformed";
+}
+
+/** Signed by a key the JWKS does not hold: fetch the JWKS again after a rotation. */
+export class ReceiptUnknownKeyError extends ReceiptError {
+  override name = "ReceiptUnknownKeyError";
+  static override readonly code = "unknown_key";
+}
+
+/** The signature does not match the receipt. */
+export class ReceiptSignatureError extends ReceiptError {
+  override name = "ReceiptSignatureError";
+  static override readonly code = "signature";
+}
+
+/** The receipt's exp has passed. */
+export class ReceiptExpiredError extends ReceiptError {
+  override name = "ReceiptExpiredError";
+  static override readonly code = "expired";
+}
+
+/** The receipt approves a request with another key than the write's Idempotency-Key. */
+export class ReceiptOtherKeyError extends ReceiptError {
+  override name = "ReceiptOtherKeyError";
+  static override readonly code = "other_key";
+}
+
+/** The receipt approves a write of another tool. */
+export class ReceiptOtherToolError extends ReceiptError {
+  override name = "ReceiptOtherToolError";
+  static override readonly code = "other_tool";
+}
+
+/** The body is not the approved effect: its RFC 8785 digest differs, or it is not one JSON value. */
+export class ReceiptEffectError extends ReceiptError {
+  override name = "ReceiptEffectError";
+  static override readonly code = "effect";
+}
+
+/** The class of each receipt refusal's code. */
+export const RECEIPT_ERRORS: Readonly<Record<string, typeof ReceiptError>> = Object.freeze(
+  Object.fromEntries(
+    [
+      ReceiptMissingError, ReceiptMalformedError, ReceiptUnknownKeyError, ReceiptSignatureError, ReceiptExpiredError,
+      ReceiptOtherKeyError, ReceiptOtherToolError, ReceiptEffectError,
+    ].map((cls): [string, typeof ReceiptError] => [cls.code, cls]),
+  ),
+);
+
+/**
+ * A gated write that will not run: its request was not approved. `status`
+ * is how it ended (rejected, expired, cancelled) and `request` the request.
+ */
+export class NotApprovedError extends CountersignError {
+  override name = "NotApprovedError";
+  readonly request: Request;
+  readonly status: Request["status"];
+
+  constructor(request: Request, message?: string) {
+    super(message ?? `countersign: request ${request.id} (${request.tool}) was ${request.status}, not approved`);
+    this.request = request;
+    this.status = request.status;
+  }
+}
+
+/**
+ * A gated write a reviewer rejected. `reason` is the reviewer's words ("" when
+ * none were asked for or given), `by` who decided, and `retry` what the
+ * rejection means for asking again: the same intent gets the same
+ * rejection; a new step asks again.
+ */
+export class RejectedError extends NotApprovedError {
+  override name = "RejectedError";
+  readonly reason: string;
+  readonly by: string;
+  readonly retry: string;
+
+  constructor(request: Request) {
+    const d = request.decision;
+    const reason = d?.reason ?? "";
+    let text = `countersign: request ${request.id} (${request.tool}) was rejected by ${d?.by ?? "a reviewer"}` +
+      (reason ? `: ${reason}` : " (no reason given)");
+    if (d?.retry) text += (/[.!?]$/.test(text) ? " " : ". ") + d.retry;
+    super(request, text);
+    this.reason = reason;
+    this.by = d?.by ?? "";
+    this.retry = d?.retry ?? "";
+  }
+}
+
+/**
+ * A gated write whose outcome countersign already holds as failed: an
+ * earlier call's function threw (or reported failure), so the write is not
+ * tried again under this key. `detail` is what that call reported, when
+ * this process still knew it.
+ */
+export class WriteFailedError extends CountersignError {
+  override name = "WriteFailedError";
+  readonly request: Request;
+  readonly detail: string;
+
+  constructor(request: Request, detail = "") {
+    super(`countersign: the write of request ${request.id} (${request.tool}) failed earlier` + (detail ? `: ${detail}` : "") +
+      "; it is not tried again under the same key");
+    this.request = request;
+    this.detail = detail;
+  }
 }
 
 /** Builds the error of an answer of status 400 or more (or any other the client does not take). */

@@ -4,7 +4,7 @@
 // exactly the approved write, once, under a key fixed when the agent decided.
 
 export { Client, type CallOptions, type ClientOptions, type WaitOptions } from "./client.js";
-export type { ListParams, RequestParams } from "./calls.js";
+export type { ListParams, OutcomeParams, RequestParams } from "./calls.js";
 export { canonical, checkNumber, NumberError } from "./canonical.js";
 export {
   AlreadyDecidedError,
@@ -14,7 +14,21 @@ export {
   CountersignError,
   DeniedByPolicyError,
   NotAgentExecutedError,
+  NotApprovedError,
   OutcomeConflictError,
+  RECEIPT_ERRORS,
+  ReceiptEffectError,
+  ReceiptError,
+  ReceiptExpiredError,
+  ReceiptMalformedError,
+  ReceiptMissingError,
+  ReceiptOtherKeyError,
+  ReceiptOtherToolError,
+  ReceiptSignatureError,
+  ReceiptUnknownKeyError,
+  RejectedError,
+  WriteFailedError,
+  type ReceiptClaims,
   ERRORS,
   InternalError,
   InvalidEffectError,
@@ -39,6 +53,10 @@ export {
   type APIErrorInit,
   type Violation,
 } from "./errors.js";
+export {
+  type Approval, type GatedCallOptions, type GatedFunction, type GatedOptions, type GatedParams, type GatedResult,
+} from "./gated.js";
+export { DEFAULT_JOURNAL_DIR } from "./journal.js";
 export { JsonNumber, parseJSON } from "./json-number.js";
 export {
   checkClientKey, CLIENT_KEY_PUNCTUATION, hasKeyPrefix, intentKey, InvalidKeyError, KEY_PREFIX, type Effect, type Step,
@@ -60,6 +78,10 @@ export {
   type Verdict,
   type Vote,
 } from "./request.js";
+export {
+  effectDigest, fetchVerifier, RECEIPT_ALG, RECEIPT_HEADER, RECEIPT_TYPE, ReceiptVerifier, type JWKS, type ReceiptVerifierOptions,
+  type ReceiptWant,
+} from "./receipt.js";
 export { DEFAULT_TOLERANCE, SIGNATURE_HEADER, verifySignature, type VerifyOptions } from "./signature.js";
 export { ConnectionError, ConnectionTimeoutError } from "./transport.js";
 export { VERSION } from "./version.js";

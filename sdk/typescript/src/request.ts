@@ -17,6 +17,8 @@ export interface Decision {
   round: number;
   /** The deciding reviewer's reason; "" when none was asked for or given. */
   reason: string;
+  /** On a rejection, what it means for asking again (a new step asks again); "" on an approval. */
+  retry: string;
 }
 
 /** The provider's last answer: its status, and its JSON body (or the body as a string when it was not JSON). */
@@ -104,6 +106,12 @@ export interface Request<E extends object = Record<string, unknown>> {
   policy: RequestPolicy | null;
   /** The current round's votes, oldest first. */
   votes: Vote[];
+  /**
+   * An agent-executed tool's approved request: the signed receipt (a
+   * compact JWS) the agent sends its provider in Countersign-Receipt with
+   * the write. null otherwise.
+   */
+  receipt: string | null;
   /** True when request() found the key already stored (200, Idempotent-Replayed) rather than creating it (201). */
   replayed: boolean;
 }
@@ -152,7 +160,7 @@ function orNull<T>(v: unknown, read: (o: JSONObject) => T, what: string): T | nu
 function decision(d: JSONObject): Decision {
   return {
     verdict: d.verdict as Verdict, by: String(d.by), at: time(d.at), via: String(d.via), round: Number(d.round),
-    reason: String(d.reason ?? ""),
+    reason: String(d.reason ?? ""), retry: String(d.retry ?? ""),
   };
 }
 
@@ -200,6 +208,7 @@ export function requestFromJSON<E extends object = Record<string, unknown>>(json
       tierName: String(p.tier_name ?? ""), version: String(p.version ?? ""),
     }), "policy"),
     votes: ((d.votes as unknown[] | null | undefined) ?? []).map((v) => vote(object(v, "vote"))),
+    receipt: typeof d.receipt === "string" && d.receipt !== "" ? d.receipt : null,
     replayed,
   };
 }
@@ -208,7 +217,7 @@ export function requestFromJSON<E extends object = Record<string, unknown>>(json
 export const REQUEST_MEMBERS: readonly string[] = [
   "id", "key", "key_short", "status", "round", "run_id", "step", "tool", "effect", "summary", "reason",
   "requested_by", "requested_for", "payload_hash", "created_at", "expires_at", "decision", "execution",
-  "settled", "version", "callback", "policy", "votes",
+  "settled", "version", "callback", "policy", "votes", "receipt",
 ];
 
 export function pageFromJSON(json: unknown): Page {

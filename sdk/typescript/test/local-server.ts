@@ -1,7 +1,8 @@
 // A real countersign for the tests: the binary built from this repository,
 // serving on the embedded store with a configuration of its own, a provider
-// its dispatches reach, an agent's callback endpoint, and the review inbox
-// to approve through.
+// its dispatches reach, an agent's callback endpoint, and a local reviewer
+// who decides through `countersign approve|reject` (the package's testing
+// helpers).
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -12,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { SignatureError, verifySignature, type Request } from "@countersign/client";
+import { approve, reject } from "@countersign/client/testing";
 import { REPO } from "./shared.js";
 
 export const TOKEN = "sdk-typescript-agent-token";
@@ -139,6 +141,17 @@ tools:
   sdk.note:
     approvers: [${REVIEWER}]
     dispatch: {method: POST, url: "${provider}/notes", timeout: 5s, secret: "${DISPATCH_SECRET}"}
+  sdk.payout:
+    approvers: [${REVIEWER}]
+    description: Pay out to an account, in cents; the agent sends it.
+    execute: agent
+    outcome_timeout: 10m
+    effect_schema:
+      type: object
+      required: [account, amount_cents]
+      properties:
+        account: {type: string}
+        amount_cents: {type: integer, minimum: 1}
 `;
 }
 
@@ -149,8 +162,7 @@ export class Server {
   private process: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
   private log = "";
-  private cookie = "";
-  private bin: string;
+  readonly bin: string;
 
   private constructor(
     readonly provider: Endpoint,
@@ -172,15 +184,31 @@ export class Server {
     return server;
   }
 
-  /** Starts serve listening on listen; resolves once it listens and the inbox's entry link was followed. */
-  async serve(listen: string): Promise<void> {
+  /** The configuration file serve runs with. */
+  get config(): string {
+    return join(this.dir, "countersign.yml");
+  }
+
+  /** serve's data directory, where countersign approve and reject find its socket. */
+  get dataDir(): string {
+    return join(this.dir, "data");
+  }
+
+  /** This process's environment without countersign's and Slack's settings, which the tests set themselves. */
+  env(): Record<string, string> {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) {
       if (v !== undefined && !k.startsWith("COUNTERSIGN_") && !k.startsWith("SLACK_")) env[k] = v;
     }
+    return env;
+  }
+
+  /** Starts serve listening on listen; resolves once it listens and takes local reviews. */
+  async serve(listen: string): Promise<void> {
+    const env = this.env();
     Object.assign(env, {
-      COUNTERSIGN_CONFIG: join(this.dir, "countersign.yml"),
-      COUNTERSIGN_DATA_DIR: join(this.dir, "data"),
+      COUNTERSIGN_CONFIG: this.config,
+      COUNTERSIGN_DATA_DIR: this.dataDir,
       COUNTERSIGN_LISTEN: listen,
       COUNTERSIGN_LOG_FORMAT: "json",
     });
@@ -188,13 +216,13 @@ export class Server {
     const child = spawn(this.bin, ["serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
     this.process = child;
     this.exited = new Promise((resolve) => child.once("exit", () => resolve()));
-    const { url, entry } = await new Promise<{ url: string; entry: string }>((resolve, reject) => {
+    this.url = await new Promise<string>((resolve, reject) => {
       let url = "";
-      let entry = "";
+      let reviews = false;
       const timer = setTimeout(() => reject(new Error(`countersign serve did not start:\n${this.log}`)), 30_000);
       const read = (chunk: Buffer) => {
         this.log += chunk.toString("utf8");
-        if (url && entry) return;
+        if (url && reviews) return;
         for (const line of this.log.split("\n")) {
           let e: Record<string, unknown>;
           try {
@@ -203,11 +231,11 @@ export class Server {
             continue;
           }
           if (e.msg === "listening") url = "http://" + String(e.addr);
-          else if (typeof e.url === "string" && e.url.includes("/inbox/?token=")) entry = e.url;
+          else if (e.msg === "local reviews listening") reviews = true;
         }
-        if (url && entry) {
+        if (url && reviews) {
           clearTimeout(timer);
-          resolve({ url, entry });
+          resolve(url);
         }
       };
       child.stdout.on("data", read);
@@ -217,11 +245,6 @@ export class Server {
         reject(new Error(`countersign serve exited ${code}:\n${this.log}`));
       });
     });
-    this.url = url;
-    const resp = await fetch(entry, { redirect: "manual" });
-    await resp.arrayBuffer();
-    if (resp.status !== 303) throw new Error(`the inbox's entry link answered ${resp.status}`);
-    this.cookie = resp.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
   }
 
   /** The port serve listens on. */
@@ -233,17 +256,19 @@ export class Server {
     return this.log;
   }
 
-  /** Approves request in the review inbox, as the reviewer would. */
-  async approve(request: Request): Promise<void> {
-    const form = new URLSearchParams({
-      request_id: request.id, round: String(request.round), payload_hash: request.payloadHash, verdict: "approve", confirm: "yes",
-    });
-    const resp = await fetch(this.url + "/inbox/decide", { method: "POST", body: form, headers: { Cookie: this.cookie }, redirect: "manual" });
-    await resp.arrayBuffer();
-    const location = resp.headers.get("Location") ?? "";
-    if (resp.status !== 303 || !location.includes("notice=decided")) {
-      throw new Error(`the inbox's decision answered ${resp.status}, ${location}`);
-    }
+  /** What countersign approve and reject need to reach this serve. */
+  get reviewer(): { dataDir: string; config: string; binary: string; env: Record<string, string> } {
+    return { dataDir: this.dataDir, config: this.config, binary: this.bin, env: this.env() };
+  }
+
+  /** Approves request (or the request ref names) as the local reviewer, with countersign approve. */
+  async approve(request: Request | string): Promise<void> {
+    await approve(typeof request === "string" ? request : request.id, this.reviewer);
+  }
+
+  /** Rejects request as the local reviewer, with countersign reject. */
+  async reject(request: Request | string, reason?: string): Promise<void> {
+    await reject(typeof request === "string" ? request : request.id, { ...this.reviewer, ...(reason === undefined ? {} : { reason }) });
   }
 
   /** Kills serve at once (SIGKILL): no request in flight is answered, nothing is shut down. */

@@ -29,7 +29,7 @@ const runId = () => `run-${randomUUID()}`;
 const CREDIT = { invoice: "inv_8841", amount_cents: 4200, currency: "USD" };
 
 describe("against countersign serve", () => {
-  test("request, approve in the inbox, wait: succeeded, written once under the offline key", async () => {
+  test("request, approve from the command line, wait: succeeded, written once under the offline key", async () => {
     const run = runId();
     const req = await client.request({ tool: "sdk.credit", runId: run, step: 6, effect: CREDIT, summary: "Credit 42.00 USD" });
     assert.deepEqual([req.status, req.settled, req.replayed], ["pending", false, false]);
@@ -39,7 +39,7 @@ describe("against countersign serve", () => {
     const done = await client.wait(req.key, { timeout: 30_000 });
     assert.equal(done.settled, true);
     assert.equal(done.succeeded, true);
-    assert.deepEqual([done.status, done.decision?.verdict, done.decision?.via], ["approved", "approve", "inbox"]);
+    assert.deepEqual([done.status, done.decision?.verdict, done.decision?.via], ["approved", "approve", "cli"]);
     assert.ok(done.version > req.version);
     assert.ok(done.execution?.providerRef?.startsWith("obj_"), JSON.stringify(done.execution));
     // The provider got the write once, under the offline key, signed.
@@ -169,8 +169,8 @@ describe("against countersign serve", () => {
   test("an unknown tool names the tools the agent may use", async () => {
     await assert.rejects(client.request({ tool: "sdk.debit", runId: runId(), step: 1, effect: CREDIT }), (e: unknown) => {
       assert.ok(e instanceof UnknownToolError);
-      assert.deepEqual(e.tools, ["sdk.credit", "sdk.note"]);
-      assert.ok(e.detail.includes("sdk.credit, sdk.note"));
+      assert.deepEqual(e.tools, ["sdk.credit", "sdk.note", "sdk.payout"]);
+      assert.ok(e.detail.includes("sdk.credit, sdk.note, sdk.payout"));
       return true;
     });
   });
@@ -220,7 +220,7 @@ describe("against countersign serve", () => {
 
   test("tools", async () => {
     const tools = new Map((await client.tools()).map((t) => [t.name, t]));
-    assert.deepEqual([...tools.keys()].sort(), ["sdk.credit", "sdk.note"]);
+    assert.deepEqual([...tools.keys()].sort(), ["sdk.credit", "sdk.note", "sdk.payout"]);
     const credit = tools.get("sdk.credit")!;
     assert.deepEqual([credit.description, credit.policy.approvals], ["Credit an invoice, in cents.", 1]);
     assert.deepEqual(credit.effectSchema?.required, ["invoice", "amount_cents", "currency"]);
