@@ -84,6 +84,9 @@ type FileConfig struct {
 	Executor ExecutorConfig        `yaml:"executor"`
 	Agents   []AgentConfig         `yaml:"agents"`
 	Tools    map[string]ToolConfig `yaml:"tools"`
+	// Upstreams are MCP servers whose tools countersign gates (the MCP
+	// gateway, docs/GATEWAY.md).
+	Upstreams map[string]UpstreamConfig `yaml:"upstreams"`
 	// Callbacks tunes the delivery of agents' callbacks.
 	Callbacks CallbacksConfig `yaml:"callbacks"`
 	// Retention says how long settled requests are kept.
@@ -338,34 +341,46 @@ func (c *Config) WithDefaults() *Config {
 	e.ReminderSchedule = orDefault(e.ReminderSchedule, defaultReminderSchedule)
 	d.File.Retention.Schedule = orDefault(d.File.Retention.Schedule, DefaultRetentionSchedule)
 	for name, t := range c.File.Tools {
-		t.Dispatch.Method = strings.ToUpper(orDefault(t.Dispatch.Method, "POST"))
-		if t.Dispatch.Timeout == 0 {
-			t.Dispatch.Timeout = defaultDispatchTimeout
+		d.File.Tools[name] = withToolDefaults(t, c.File.Slack.Channel)
+	}
+	if c.File.Upstreams != nil {
+		d.File.Upstreams = make(map[string]UpstreamConfig, len(c.File.Upstreams))
+		for name, u := range c.File.Upstreams {
+			d.File.Upstreams[name] = upstreamWithDefaults(u, c.File.Slack.Channel)
 		}
-		if t.MaxAttempts == 0 {
-			t.MaxAttempts = approvals.DefaultMaxAttempts
-		}
-		if t.ClaimTimeout == 0 {
-			t.ClaimTimeout = defaultClaimTimeout
-		}
-		if t.ApprovalTTL == 0 {
-			t.ApprovalTTL = defaultApprovalTTL
-		}
-		if t.RequestTTL == 0 {
-			t.RequestTTL = approvals.DefaultRequestTTL
-		}
-		if t.Channel == "" {
-			t.Channel = c.File.Slack.Channel
-		}
-		// An agent told why it was refused can change its plan; a reviewer
-		// may still leave the reason out.
-		t.RejectReason = orDefault(t.RejectReason, string(approvals.ReasonOptional))
-		if t.Execute == approvals.ExecuteAgent && t.OutcomeTimeout == 0 {
-			t.OutcomeTimeout = approvals.DefaultOutcomeTimeout
-		}
-		d.File.Tools[name] = t
 	}
 	return &d
+}
+
+// withToolDefaults is t with the defaults of what it leaves out; its cards
+// go to slackChannel unless it names its own.
+func withToolDefaults(t ToolConfig, slackChannel string) ToolConfig {
+	t.Dispatch.Method = strings.ToUpper(orDefault(t.Dispatch.Method, "POST"))
+	if t.Dispatch.Timeout == 0 {
+		t.Dispatch.Timeout = defaultDispatchTimeout
+	}
+	if t.MaxAttempts == 0 {
+		t.MaxAttempts = approvals.DefaultMaxAttempts
+	}
+	if t.ClaimTimeout == 0 {
+		t.ClaimTimeout = defaultClaimTimeout
+	}
+	if t.ApprovalTTL == 0 {
+		t.ApprovalTTL = defaultApprovalTTL
+	}
+	if t.RequestTTL == 0 {
+		t.RequestTTL = approvals.DefaultRequestTTL
+	}
+	if t.Channel == "" {
+		t.Channel = slackChannel
+	}
+	// An agent told why it was refused can change its plan; a reviewer
+	// may still leave the reason out.
+	t.RejectReason = orDefault(t.RejectReason, string(approvals.ReasonOptional))
+	if t.Execute == approvals.ExecuteAgent && t.OutcomeTimeout == 0 {
+		t.OutcomeTimeout = approvals.DefaultOutcomeTimeout
+	}
+	return t
 }
 
 func orDefault(v, def string) string {
@@ -447,12 +462,13 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	if len(c.File.Tools) == 0 && !localUnset {
+	if len(c.File.Tools) == 0 && len(c.File.Upstreams) == 0 && !localUnset {
 		add("tools: no tool is configured, so every intent would be refused as unknown_tool")
 	}
 	for name, t := range c.File.Tools {
 		errs = append(errs, t.Validate(name, c.SlackBotToken != ""))
 	}
+	errs = append(errs, c.validateUpstreams()...)
 	errs = append(errs, c.compileEffectSchemas(), c.checkTypedToolNames())
 	return errors.Join(withLines(c.ConfigPath, c.positions, errs)...)
 }

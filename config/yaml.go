@@ -149,10 +149,18 @@ var oldBools = map[string]bool{
 }
 
 // yamlField returns the struct field whose yaml tag is name.
+// A field tagged ",inline" lends its own fields to its struct.
 func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag == name && tag != "" && tag != "-" {
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if tag == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
+			if inner, ok := yamlField(f.Type, name); ok {
+				return inner, true
+			}
+			continue
+		}
+		if tag == name && tag != "" && tag != "-" {
 			return f, true
 		}
 	}
@@ -163,7 +171,11 @@ func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
 func yamlFields(t reflect.Type) []string {
 	var names []string
 	for i := range t.NumField() {
-		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if tag == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
+			names = append(names, yamlFields(f.Type)...)
+		} else if tag != "" && tag != "-" {
 			names = append(names, tag)
 		}
 	}
