@@ -202,6 +202,26 @@ func TestOpenAPIConformance(t *testing.T) {
 		t.Errorf("outcome on a closed store = %d %s", got.status, got.body)
 	}
 
+	// The gateway's routes: a read passes through, and each refusal.
+	b.handler.SetGateway(&fixedGateway{})
+	for _, call := range []struct {
+		method, path, token, body string
+		header                    map[string]string
+	}{
+		{"GET", "/v1/gateway/tools", testToken, "", nil},
+		{"GET", "/v1/gateway/tools", "wrong", "", nil},
+		{"POST", "/v1/gateway/call", testToken, `{"tool":"fs__read_text_file","arguments":{"path":"/a"}}`, nil},
+		{"POST", "/v1/gateway/call", testToken, `{"tool":"fs__write_file","arguments":{"path":"/a"}}`, nil},
+		{"POST", "/v1/gateway/call", testToken, `{"tool":"fs__nothing"}`, nil},
+		{"POST", "/v1/gateway/call", testToken, `{"tool":"down__read"}`, nil},
+		{"POST", "/v1/gateway/call", testToken, `{"tool":`, nil},
+		{"POST", "/v1/gateway/call", testToken, `{"tool":"fs__read_text_file"}`, map[string]string{"Content-Type": "text/plain"}},
+		{"POST", "/v1/gateway/call", testToken, `{"tool":"fs__read_text_file","arguments":"` + strings.Repeat("x", approvals.MaxBodyBytes) + `"}`, nil},
+		{"POST", "/v1/gateway/call", "wrong", `{"tool":"fs__read_text_file"}`, nil},
+	} {
+		b.do(t, call.method, call.path, call.token, strings.NewReader(call.body), call.header)
+	}
+
 	seen := b.answers.Seen()
 	maps.Copy(seen, cb.answers.Seen())
 	for _, promised := range document(t).Promised() {

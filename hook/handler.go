@@ -30,6 +30,8 @@ type Handler struct {
 	parking *parking
 	// operations are the routes served, as "METHOD /pattern".
 	operations []string
+	// gateway is the MCP gateway serve sets, if any.
+	gateway gatewayHolder
 }
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {

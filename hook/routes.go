@@ -38,6 +38,8 @@ func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, 
 		{http.MethodPost, "/v1/requests/{ref}/redrive", "redrive", h.redrive},
 		{http.MethodPost, "/v1/requests/{ref}/outcome", "outcome", h.outcome},
 		{http.MethodGet, "/v1/tools", "tools", h.tools},
+		{http.MethodGet, "/v1/gateway/tools", "gateway_tools", h.gatewayTools},
+		{http.MethodPost, "/v1/gateway/call", "gateway_call", h.gatewayCall},
 		{http.MethodGet, "/v1/grants", "grants", h.grants},
 		{http.MethodPost, "/v1/grants/{id}/revoke", "revoke_grant", h.revokeGrant},
 	}

@@ -48,6 +48,7 @@ type bundle struct {
 	queryInt func(query string, args ...any) (int, error)
 	listener store.Notifier
 	svc      *approvals.Service
+	handler  *Handler
 	server   *httptest.Server
 	ctx      context.Context
 	// answers records what the hook answered, checked against its OpenAPI
@@ -131,7 +132,7 @@ func (b *bundle) serve(t testing.TB, ctx context.Context, s store.Store, listene
 	b.answers = apitest.NewRecorder()
 	server := httptest.NewServer(apitest.Conform(t, document(t), b.answers, h))
 	t.Cleanup(server.Close)
-	b.store, b.listener, b.svc, b.server, b.ctx = s, listener, svc, server, ctx
+	b.store, b.listener, b.svc, b.server, b.ctx, b.handler = s, listener, svc, server, ctx, h
 }
 
 // forEachDriver runs test on PostgreSQL and on SQLite, the two in parallel.
