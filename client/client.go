@@ -154,6 +154,39 @@ func (c *Client) ReportOutcome(ctx context.Context, ref string, out wire.Outcome
 	return decodeRequest(a)
 }
 
+// GatewayTools lists the tools of the upstream MCP servers countersign's
+// gateway exposes, reads and gated ones, retried as Get is.
+func (c *Client) GatewayTools(ctx context.Context) ([]wire.GatewayTool, error) {
+	a, err := c.call(ctx, http.MethodGet, "/v1/gateway/tools", nil, true)
+	if err != nil {
+		return nil, err
+	}
+	var list wire.GatewayToolList
+	if err := json.Unmarshal(a.body, &list); err != nil {
+		return nil, fmt.Errorf("client: decoding gateway tools: %w", err)
+	}
+	return list.Tools, nil
+}
+
+// GatewayCall passes a read through the gateway to its upstream and returns
+// the upstream's CallToolResult as JSON. It is not retried: a read is
+// cheap to call again, and the caller decides.
+func (c *Client) GatewayCall(ctx context.Context, tool string, arguments json.RawMessage) (json.RawMessage, error) {
+	body, err := json.Marshal(wire.GatewayCall{Tool: tool, Arguments: arguments})
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding the call: %w", err)
+	}
+	a, err := c.call(ctx, http.MethodPost, "/v1/gateway/call", body, false)
+	if err != nil {
+		return nil, err
+	}
+	var res wire.GatewayResult
+	if err := json.Unmarshal(a.body, &res); err != nil {
+		return nil, fmt.Errorf("client: decoding the call's result: %w", err)
+	}
+	return res.Result, nil
+}
+
 // Cancel withdraws a pending request. One no longer pending is
 // ErrAlreadyDecided. It is not retried: the first attempt may have landed.
 func (c *Client) Cancel(ctx context.Context, ref string) (*Request, error) {

@@ -20,6 +20,9 @@ type GatewayTool struct {
 	Read bool `json:"read"`
 	// Up says whether its upstream is connected now.
 	Up bool `json:"up"`
+	// HoldSeconds is how long an MCP call of a gated tool waits for its
+	// outcome before it answers with the pending request.
+	HoldSeconds int `json:"hold_seconds,omitempty"`
 }
 
 // GatewayAnnotations are an upstream tool's MCP annotations; nil where the
