@@ -90,6 +90,7 @@ var floors = map[string]int{
 	"surface/surfacetest":              FloorService + 2 + helper,
 	"sdk/python":                       FloorLeaf,
 	"sdk/typescript":                   FloorLeaf,
+	"sdk/crosslang":                    FloorLeaf,
 }
 
 // exceptions are the imports the floors allow across one floor, each with
