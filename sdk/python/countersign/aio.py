@@ -157,7 +157,7 @@ class AsyncClient:
                 if (outcome := journal.read(req.key)) is not None:
                     return _gated.finished(await self._report(journal, req, outcome), outcome, called=False)
                 try:
-                    value = await fn(effect, req.receipt, req.key)
+                    value = await fn(req.effect, req.receipt, req.key)  # the approved effect, as stored
                 except Exception as e:
                     await asyncio.to_thread(journal.write, req.key, req.id, _gated.failed(e))
                     await self._report(journal, req, _gated.failed(e))

@@ -217,7 +217,7 @@ class Client:
                 if (outcome := journal.read(req.key)) is not None:
                     return _gated.finished(self._report(journal, req, outcome), outcome, called=False)
                 try:
-                    value = fn(effect, req.receipt, req.key)
+                    value = fn(req.effect, req.receipt, req.key)  # the approved effect, as stored
                 except Exception as e:
                     journal.write(req.key, req.id, _gated.failed(e))
                     self._report(journal, req, _gated.failed(e))
