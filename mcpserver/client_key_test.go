@@ -23,6 +23,10 @@ func TestWriteToolsRefuseClientKeysOutsideTheRule(t *testing.T) {
 			io.WriteString(w, toolsAnswer)
 			return
 		}
+		if r.URL.Path == "/v1/gateway/tools" {
+			io.WriteString(w, `{"tools": []}`)
+			return
+		}
 		writes.Add(1)
 		http.Error(w, "not expected", http.StatusTeapot)
 	}))

@@ -129,6 +129,10 @@ func TestAllowedByPolicyReadsAsAnApprovalByTheRule(t *testing.T) {
 func TestWriteToolsSayThePolicyMayDecide(t *testing.T) {
 	t.Parallel()
 	session := connect(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/gateway/tools" {
+			io.WriteString(w, `{"tools": []}`)
+			return
+		}
 		io.WriteString(w, toolsAnswer)
 	}))
 	tools, err := session.ListTools(context.Background(), nil)

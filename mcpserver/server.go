@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,9 +33,10 @@ const defaultCallTimeout = 30 * time.Second
 // instructions tell a model, once per session, how the tools fit together.
 const instructions = `countersign gates writes behind human approval. To make a write, call request_<tool> (or request_write) with the run, the step and the effect; a person approves or rejects it, and countersign then performs exactly the approved write, once. Call wait_for_outcome with the request's key to learn the outcome. Retrying a request with the same arguments is safe: it returns the same request and writes nothing new.`
 
-// New fetches the agent's tools from countersign (GET /v1/tools, once) and
-// returns an MCP server with the fixed tools and one typed tool per tool
-// that has an effect_schema.
+// New fetches the agent's tools from countersign (GET /v1/tools and GET
+// /v1/gateway/tools, once) and returns an MCP server with the fixed tools,
+// the gateway's upstream tools under their own names, and one typed tool
+// per other tool that has an effect_schema.
 func New(ctx context.Context, cfg Config) (*mcp.Server, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = defaultCallTimeout
@@ -52,9 +54,28 @@ func New(ctx context.Context, cfg Config) (*mcp.Server, error) {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	h := &handlers{client: cfg.Client, callTimeout: cfg.CallTimeout, tools: tools}
+	taken := map[string]bool{}
 	for _, t := range h.fixedTools() {
 		server.AddTool(t.tool, t.handle)
+		taken[t.tool.Name] = true
 	}
+	// The gateway's upstream tools, under their own names; their gated
+	// ones are countersign tools too, and get no typed request_ tool.
+	gateway, err := cfg.Client.GatewayTools(callCtx)
+	if err != nil && cfg.Logger != nil {
+		cfg.Logger.Warn("the gateway's upstream tools could not be listed; serving countersign's own", slog.String("error", err.Error()))
+	}
+	viaGateway := map[string]bool{}
+	for _, t := range gateway {
+		viaGateway[t.Name] = true
+		if taken[t.Name] {
+			continue
+		}
+		g := h.gatewayTool(t)
+		server.AddTool(g.tool, g.handle)
+		taken[t.Name] = true
+	}
+	tools = slices.DeleteFunc(slices.Clone(tools), func(t client.Tool) bool { return viaGateway[t.Name] })
 	names, skipped := typedNames(tools)
 	for _, tool := range skipped {
 		if cfg.Logger != nil {
