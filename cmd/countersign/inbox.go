@@ -11,9 +11,10 @@ import (
 
 // mountInbox serves the review inbox under /inbox/ and returns its entry
 // link, which works once, for the person at the terminal. With a
-// configuration file the link goes to the log, the only thing serve has
-// there for a person to read; it is spent when opened and opens nothing
-// from another machine.
+// configuration file the link also goes to the log, which a deployment's
+// person reads (serve prints it in plain text too for a run on this
+// machine: printConfiguredBanner); it is spent when opened and opens
+// nothing from another machine.
 func (a *app) mountInbox(addr net.Addr) string {
 	h := inbox.New(inbox.Options{
 		Service: a.review, Reviewer: a.cfg.InboxReviewer, Logger: a.logger.With("component", "inbox"),

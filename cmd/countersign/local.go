@@ -5,15 +5,19 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/config"
 )
 
@@ -73,11 +77,30 @@ func withLocal(c *config.Config, base, token string) *config.Config {
 		RequestTTL:  time.Hour,
 		ApprovalTTL: time.Hour,
 		Description: "Refund an order, in cents, through the built-in sandbox provider: nothing real is paid out.",
+		// A schema, so that MCP lists the demo tool as a typed tool of its
+		// own (request_demo_refund) besides request_write.
+		EffectSchema: &config.EffectSchemaConfig{Inline: demoEffectSchema()},
 	}}
 	if d.DispatchSecret == "" {
 		d.DispatchSecret = randomString(32)
 	}
 	return d.WithDefaults()
+}
+
+// demoEffectSchema is the demo tool's effect schema: the refund the
+// banner's curl asks for.
+func demoEffectSchema() map[string]any {
+	return map[string]any{
+		"type":                 "object",
+		"required":             []any{"order", "amount_cents", "currency"},
+		"additionalProperties": false,
+		"properties": map[string]any{
+			"order":        map[string]any{"type": "string", "minLength": 1, "maxLength": 64, "description": "the order to refund, e.g. ord_1001"},
+			"amount_cents": map[string]any{"type": "integer", "minimum": 1, "description": "the amount to refund, in cents"},
+			"currency":     map[string]any{"type": "string", "pattern": "^[A-Z]{3}$", "description": "ISO 4217 code, e.g. EUR"},
+		},
+		"examples": []any{map[string]any{"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}},
+	}
 }
 
 // printLocalBanner tells the person at the terminal how to use the local run.
@@ -106,4 +129,81 @@ countersign approve KEY):
 curl -s %s/v1/requests -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"run_id": "run-1", "step": 1, "tool": "%s", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}, "summary": "Refund 12.50 EUR on ord_1001", "reason": "parcel lost in transit"}'
 
 `, store, inbox, token, localTool, base, sandboxPath, base, token, localTool)
+}
+
+// printConfiguredBanner is printLocalBanner for a run with a configuration
+// file and the inbox on, on the embedded store or with a local: reviewer:
+// the person at the terminal gets the inbox's entry link and a curl in
+// plain text, whatever the log format, as with the demo. The file holds
+// only the agents' token hashes, so the curl reads the token from
+// $COUNTERSIGN_TOKEN (countersign init printed it); nothing secret is
+// printed.
+func printConfiguredBanner(w io.Writer, cfg *config.Config, base, storePath, inboxURL string) {
+	store := storePath + " (embedded)"
+	if storePath == "PostgreSQL" {
+		store = "PostgreSQL (COUNTERSIGN_DATABASE_URL)"
+	}
+	names := slices.Sorted(maps.Keys(cfg.File.Tools))
+	var tools strings.Builder
+	for i, name := range names {
+		t := cfg.File.Tools[name]
+		if i > 0 {
+			tools.WriteString("\n                ")
+		}
+		if t.Execute == approvals.ExecuteAgent {
+			fmt.Fprintf(&tools, "%s, performed by the agent with its receipt", name)
+		} else {
+			fmt.Fprintf(&tools, "%s, sent to %s", name, t.Dispatch.URL)
+		}
+	}
+	if len(names) == 0 {
+		tools.WriteString("none")
+	}
+	approve := "approve it in the inbox"
+	if len(localReviewers(cfg)) > 0 {
+		approve += " (or from code, on this data directory: countersign approve KEY)"
+	}
+	fmt.Fprintf(w, `
+countersign is running with %s.
+  store:        %s
+  review inbox: %s
+                (works once, in one browser; restart serve for a new link)
+  tools:        %s
+
+`, cfg.ConfigPath, store, inboxURL, tools.String())
+	tool, effect := bannerExample(cfg, names)
+	if tool == "" {
+		return
+	}
+	fmt.Fprintf(w, `Post an intent with an agent's token in COUNTERSIGN_TOKEN, then %s:
+
+curl -s %s/v1/requests -H "Authorization: Bearer $COUNTERSIGN_TOKEN" -H 'Content-Type: application/json' -d '{"run_id": "run-1", "step": 1, "tool": "%s", "effect": %s}'
+
+`, approve, base, tool, strings.ReplaceAll(effect, "'", `'\''`))
+}
+
+// bannerExample is the tool the banner's curl asks for, and its effect: a
+// tool countersign sends before one the agent performs, and one whose
+// inline effect schema gives an example before one without ({}).
+func bannerExample(cfg *config.Config, names []string) (tool, effect string) {
+	best := -1
+	for _, name := range names {
+		t := cfg.File.Tools[name]
+		score := 0
+		if t.Execute != approvals.ExecuteAgent {
+			score += 2
+		}
+		example := "{}"
+		if t.EffectSchema != nil {
+			if list, ok := t.EffectSchema.Inline["examples"].([]any); ok && len(list) > 0 {
+				if raw, err := json.Marshal(list[0]); err == nil {
+					example, score = string(raw), score+1
+				}
+			}
+		}
+		if score > best {
+			best, tool, effect = score, name, example
+		}
+	}
+	return tool, effect
 }

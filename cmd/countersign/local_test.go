@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/config"
+	"github.com/countersign/countersign/store/storetest"
 )
 
 // The local run: no configuration and no database URL. An agent's curl
@@ -275,5 +278,99 @@ func TestWithLocalLeavesItsInputAlone(t *testing.T) {
 	}
 	if got := local.File.Tools[localTool].Dispatch.URL; got != "http://127.0.0.1:8080"+sandboxPath+"/refunds" {
 		t.Errorf("demo tool dispatches to %q", got)
+	}
+}
+
+// The demo tool has an effect schema: MCP lists it as a typed tool of its
+// own, besides request_write, and its input schema is the refund's.
+func TestLocalRunListsTheDemoToolAsATypedMCPTool(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, _ := startServeWith(t, envFrom(map[string]string{
+		"COUNTERSIGN_DATA_DIR": dir,
+		"COUNTERSIGN_LISTEN":   "127.0.0.1:0",
+	}))
+	raw, err := os.ReadFile(filepath.Join(dir, localTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(raw))
+	resp, body := mcpPost(t, base, token, "", mcpInitialize, nil)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize = %d %s", resp.StatusCode, body)
+	}
+	resp, body = mcpPost(t, base, token, session, `{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}`, nil)
+	var list struct {
+		Result struct {
+			Tools []struct {
+				Name        string `json:"name"`
+				InputSchema struct {
+					Properties struct {
+						Effect struct {
+							Required []string `json:"required"`
+						} `json:"effect"`
+					} `json:"properties"`
+				} `json:"inputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	// One message, as a server-sent event: its data line.
+	_, data, _ := strings.Cut(string(body), "data: ")
+	if err := json.Unmarshal([]byte(data), &list); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("tools/list = %d %v: %s", resp.StatusCode, err, body)
+	}
+	names := map[string][]string{}
+	for _, tool := range list.Result.Tools {
+		names[tool.Name] = tool.InputSchema.Properties.Effect.Required
+	}
+	if _, ok := names["request_write"]; !ok || strings.Join(names["request_demo_refund"], ",") != "order,amount_cents,currency" {
+		t.Errorf("tools/list lacks request_write, or request_demo_refund with the refund's schema: %s", body)
+	}
+}
+
+// With a configuration file, a run on the embedded store prints the
+// banner in plain text whatever the log format; a PostgreSQL deployment
+// without a local: reviewer keeps the inbox's link in its log alone.
+func TestConfiguredBannerOnlyForLocalRuns(t *testing.T) {
+	t.Parallel()
+	configPath := writeConfig(t, fmt.Sprintf(`
+agents: [{name: smoke-agent, token_sha256: %s}]
+tools:
+  billing.credit:
+    approvers: [U0ANA]
+    dispatch: {url: "http://127.0.0.1:9/credits"}
+    effect_schema:
+      type: object
+      examples: [{invoice: inv_1, amount_cents: 100}]
+`, tokenHashOf(smokeToken)))
+	env := map[string]string{
+		"COUNTERSIGN_CONFIG":          configPath,
+		"COUNTERSIGN_DISPATCH_SECRET": smokeSecret,
+		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
+		"COUNTERSIGN_LOG_FORMAT":      "json",
+		"COUNTERSIGN_INBOX":           "on",
+	}
+	embedded := maps.Clone(env)
+	embedded["COUNTERSIGN_DATA_DIR"] = t.TempDir()
+	base, logs := startServeWith(t, envFrom(embedded))
+	banner := waitFor(t, logs, "curl -s "+base+"/v1/requests")
+	for _, want := range []string{"countersign is running with " + configPath, "\n  review inbox: " + base + "/inbox/?token=",
+		"billing.credit, sent to http://127.0.0.1:9/credits", `"tool": "billing.credit", "effect": {"amount_cents":100,"invoice":"inv_1"}`,
+		`Bearer $COUNTERSIGN_TOKEN`} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("the banner lacks %q:\n%s", want, banner)
+		}
+	}
+	if strings.Contains(banner, smokeSecret) || strings.Contains(banner, "countersign approve") {
+		t.Errorf("the banner prints the secret, or offers local approvals without a local: reviewer:\n%s", banner)
+	}
+
+	postgres := maps.Clone(env)
+	postgres["COUNTERSIGN_DATABASE_URL"] = storetest.NewURL(t)
+	_, logs = startServeWith(t, envFrom(postgres))
+	inboxEntry(t, logs) // the log line's
+	if strings.Contains(logs.String(), "countersign is running") || strings.Contains(logs.String(), "curl -s") {
+		t.Errorf("a PostgreSQL deployment without a local reviewer printed the banner:\n%s", logs.String())
 	}
 }

@@ -3,6 +3,8 @@
 // performs exactly the approved write, once.
 //
 //	countersign serve     run the hook, the Slack surface and the executor
+//	countersign init      [DIR]: write a working configuration for tools of one's own, and say how to run it
+//	countersign dev-provider  a local provider for trying tools out: checks signatures and receipts, keeps every write
 //	countersign migrate   apply database migrations and exit (--app-role NAME: prepare serve's role)
 //	countersign key       read an intent JSON from a file or stdin and print its key
 //	countersign backup    write a consistent copy of the embedded store to a file
@@ -34,6 +36,11 @@ const usage = `usage: countersign <command>
 
 commands:
   serve     run the agent hook, the Slack surface and the executor
+  init      [DIR]: write a working configuration (an agent, an HTTP tool
+            and an agent-executed tool) and say how to run it
+  dev-provider
+            a local provider for trying tools out: checks signatures and
+            receipts, keeps every write it got (GET /writes)
   migrate   apply database migrations and exit (--app-role NAME: prepare
             the least-privilege role serve runs as; see migrate --help)
   key       read an intent JSON from FILE or stdin and print its key
@@ -96,6 +103,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return code
 		}
 		err = serve(ctx, getenv, stderr)
+	case "init":
+		opts, code, ok := parseInitArgs(args[1:], stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = initDir(opts, stdout)
+	case "dev-provider":
+		opts, code, ok := parseDevProviderArgs(args[1:], getenv, stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = devProvider(ctx, opts, stderr)
 	case "migrate":
 		opts, code, ok := parseMigrateArgs(args[1:], stdout, stderr)
 		if !ok {

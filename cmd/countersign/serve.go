@@ -106,6 +106,11 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		if cfg, _, err = resolveConfig(loaded, "http://"+ln.Addr().String()); err != nil {
 			return err
 		}
+		// Validating again compiles the demo tool's effect schema into
+		// the copy serve runs on.
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("the configuration has problems:\n%w", err)
+		}
 	}
 
 	a, err := newApp(ctx, cfg, logger, ln)
@@ -119,8 +124,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err := a.start(ctx); err != nil {
 		return err
 	}
-	if cfg.Local() {
+	// Plain text for the person at the terminal, whatever the log format.
+	switch {
+	case cfg.Local():
 		printLocalBanner(stderr, a.http.base(), a.where, localToken, a.inboxURL)
+	case a.inboxURL != "" && (cfg.DatabaseURL == "" || len(localReviewers(cfg)) > 0):
+		printConfiguredBanner(stderr, cfg, a.http.base(), a.where, a.inboxURL)
 	}
 	for done := false; !done; {
 		select {
