@@ -125,12 +125,16 @@ func executionView(e store.Execution) *wire.Execution {
 	if e.ProviderRef != nil {
 		ev.ProviderRef = *e.ProviderRef
 	}
-	if e.ResponseStatus != nil {
+	// A protocol without status numbers (MCP) records its answer with none.
+	if e.ResponseStatus != nil || len(e.ResponseBody) > 0 {
 		body := json.RawMessage(e.ResponseBody)
 		if !json.Valid(body) {
 			body, _ = json.Marshal(string(e.ResponseBody))
 		}
-		ev.Response = &wire.Response{Status: *e.ResponseStatus, Body: body}
+		ev.Response = &wire.Response{Body: body}
+		if e.ResponseStatus != nil {
+			ev.Response.Status = *e.ResponseStatus
+		}
 	}
 	return ev
 }
