@@ -54,6 +54,11 @@ type Tool struct {
 	// reports their outcome within OutcomeTimeout (0: DefaultOutcomeTimeout).
 	Execute        string
 	OutcomeTimeout time.Duration
+
+	// Upstream names the MCP server whose tool this is, for a tool the
+	// gateway exposes (docs/GATEWAY.md); its Description then says what
+	// the upstream declared of it. "" for a configured tool.
+	Upstream string
 }
 
 // GrantRule is how far a standing grant may reach on a tool: at most MaxTTL,

@@ -88,6 +88,11 @@ func renderCard(v cardView) (string, []slack.Block) {
 		mrkdwn("*Reversible*\n" + reversible(v.Tool.Reversible)),
 	}
 	blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
+	if v.Tool.Upstream != "" {
+		// An upstream's tool through the MCP gateway: what it is and what
+		// its server says of it, before the arguments.
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cut("*MCP tool*\n"+escape(v.Tool.Description), maxSectionText)), nil, nil))
+	}
 	if strings.TrimSpace(req.Reason) != "" {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cut("*Reason*\n"+escape(req.Reason), maxSectionText)), nil, nil))
 	}
