@@ -139,6 +139,9 @@ type UpstreamTool struct {
 	InputSchema json.RawMessage
 	// Read tools pass straight through and are not tools here.
 	Read bool
+	// Idempotent tools may be called again when a call's outcome is
+	// unknown; any other such call needs review.
+	Idempotent bool
 }
 
 // UpstreamReviewTools returns the review tools of the upstreams' gated
@@ -184,15 +187,16 @@ func (c *Config) UpstreamReviewTools(list []UpstreamTool) (map[string]approvals.
 func (c *Config) UpstreamExecutorTools(list []UpstreamTool, send sender.Sender) map[string]executor.Tool {
 	review, _ := c.UpstreamReviewTools(list)
 	tools := make(map[string]executor.Tool, len(review))
-	for name := range review {
-		var u UpstreamConfig
-		for _, ut := range list {
-			if ut.Exposed == name {
-				u = c.File.Upstreams[ut.Upstream]
-			}
+	for _, ut := range list {
+		if _, gated := review[ut.Exposed]; !gated {
+			continue
 		}
+		name, u := ut.Exposed, c.File.Upstreams[ut.Upstream]
+		// An idempotent tool is sent again when an outcome is unknown, as a
+		// provider that honours Idempotency-Key is; any other such call
+		// needs review, for it cannot be asked whether the call was made.
 		et := executor.Tool{
-			Name: name, Sender: send, Timeout: u.CallTimeout, MaxAttempts: u.Review.MaxAttempts,
+			Name: name, Sender: send, KeyAware: ut.Idempotent, Timeout: u.CallTimeout, MaxAttempts: u.Review.MaxAttempts,
 			ClaimTimeout: u.Review.ClaimTimeout, ApprovalTTL: u.Review.ApprovalTTL,
 			RequestTTL: u.Review.RequestTTL,
 		}
