@@ -3,9 +3,11 @@ package mcpserver
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -96,7 +98,7 @@ func (h *handlers) passThrough(ctx context.Context, tool string, args json.RawMe
 // answers the upstream's own result once countersign made the call; before
 // that, or when it will not be made, the sentence of where it stands.
 func (h *handlers) gatedCall(ctx context.Context, req *mcp.CallToolRequest, tool string, hold time.Duration) *mcp.CallToolResult {
-	in := client.Intent{Tool: tool, Effect: rawOrEmpty(req.Params.Arguments), RunID: sessionRun(req), Step: json.RawMessage(`"` + gatewayStep + `"`),
+	in := client.Intent{Tool: tool, Effect: rawOrEmpty(req.Params.Arguments), RunID: h.sessionRun(req), Step: json.RawMessage(`"` + gatewayStep + `"`),
 		Summary: tool + " called through the MCP gateway"}
 	meta := req.Params.GetMeta()
 	if run, ok := meta[MetaRunID].(string); ok && run != "" {
@@ -170,14 +172,18 @@ func isAwaitingPerson(r *client.Request) bool {
 }
 
 // sessionRun is the run of a call whose caller named none: its MCP
-// session, or this process for a session without an id.
-func sessionRun(req *mcp.CallToolRequest) string {
-	if req.Session != nil {
-		if id := req.Session.ID(); id != "" {
-			return "mcp-session:" + id
-		}
+// session (a digest of its id), or this process for a session without an
+// id (stdio).
+func (h *handlers) sessionRun(req *mcp.CallToolRequest) string {
+	id := h.session
+	if req.Session != nil && req.Session.ID() != "" {
+		id = req.Session.ID()
 	}
-	return processRun
+	if id == "" {
+		return processRun
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "mcp-session:" + hex.EncodeToString(sum[:12])
 }
 
 func rawOrEmpty(raw json.RawMessage) json.RawMessage {
@@ -185,4 +191,64 @@ func rawOrEmpty(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return raw
+}
+
+// followGateway lists the gateway's tools every so often until ctx ends and
+// makes served, the upstream tools the server serves, what it lists: the
+// SDK tells the session's client when they change. A name among taken
+// (countersign's own tools) is never an upstream's.
+func (h *handlers) followGateway(ctx context.Context, server *mcp.Server, served map[string]wire.GatewayTool, taken map[string]bool,
+	every time.Duration, logger *slog.Logger) {
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		callCtx, cancel := context.WithTimeout(ctx, h.callTimeout)
+		list, err := h.client.GatewayTools(callCtx)
+		cancel()
+		if err != nil {
+			if logger != nil && ctx.Err() == nil {
+				logger.Warn("the gateway's upstream tools could not be listed again", slog.String("error", err.Error()))
+			}
+			continue
+		}
+		now := map[string]wire.GatewayTool{}
+		for _, t := range list {
+			if !taken[t.Name] {
+				now[t.Name] = t
+			}
+		}
+		var gone []string
+		for name, was := range served {
+			if t, ok := now[name]; !ok || !sameTool(was, t) {
+				gone = append(gone, name)
+			}
+		}
+		if len(gone) > 0 {
+			server.RemoveTools(gone...)
+			for _, name := range gone {
+				delete(served, name)
+			}
+		}
+		for name, t := range now {
+			if _, ok := served[name]; !ok {
+				g := h.gatewayTool(t)
+				server.AddTool(g.tool, g.handle)
+				served[name] = t
+			}
+		}
+	}
+}
+
+// sameTool reports whether a listed tool is served as it was: its up flag
+// aside, which changes nothing a client sees.
+func sameTool(a, b wire.GatewayTool) bool {
+	a.Up, b.Up = false, false
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
 }

@@ -1,14 +1,20 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/mcpserver"
 )
 
 const gatewayTools = `{"tools": [
@@ -103,5 +109,72 @@ func TestGatewayToolsServeUpstreamCalls(t *testing.T) {
 	if body, _ := posted.Load().(string); json.Unmarshal([]byte(body), &intent) != nil || intent["tool"] != "fs__write_file" ||
 		intent["run_id"] != "run-7" || intent["step"] != float64(3) || intent["effect"].(map[string]any)["content"] != "hi" {
 		t.Errorf("the intent posted = %v", posted.Load())
+	}
+}
+
+// A server that follows the gateway adds the tools an upstream comes to
+// list and removes those it no longer does, and tells its client.
+func TestFollowingTheGatewayTellsTheClient(t *testing.T) {
+	t.Parallel()
+	var listing atomic.Value
+	listing.Store(gatewayTools)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/tools":
+			io.WriteString(w, gatewayToolsAnswer)
+		case "/v1/gateway/tools":
+			io.WriteString(w, listing.Load().(string))
+		default:
+			http.Error(w, "not expected", http.StatusTeapot)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	server, err := mcpserver.New(ctx, mcpserver.Config{Client: client.New(srv.URL, "token"), CallTimeout: 2 * time.Second,
+		Version: "test", FollowGateway: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverSide, clientSide := mcp.NewInMemoryTransports()
+	if _, err := server.Connect(ctx, serverSide, nil); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 16)
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(ctx, clientSide, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+
+	// read_text_file goes, list_directory comes.
+	listing.Store(strings.Replace(gatewayTools, `"fs__read_text_file", "upstream": "fs", "tool": "read_text_file"`,
+		`"fs__list_directory", "upstream": "fs", "tool": "list_directory"`, 1))
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client heard of no change")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tools, err := session.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range tools.Tools {
+			names = append(names, tool.Name)
+		}
+		got := strings.Join(names, " ")
+		if strings.Contains(got, "fs__list_directory") && !strings.Contains(got, "fs__read_text_file") && strings.Contains(got, "fs__write_file") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tools after the change: %s", got)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

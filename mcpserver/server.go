@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/wire"
 )
 
 // Config is what New builds a server from.
@@ -24,6 +25,15 @@ type Config struct {
 	Version string
 	// Logger receives the MCP SDK's own log lines; nil logs nothing.
 	Logger *slog.Logger
+	// FollowGateway, when set, lists the gateway's upstream tools again
+	// this often for as long as New's ctx lasts, adding and removing
+	// tools as they come and go (tools/list_changed): for a server that
+	// lives as long as its process (countersign mcp over stdio).
+	FollowGateway time.Duration
+	// Session names the caller's MCP session when the transport keeps it
+	// outside the SDK (serve's stateless HTTP, with its signed session
+	// ids): a gated upstream call without a run of its own is keyed by it.
+	Session string
 }
 
 // defaultCallTimeout is Config.CallTimeout's default: long enough for a few
@@ -50,10 +60,11 @@ func New(ctx context.Context, cfg Config) (*mcp.Server, error) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "countersign", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       cfg.Logger,
-		// The tool list is fixed when the server is built.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// The tool list is fixed when the server is built, unless it
+		// follows the gateway's.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: cfg.FollowGateway > 0}},
 	})
-	h := &handlers{client: cfg.Client, callTimeout: cfg.CallTimeout, tools: tools}
+	h := &handlers{client: cfg.Client, callTimeout: cfg.CallTimeout, tools: tools, session: cfg.Session}
 	taken := map[string]bool{}
 	for _, t := range h.fixedTools() {
 		server.AddTool(t.tool, t.handle)
@@ -66,6 +77,7 @@ func New(ctx context.Context, cfg Config) (*mcp.Server, error) {
 		cfg.Logger.Warn("the gateway's upstream tools could not be listed; serving countersign's own", slog.String("error", err.Error()))
 	}
 	viaGateway := map[string]bool{}
+	served := map[string]wire.GatewayTool{}
 	for _, t := range gateway {
 		viaGateway[t.Name] = true
 		if taken[t.Name] {
@@ -73,7 +85,7 @@ func New(ctx context.Context, cfg Config) (*mcp.Server, error) {
 		}
 		g := h.gatewayTool(t)
 		server.AddTool(g.tool, g.handle)
-		taken[t.Name] = true
+		taken[t.Name], served[t.Name] = true, t
 	}
 	tools = slices.DeleteFunc(slices.Clone(tools), func(t client.Tool) bool { return viaGateway[t.Name] })
 	names, skipped := typedNames(tools)
@@ -93,6 +105,13 @@ func New(ctx context.Context, cfg Config) (*mcp.Server, error) {
 			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
 		}
 		server.AddTool(typed.tool, typed.handle)
+		taken[typed.tool.Name] = true
+	}
+	if cfg.FollowGateway > 0 {
+		for name := range served {
+			delete(taken, name)
+		}
+		go h.followGateway(ctx, server, served, taken, cfg.FollowGateway, cfg.Logger)
 	}
 	return server, nil
 }
@@ -103,6 +122,8 @@ type handlers struct {
 	callTimeout time.Duration
 	// tools are the agent's tools as listed when the server was built.
 	tools []client.Tool
+	// session is Config.Session.
+	session string
 }
 
 // served is one MCP tool and its handler.

@@ -45,6 +45,10 @@ func parseMCPArgs(args []string, stdout, stderr io.Writer) (mcpOptions, int, boo
 	return opts, code, ok
 }
 
+// gatewayFollowEvery is how often countersign mcp lists the gateway's
+// upstream tools again, so its client hears of a tool that came or went.
+const gatewayFollowEvery = 10 * time.Second
+
 // serveMCP runs the MCP server on stdin and stdout until the runtime
 // closes stdin or ctx ends.
 func serveMCP(ctx context.Context, opts mcpOptions, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -55,6 +59,7 @@ func serveMCP(ctx context.Context, opts mcpOptions, getenv func(string) string, 
 	logger := newLogger(getenv("COUNTERSIGN_LOG_FORMAT"), stderr).With("component", "mcp")
 	server, err := mcpserver.New(ctx, mcpserver.Config{
 		Client: client.New(url, token), CallTimeout: opts.callTimeout, Version: versionString(), Logger: logger,
+		FollowGateway: gatewayFollowEvery,
 	})
 	if err != nil {
 		return err

@@ -59,7 +59,8 @@ func (a *app) mcpHandler(agents *hook.AgentSet, api http.Handler) http.Handler {
 		}
 		c := client.New("http://countersign.invalid", bearerToken(r),
 			client.WithHTTPClient(&http.Client{Transport: inProcess{api}, Timeout: hook.MaxWait + 30*time.Second}))
-		server, err := mcpserver.New(r.Context(), mcpserver.Config{Client: c, Version: versionString(), Logger: logger})
+		server, err := mcpserver.New(r.Context(), mcpserver.Config{Client: c, Version: versionString(), Logger: logger,
+			Session: r.Header.Get(mcpSessionHeader)})
 		if err != nil {
 			refuseMCPServer(w, r, err)
 			return
