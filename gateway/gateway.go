@@ -84,9 +84,15 @@ var ErrUnknownTool = errors.New("unknown tool")
 // nothing was sent.
 type DownError struct {
 	Upstream string
+	Reason   string // why, when the call found out itself; no credential
 }
 
-func (e *DownError) Error() string { return "upstream " + e.Upstream + " is down" }
+func (e *DownError) Error() string {
+	if e.Reason != "" {
+		return "upstream " + e.Upstream + " is down: " + e.Reason
+	}
+	return "upstream " + e.Upstream + " is down"
+}
 
 var validName = regexp.MustCompile(`^[a-z0-9_-]+$`)
 

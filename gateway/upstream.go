@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -84,7 +85,7 @@ func (u *upstream) run(ctx context.Context) {
 		}
 		connected := time.Now()
 		u.setUp(cs, tools)
-		u.logger.Info("upstream connected", "tools", len(tools))
+		u.logger.Info("upstream connected", "tools", len(tools), "protocol", protocolOf(cs))
 		if first {
 			close(u.firstTry)
 			first = false
@@ -327,39 +328,107 @@ func (u *upstream) call(ctx context.Context, name string, args json.RawMessage, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Over HTTP, whether the request went out is the transport's to say:
+	// the Go SDK reports any failure of the POST alike, also one after the
+	// request was written.
+	var wrote atomic.Bool
+	cctx = httptrace.WithClientTrace(cctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
 	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Meta: meta, Name: name, Arguments: args})
 	if err == nil {
 		return res, nil
 	}
 	ce := &CallError{Upstream: u.cfg.Name, Tool: name}
-	var rpc *jsonrpc.Error
-	switch {
-	case errors.As(err, &rpc):
+	if rpc := answered(err); rpc != nil {
 		ce.Code, ce.Message, ce.RPCCode = CodeRPCError, u.scrub(rpc.Message), rpc.Code
+		return nil, ce
+	}
+	if u.cfg.URL != "" && !wrote.Load() {
+		// Nothing reached the upstream.
+		down := &DownError{Upstream: u.cfg.Name, Reason: u.scrub(err.Error())}
+		if cctx.Err() == nil {
+			u.drop(cs, down.Reason)
+		}
+		return nil, down
+	}
+	switch {
 	case cctx.Err() != nil:
 		ce.Code = CodeCallTimeout
 		if ctx.Err() != nil {
-			ce.Message = u.scrub("the call's context ended before an answer: " + ctx.Err().Error())
+			ce.Message = "the call's context ended before an answer: " + ctx.Err().Error()
 		} else {
 			ce.Message = fmt.Sprintf("no answer within %s", timeout)
 		}
 	default:
 		ce.Code, ce.Message = CodeConnectionLost, u.scrub(err.Error())
 		// The session may look alive (an HTTP upstream has no process to
-		// exit): close it, so that the loop connects again and nothing
-		// else is sent on it meanwhile.
-		u.mu.Lock()
-		mine := u.session == cs
-		if mine {
-			u.session, u.tools, u.lastError, u.since = nil, nil, ce.Message, time.Now()
-		}
-		u.mu.Unlock()
-		if mine {
-			u.g.changedNow()
-		}
-		_ = cs.Close()
+		// exit): drop it, so that the loop connects again and nothing else
+		// is sent on it meanwhile.
+		u.drop(cs, ce.Message)
 	}
 	return nil, ce
+}
+
+// drop takes cs out of use (calls meanwhile find the upstream down) and
+// closes it; the connection loop then connects again.
+func (u *upstream) drop(cs *mcp.ClientSession, why string) {
+	u.mu.Lock()
+	mine := u.session == cs
+	if mine {
+		u.session, u.tools, u.lastError, u.since = nil, nil, why, time.Now()
+	}
+	u.mu.Unlock()
+	if mine {
+		u.g.changedNow()
+	}
+	_ = cs.Close()
+}
+
+// The Go SDK's own JSON-RPC errors, made on this side: the connection
+// closing, or the transport failing a request (-32005, "rejected by
+// transport", which it also uses for a POST that failed after it was
+// written). None is the upstream's answer.
+const (
+	codeClientClosing       = -32003
+	codeServerClosing       = -32004
+	codeRejectedByTransport = -32005
+)
+
+// answered returns the JSON-RPC error the upstream answered with, or nil
+// when err is not one (the Go SDK's own codes aside).
+func answered(err error) *jsonrpc.Error {
+	var found *jsonrpc.Error
+	walk(err, func(e error) {
+		if rpc, ok := e.(*jsonrpc.Error); ok && found == nil {
+			switch rpc.Code {
+			case codeClientClosing, codeServerClosing, codeRejectedByTransport:
+			default:
+				found = rpc
+			}
+		}
+	})
+	return found
+}
+
+// walk calls fn on err and every error it wraps.
+func walk(err error, fn func(error)) {
+	if err == nil {
+		return
+	}
+	fn(err)
+	switch w := err.(type) {
+	case interface{ Unwrap() error }:
+		walk(w.Unwrap(), fn)
+	case interface{ Unwrap() []error }:
+		for _, e := range w.Unwrap() {
+			walk(e, fn)
+		}
+	}
 }
 
 // scrub takes every header value, environment value and URL credential of
@@ -445,4 +514,12 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// protocolOf is the MCP revision the session negotiated.
+func protocolOf(cs *mcp.ClientSession) string {
+	if r := cs.InitializeResult(); r != nil {
+		return r.ProtocolVersion
+	}
+	return ""
 }
