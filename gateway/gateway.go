@@ -140,7 +140,7 @@ func New(upstreams []Upstream, logger *slog.Logger) *Gateway {
 	now := time.Now()
 	for _, cfg := range upstreams {
 		u := &upstream{g: g, cfg: cfg, since: now, lastError: "not connected yet",
-			firstTry: make(chan struct{})}
+			firstTry: make(chan struct{}), relist: make(chan struct{}, 1)}
 		u.logger = logger.With("upstream", cfg.Name)
 		if err := ValidName(cfg.Name); err != nil {
 			u.invalid = err.Error()
@@ -165,13 +165,13 @@ func New(upstreams []Upstream, logger *slog.Logger) *Gateway {
 // or when ctx ends first; then the attempts go on in the background. An
 // upstream that cannot be reached is down and is tried again with backoff
 // (250 ms doubling to 30 s); Start does not fail for it. ctx bounds only
-// the wait: the sessions last until Stop. Start's only error is ctx's, or
-// being called twice.
+// the wait: the sessions last until Stop. Start's only errors are ctx's,
+// and a second Start (or one after Stop).
 func (g *Gateway) Start(ctx context.Context) error {
 	g.mu.Lock()
-	if g.started {
+	if g.started || g.stopped {
 		g.mu.Unlock()
-		return errors.New("gateway: started twice")
+		return errors.New("gateway: started twice, or after Stop")
 	}
 	g.started = true
 	run, cancel := context.WithCancel(context.Background())

@@ -25,13 +25,16 @@ func TestToolListChanged(t *testing.T) {
 	t.Parallel()
 	up := testUpstream("t", t.TempDir())
 	up.Trusted = true
-	g, _ := start(t, up)
+	g, logs := start(t, up)
 	changed := make(chan struct{}, 10)
 	g.OnChange(func() { changed <- struct{}{} })
 
 	echo, ok := g.Tool("t__echo")
 	if !ok {
 		t.Fatalf("no t__echo in %+v", g.Tools())
+	}
+	if !strings.Contains(logs.String(), "protocol=2026-07-28") {
+		t.Errorf("the stdio upstream did not negotiate 2026-07-28:\n%s", logs)
 	}
 	// A trusted upstream's hints are believed.
 	if !echo.Read || !echo.Idempotent || echo.Title != "Echo" {
@@ -255,6 +258,9 @@ func TestHTTPUpstream(t *testing.T) {
 	if h := health(g, "good"); !h.Up || h.Tools == 0 {
 		t.Fatalf("good = %+v, want up", h)
 	}
+	if !strings.Contains(logs.String(), "protocol=2025-11-25") {
+		t.Errorf("the HTTP upstream did not negotiate 2025-11-25:\n%s", logs)
+	}
 	res, err := g.Call(context.Background(), "good__echo", json.RawMessage(`{"msg":"over http"}`))
 	if err != nil || textOf(res) != "over http" {
 		t.Fatalf("good__echo = %v, %v", res, err)
@@ -263,6 +269,11 @@ func TestHTTPUpstream(t *testing.T) {
 	if a.Outcome != sender.OutcomeSucceeded || !strings.Contains(string(a.Body), "http-key") {
 		t.Errorf("send over http = %+v", a)
 	}
+	// tools/list_changed over the 2025-11-25 revision's standalone stream.
+	if _, err := g.Call(context.Background(), "good__add_tool", nil); err != nil {
+		t.Fatalf("add_tool: %v", err)
+	}
+	eventually(t, 5*time.Second, "good__added listed", func() bool { _, ok := g.Tool("good__added"); return ok })
 
 	h := health(g, "bad")
 	if h.Up || h.LastError == "" {
@@ -359,5 +370,48 @@ func TestScrub(t *testing.T) {
 	}
 	if !strings.HasPrefix(got, "401 from ") || !strings.HasSuffix(got, "/ ab") {
 		t.Errorf("scrub took more than the secrets: %q", got)
+	}
+}
+
+func TestLongNamesAndStop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	name := strings.Repeat("u", 54)
+	g, logs := start(t, testUpstream(name, dir))
+	pid := readPID(t, dir, 0)
+	// 54 + 2 + 8 = 64 characters: kept; block_idem would make 66.
+	if _, ok := g.Tool(name + "__add_tool"); !ok {
+		t.Errorf("%s__add_tool (64 characters) left out", name)
+	}
+	if _, ok := g.Tool(name + "__block_idem"); ok {
+		t.Errorf("%s__block_idem (66 characters) listed", name)
+	}
+	if !strings.Contains(logs.String(), "upstream tool left out") {
+		t.Errorf("leaving block_idem out was not logged:\n%s", logs)
+	}
+	var changes atomic.Int32
+	g.OnChange(func() { changes.Add(1) })
+
+	g.Stop()
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the command after Stop: kill -0 = %v, want no such process", err)
+	}
+	if h := health(g, name); h.Up || len(g.Tools()) != 0 {
+		t.Errorf("after Stop: health %+v, %d tools", h, len(g.Tools()))
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := changes.Load(); n != 0 {
+		t.Errorf("OnChange called %d times for Stop", n)
+	}
+	if err := g.Start(context.Background()); err == nil {
+		t.Error("Start after Stop succeeded")
+	}
+	if err := ValidName(name + "x"); err != nil {
+		t.Errorf("ValidName(55 characters) = %v", err)
+	}
+	for _, bad := range []string{"", "Fs", "a__b", "a.b", strings.Repeat("u", 62)} {
+		if ValidName(bad) == nil {
+			t.Errorf("ValidName(%q) = nil", bad)
+		}
 	}
 }

@@ -61,7 +61,6 @@ func (u *upstream) isUp() bool {
 // run connects, lists, and waits for the session's end, again and again
 // until ctx ends.
 func (u *upstream) run(ctx context.Context) {
-	u.relist = make(chan struct{}, 1)
 	backoff := minBackoff
 	first := true
 	for ctx.Err() == nil {
