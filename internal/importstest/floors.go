@@ -50,6 +50,7 @@ var floors = map[string]int{
 	"store/embedded": FloorDriver,
 
 	"executor/httpsender": FloorDriver, // the HTTP sender: the port and the signing leaves
+	"gateway":             FloorDriver, // the MCP sender and upstream sessions: the port and the MCP SDK
 
 	"approvals": FloorService,
 	"executor":  FloorService,

@@ -1,0 +1,5 @@
+package gateway
+
+import "os/exec"
+
+var execLookPath = exec.LookPath
