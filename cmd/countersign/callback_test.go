@@ -31,6 +31,11 @@ import (
 const envServeProcess = "COUNTERSIGN_TEST_SERVE_PROCESS"
 
 func TestMain(m *testing.M) {
+	// First: serve starts the upstream with its own environment, the
+	// serve process's variable included.
+	if os.Getenv(envUpstreamProcess) != "" {
+		os.Exit(runCountingUpstream())
+	}
 	if os.Getenv(envServeProcess) != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, []string{"serve"}, os.Getenv, nil, os.Stdout, os.Stderr)
@@ -62,7 +67,7 @@ type serveProcess struct {
 
 // startServeProcess starts serve with env (added to the test's own) and
 // waits until it listens.
-func startServeProcess(t *testing.T, env map[string]string) *serveProcess {
+func startServeProcess(t testing.TB, env map[string]string) *serveProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envServeProcess+"=1")

@@ -12,7 +12,7 @@ func envFrom(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-func writeConfig(t *testing.T, yaml string) string {
+func writeConfig(t testing.TB, yaml string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "countersign.yml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {

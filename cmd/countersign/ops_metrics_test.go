@@ -207,7 +207,7 @@ func TestDashboardAndAlertsReadLiveMetrics(t *testing.T) {
 
 // eventually waits up to 30 s for cond, polling: the components work in the
 // background and none of them signals the test.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {

@@ -38,7 +38,7 @@ func (p *serveProcess) stop(t *testing.T) {
 
 // quorumEnv is serve's environment for a quorum test: PostgreSQL at dbURL,
 // the fake Slack, and a configuration file holding tools.
-func quorumEnv(t *testing.T, dbURL string, fake *bottest.Slack, tools string) map[string]string {
+func quorumEnv(t testing.TB, dbURL string, fake *bottest.Slack, tools string) map[string]string {
 	sum := sha256.Sum256([]byte(smokeToken))
 	cfg := writeConfig(t, fmt.Sprintf(`
 slack: {channel: C0BILLING}

@@ -42,8 +42,11 @@ func (a *app) reload(getenv func(string) string) {
 	// The executor first: from the moment intake freezes a request under
 	// the new policy, the executor re-checks approvals against that policy
 	// too, never against the one it replaces.
-	a.executor.SetTools(loaded.ExecutorTools())
-	a.review.Reconfigure(loaded.ReviewTools(), loaded.AgentOwners())
+	if !reflect.DeepEqual(gatewayUpstreams(loaded), gatewayUpstreams(a.currentConfig())) {
+		log.Warn("the upstreams' connections (command, url, headers, env, reads, idempotent, call_timeout) change at the next restart; their review settings are reloaded")
+	}
+	a.reloaded.Store(loaded)
+	a.applyTools(loaded)
 	a.api.Agents().Store(loaded.AgentList())
 	if a.callbacks != nil {
 		a.callbacks.SetTargets(loaded.CallbackTargets())

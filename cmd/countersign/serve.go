@@ -55,6 +55,10 @@ type app struct {
 	api       *hook.Handler
 	executor  *executor.Executor
 	callbacks *callback.Deliverer
+	// gateway is the MCP gateway, when upstreams are configured; reloaded
+	// is the configuration the last reload took.
+	gateway  *upstreams
+	reloaded atomic.Pointer[config.Config]
 	// admin serves the health checks and metrics when COUNTERSIGN_ADMIN_LISTEN
 	// gives them a listener of their own; nil otherwise.
 	admin    *httpServer
@@ -308,6 +312,7 @@ func newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net
 		a.mux.Handle(sandboxPath+"/", http.StripPrefix(sandboxPath, provider))
 	}
 
+	a.addGateway()
 	ex, err := a.addExecutor()
 	if err != nil {
 		return nil, err
@@ -377,6 +382,13 @@ func (a *app) mountRoutes() error {
 			return
 		}
 		fmt.Fprintln(w, "ok")
+		// An upstream that is down makes only its own tools fail: serve
+		// stays ready, and says so.
+		if a.gateway != nil {
+			for _, h := range a.gateway.gw.Health() {
+				fmt.Fprintln(w, upstreamHealthLine(h))
+			}
+		}
 	})
 	ops.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
 	return nil
