@@ -202,6 +202,9 @@ func TestOpenAPIConformance(t *testing.T) {
 		t.Errorf("outcome on a closed store = %d %s", got.status, got.body)
 	}
 
+	// The permission hooks (pretooluse_test.go).
+	exerciseToolHooks(t, b)
+
 	seen := b.answers.Seen()
 	maps.Copy(seen, cb.answers.Seen())
 	for _, promised := range document(t).Promised() {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/approvals"
@@ -30,6 +31,9 @@ type Handler struct {
 	parking *parking
 	// operations are the routes served, as "METHOD /pattern".
 	operations []string
+	// toolHooks maps a coding agent's tools for the permission hooks
+	// (pretooluse.go); nil until SetToolHooks.
+	toolHooks atomic.Pointer[ToolHooks]
 }
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {
