@@ -88,6 +88,8 @@ type FileConfig struct {
 	Callbacks CallbacksConfig `yaml:"callbacks"`
 	// Retention says how long settled requests are kept.
 	Retention RetentionConfig `yaml:"retention"`
+	// PreToolUse maps a coding agent's tools for its permission hooks.
+	PreToolUse PreToolUseConfig `yaml:"pretooluse"`
 }
 
 // CallbacksConfig tunes callback delivery; zero values are the defaults of
@@ -454,6 +456,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, t.Validate(name, c.SlackBotToken != ""))
 	}
 	errs = append(errs, c.compileEffectSchemas(), c.checkTypedToolNames())
+	errs = append(errs, c.validatePreToolUse()...)
 	return errors.Join(withLines(c.ConfigPath, c.positions, errs)...)
 }
 
