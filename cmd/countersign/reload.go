@@ -45,6 +45,7 @@ func (a *app) reload(getenv func(string) string) {
 	a.executor.SetTools(loaded.ExecutorTools())
 	a.review.Reconfigure(loaded.ReviewTools(), loaded.AgentOwners())
 	a.api.Agents().Store(loaded.AgentList())
+	a.api.SetToolHooks(loaded.ToolHooks())
 	if a.callbacks != nil {
 		a.callbacks.SetTargets(loaded.CallbackTargets())
 	}
