@@ -91,6 +91,8 @@ type FileConfig struct {
 	Callbacks CallbacksConfig `yaml:"callbacks"`
 	// Retention says how long settled requests are kept.
 	Retention RetentionConfig `yaml:"retention"`
+	// PreToolUse maps a coding agent's tools for its permission hooks.
+	PreToolUse PreToolUseConfig `yaml:"pretooluse"`
 }
 
 // CallbacksConfig tunes callback delivery; zero values are the defaults of
@@ -470,6 +472,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateUpstreams()...)
 	errs = append(errs, c.compileEffectSchemas(), c.checkTypedToolNames())
+	errs = append(errs, c.validatePreToolUse()...)
 	return errors.Join(withLines(c.ConfigPath, c.positions, errs)...)
 }
 

@@ -221,6 +221,8 @@ func TestOpenAPIConformance(t *testing.T) {
 	} {
 		b.do(t, call.method, call.path, call.token, strings.NewReader(call.body), call.header)
 	}
+	// The permission hooks (pretooluse_test.go).
+	exerciseToolHooks(t, b)
 
 	seen := b.answers.Seen()
 	maps.Copy(seen, cb.answers.Seen())

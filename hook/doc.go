@@ -18,5 +18,10 @@
 // until a change, its deadline or shutdown; its answer closes the
 // connection. Other long-polls wait on their goroutine (waitForChange).
 //
+// POST /v1/hooks/pretooluse and posttooluse answer a coding agent's
+// permission hooks (pretooluse.go, docs/HOOKS.md): Claude Code's tool call
+// is an intent on the execute: agent tool it maps to, answered allow, deny
+// or ask from the policy and the approvers' decision.
+//
 // hook/apitest holds the handlers to the OpenAPI document in tests.
 package hook

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/approvals"
@@ -32,6 +33,9 @@ type Handler struct {
 	operations []string
 	// gateway is the MCP gateway serve sets, if any.
 	gateway gatewayHolder
+	// toolHooks maps a coding agent's tools for the permission hooks
+	// (pretooluse.go); nil until SetToolHooks.
+	toolHooks atomic.Pointer[ToolHooks]
 }
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, agent approvals.Agent) int {

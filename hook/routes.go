@@ -42,6 +42,8 @@ func NewHandler(svc *approvals.Service, agents Agents, listener store.Notifier, 
 		{http.MethodPost, "/v1/gateway/call", "gateway_call", h.gatewayCall},
 		{http.MethodGet, "/v1/grants", "grants", h.grants},
 		{http.MethodPost, "/v1/grants/{id}/revoke", "revoke_grant", h.revokeGrant},
+		{http.MethodPost, "/v1/hooks/pretooluse", "pretooluse", h.preToolUse},
+		{http.MethodPost, "/v1/hooks/posttooluse", "posttooluse", h.postToolUse},
 	}
 	allowed := map[string][]string{"/v1/openapi.json": {http.MethodGet}, JWKSPath: {http.MethodGet}}
 	h.mux.HandleFunc("GET /v1/openapi.json", h.serveOpenAPI)

@@ -48,6 +48,7 @@ func (a *app) reload(getenv func(string) string) {
 	a.reloaded.Store(loaded)
 	a.applyTools(loaded)
 	a.api.Agents().Store(loaded.AgentList())
+	a.api.SetToolHooks(loaded.ToolHooks())
 	if a.callbacks != nil {
 		a.callbacks.SetTargets(loaded.CallbackTargets())
 	}

@@ -353,6 +353,7 @@ func (a *app) add(name string, c component, grace time.Duration) {
 // COUNTERSIGN_ADMIN_LISTEN names one.
 func (a *app) mountRoutes() error {
 	api := hook.NewHandler(a.review, a.cfg.AgentList(), a.notifier, a.logger.With("component", "hook"), a.hookMetrics)
+	api.SetToolHooks(a.cfg.ToolHooks())
 	a.api = api
 	a.mux.Handle("/v1/", api)
 	a.mux.Handle(hook.JWKSPath, api)
