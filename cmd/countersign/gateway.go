@@ -244,6 +244,7 @@ func (a *app) applyTools(cfg *config.Config) {
 	// the new policy, the executor re-checks approvals against it too.
 	a.executor.SetTools(exec)
 	a.review.Reconfigure(review, cfg.AgentOwners())
+	a.toolsGeneration.Add(1)
 }
 
 // gatewayMetrics are the gateway's: each upstream's connection, and its

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +40,7 @@ func (a *app) mcpHandler(agents *hook.AgentSet, api http.Handler) http.Handler {
 	if len(a.cfg.DispatchSecrets()) == 0 {
 		logger.Warn("COUNTERSIGN_DISPATCH_SECRET is not set: MCP sessions over HTTP are this process's alone, and end when it stops")
 	}
+	servers := newMCPServers()
 	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		server, _ := r.Context().Value(mcpServerKey{}).(*mcp.Server)
 		return server
@@ -57,10 +60,12 @@ func (a *app) mcpHandler(agents *hook.AgentSet, api http.Handler) http.Handler {
 		if !ok {
 			return
 		}
-		c := client.New("http://countersign.invalid", bearerToken(r),
-			client.WithHTTPClient(&http.Client{Transport: inProcess{api}, Timeout: hook.MaxWait + 30*time.Second}))
-		server, err := mcpserver.New(r.Context(), mcpserver.Config{Client: c, Version: versionString(), Logger: logger,
-			Session: r.Header.Get(mcpSessionHeader)})
+		server, err := servers.get(r, a.toolsGeneration.Load(), func() (*mcp.Server, error) {
+			c := client.New("http://countersign.invalid", bearerToken(r),
+				client.WithHTTPClient(&http.Client{Transport: inProcess{api}, Timeout: hook.MaxWait + 30*time.Second}))
+			return mcpserver.New(r.Context(), mcpserver.Config{Client: c, Version: versionString(), Logger: logger,
+				Session: r.Header.Get(mcpSessionHeader)})
+		})
 		if err != nil {
 			refuseMCPServer(w, r, err)
 			return
@@ -135,4 +140,60 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.status = http.StatusOK
 	}
 	return r.body.Write(b)
+}
+
+// mcpServers keeps the MCP server built for an agent's token and session,
+// so that a session's calls do not list the tools again each time: a
+// server is kept for mcpServerTTL, and never past a change of the tools
+// (a reload, an upstream's list), which moves the generation on. The
+// token is checked on every request before its server is taken.
+type mcpServers struct {
+	mu      sync.Mutex
+	servers map[[32]byte]cachedMCPServer
+}
+
+type cachedMCPServer struct {
+	server     *mcp.Server
+	generation uint64
+	built      time.Time
+}
+
+// mcpServerTTL bounds how long a built server is reused, and
+// maxMCPServers how many are kept.
+const (
+	mcpServerTTL  = 30 * time.Second
+	maxMCPServers = 1024
+)
+
+func newMCPServers() *mcpServers { return &mcpServers{servers: map[[32]byte]cachedMCPServer{}} }
+
+// get returns the server of r's token and session at generation, built
+// by build when there is none to reuse.
+func (s *mcpServers) get(r *http.Request, generation uint64, build func() (*mcp.Server, error)) (*mcp.Server, error) {
+	key := sha256.Sum256([]byte(bearerToken(r) + "\x00" + r.Header.Get(mcpSessionHeader)))
+	now := time.Now()
+	s.mu.Lock()
+	c, ok := s.servers[key]
+	s.mu.Unlock()
+	if ok && c.generation == generation && now.Sub(c.built) < mcpServerTTL {
+		return c.server, nil
+	}
+	server, err := build()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.servers) >= maxMCPServers {
+		for k, old := range s.servers {
+			if old.generation != generation || now.Sub(old.built) >= mcpServerTTL {
+				delete(s.servers, k)
+			}
+		}
+		if len(s.servers) >= maxMCPServers {
+			clear(s.servers)
+		}
+	}
+	s.servers[key] = cachedMCPServer{server: server, generation: generation, built: now}
+	return server, nil
 }

@@ -59,6 +59,9 @@ type app struct {
 	// is the configuration the last reload took.
 	gateway  *upstreams
 	reloaded atomic.Pointer[config.Config]
+	// toolsGeneration moves on whenever the tools change (applyTools):
+	// what was built from the old ones is built again.
+	toolsGeneration atomic.Uint64
 	// admin serves the health checks and metrics when COUNTERSIGN_ADMIN_LISTEN
 	// gives them a listener of their own; nil otherwise.
 	admin    *httpServer
