@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,15 +42,7 @@ upstreams:
     approvers: [U1]
 `, node, memory, filepath.Join(b.TempDir(), "gateway.jsonl"))
 	s := startServeProcess(b, quorumEnv(b, storetest.NewURL(b), bottest.New(b), tools))
-	eventually(b, "the upstream to connect", func() bool {
-		resp, err := http.Get(s.base + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(body), "upstream memory: up")
-	})
+	waitForUpstreams(b, s.base, "memory")
 
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)

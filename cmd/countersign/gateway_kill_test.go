@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -104,15 +103,7 @@ upstreams:
 func (s *killServe) start(t *testing.T) {
 	t.Helper()
 	s.serveProcess = startServeProcess(t, s.env)
-	eventually(t, "the upstream to connect", func() bool {
-		resp, err := http.Get(s.base + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(body), "upstream count: up")
-	})
+	waitForUpstreams(t, s.base, "count")
 }
 
 // hold makes the upstream's calls wait (before or after they write) until

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/countersign/countersign/bot/bottest"
 	"github.com/countersign/countersign/store/storetest"
@@ -115,56 +112,24 @@ type gatewayReport struct {
 // gated call when it asks, and returns its report.
 func runGatewayClient(t *testing.T, g *gatewayServe, env map[string]string) gatewayReport {
 	t.Helper()
-	dir, _ := filepath.Abs("../../tools/mcpclient")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		t.Fatalf("the TypeScript MCP SDK is not installed (scripts/test-deps runs npm ci in tools/mcpclient): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "gateway.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "DIR="+g.dir, "RUN_ID=run-"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	env["DIR"] = g.dir
 	var report gatewayReport
-	var lines []string
-	scanner := bufio.NewScanner(stdout)
-	scanner.Buffer(nil, 16<<20)
-	for scanner.Scan() {
-		line := scanner.Bytes()
-		lines = append(lines, string(line))
+	runMCPScript(t, "gateway.mjs", env, g.logs.String, func(line []byte) bool {
 		var event struct{ Event, Tool, Verdict string }
 		if json.Unmarshal(line, &event) != nil {
-			continue
+			return false
 		}
 		switch event.Event {
 		case "decide":
 			g.decide(t, event.Tool, event.Verdict)
-			io.WriteString(stdin, "done\n")
+			return true
 		case "report":
 			if err := json.Unmarshal(line, &report); err != nil {
 				t.Fatalf("decoding the report: %v\n%s", err, line)
 			}
 		}
-	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("node gateway.mjs: %v\nstdout:\n%s\nstderr:\n%s\nserve:\n%s", err, strings.Join(lines, "\n"), stderr.String(), g.logs.String())
-	}
+		return false
+	})
 	return report
 }
 
@@ -236,15 +201,7 @@ func checkGatewayReport(t *testing.T, g *gatewayServe, r gatewayReport, transpor
 func TestGatewayOverHTTPGatesRealMCPServers(t *testing.T) {
 	t.Parallel()
 	g := startGatewayServe(t)
-	eventually(t, "the upstreams to connect", func() bool {
-		resp, err := http.Get(g.base + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(body), "upstream fs: up") && strings.Contains(string(body), "upstream memory: up")
-	})
+	waitForUpstreams(t, g.base, "fs", "memory")
 	r := runGatewayClient(t, g, map[string]string{"MCP_TRANSPORT": "http", "MCP_URL": g.base + "/mcp", "MCP_TOKEN": smokeToken})
 	checkGatewayReport(t, g, r, "http")
 }
@@ -254,15 +211,7 @@ func TestGatewayOverHTTPGatesRealMCPServers(t *testing.T) {
 func TestGatewayOverStdioGatesRealMCPServers(t *testing.T) {
 	t.Parallel()
 	g := startGatewayServe(t)
-	eventually(t, "the upstreams to connect", func() bool {
-		resp, err := http.Get(g.base + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(body), "upstream fs: up") && strings.Contains(string(body), "upstream memory: up")
-	})
+	waitForUpstreams(t, g.base, "fs", "memory")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -271,4 +220,24 @@ func TestGatewayOverStdioGatesRealMCPServers(t *testing.T) {
 		"COUNTERSIGN_LOG_FORMAT": "json", "PATH": os.Getenv("PATH")})
 	r := runGatewayClient(t, g, map[string]string{"MCP_TRANSPORT": "stdio", "MCP_COMMAND": self, "MCP_ARGS": `["-test.run=^$"]`, "MCP_ENV": string(serverEnv)})
 	checkGatewayReport(t, g, r, "stdio")
+}
+
+// waitForUpstreams waits until serve at base says in /readyz that each of
+// the upstreams is up.
+func waitForUpstreams(t testing.TB, base string, names ...string) {
+	t.Helper()
+	eventually(t, "the upstreams to connect", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, name := range names {
+			if !strings.Contains(string(body), "upstream "+name+": up") {
+				return false
+			}
+		}
+		return true
+	})
 }

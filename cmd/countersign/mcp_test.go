@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -14,8 +13,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -212,48 +209,15 @@ type mcpReport struct {
 // stopping countersign when it asks, and returns its report.
 func runMCPClient(t *testing.T, g *mcpGate, env map[string]string, stopCountersign func()) mcpReport {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("the MCP client's checks need Node.js (scripts/test-deps installs it): %v", err)
-	}
-	dir, _ := filepath.Abs("../../tools/mcpclient")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		t.Fatalf("the TypeScript MCP SDK is not installed (scripts/test-deps runs npm ci in tools/mcpclient): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "check.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TOOL="+mcpTool, "RUN_ID=run-"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	env["TOOL"] = mcpTool
 	var report mcpReport
-	var lines []string
-	scanner := bufio.NewScanner(stdout)
-	scanner.Buffer(nil, 16<<20)
-	for scanner.Scan() {
-		line := scanner.Bytes()
-		lines = append(lines, string(line))
+	lines := runMCPScript(t, "check.mjs", env, g.logs.String, func(line []byte) bool {
 		var event struct {
 			Event   string     `json:"event"`
 			Request mcpRequest `json:"request"`
 		}
 		if json.Unmarshal(line, &event) != nil {
-			continue
+			return false
 		}
 		switch event.Event {
 		case "approve":
@@ -264,18 +228,14 @@ func runMCPClient(t *testing.T, g *mcpGate, env map[string]string, stopCountersi
 			if err := json.Unmarshal(line, &report); err != nil {
 				t.Fatalf("decoding the report: %v\n%s", err, line)
 			}
-			continue
+			return false
 		default:
-			continue
+			return false
 		}
-		io.WriteString(stdin, "done\n")
-	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("node check.mjs: %v\nstdout:\n%s\nstderr:\n%s\nserve:\n%s", err, strings.Join(lines, "\n"), stderr.String(), g.logs.String())
-	}
+		return true
+	})
 	if report.Server.Name == "" {
-		t.Fatalf("check.mjs sent no report:\n%s\n%s", strings.Join(lines, "\n"), stderr.String())
+		t.Fatalf("check.mjs sent no report:\n%s", strings.Join(lines, "\n"))
 	}
 	return report
 }

@@ -13,35 +13,11 @@
 // MCP_ARGS (a JSON array) and MCP_ENV (a JSON object); for http MCP_URL and
 // MCP_TOKEN; TOOL (a configured tool with an effect_schema) and RUN_ID.
 import assert from "node:assert/strict";
-import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ask, done, say, transport } from "./conversation.mjs";
 
 const env = process.env;
-const input = createInterface({ input: process.stdin });
-const lines = input[Symbol.asyncIterator]();
-const say = (event) => process.stdout.write(JSON.stringify(event) + "\n");
-const ask = async (event) => {
-  say(event);
-  const { done } = await lines.next();
-  assert.equal(done, false, `the test closed stdin instead of answering ${event.event}`);
-};
-
-function transport() {
-  if (env.MCP_TRANSPORT === "stdio") {
-    return new StdioClientTransport({
-      command: env.MCP_COMMAND,
-      args: JSON.parse(env.MCP_ARGS),
-      env: JSON.parse(env.MCP_ENV),
-      stderr: "inherit",
-    });
-  }
-  return new StreamableHTTPClientTransport(new URL(env.MCP_URL), {
-    requestInit: { headers: { Authorization: `Bearer ${env.MCP_TOKEN}` } },
-  });
-}
 
 const client = new Client({ name: "countersign-mcp-check", version: "1.0.0" });
 await client.connect(transport());
@@ -122,4 +98,4 @@ if (env.MCP_TRANSPORT === "stdio") {
 
 say(report);
 await client.close();
-input.close(); // stdin would keep the process alive
+done();
