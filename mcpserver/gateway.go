@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -84,6 +85,12 @@ func (h *handlers) passThrough(ctx context.Context, tool string, args json.RawMe
 	ctx, cancel := context.WithTimeout(ctx, h.callTimeout)
 	defer cancel()
 	raw, err := h.client.GatewayCall(ctx, tool, rawOrEmpty(args))
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == "unavailable" && apiErr.Message != "" {
+		// Its upstream is down: countersign answered, and says which.
+		return errorResult(tool+" is not available now: "+apiErr.Message+" Calling it again later is safe: it is a read.",
+			wire.Error{Code: apiErr.Code, Message: apiErr.Message, RequestID: apiErr.RequestID})
+	}
 	if err != nil {
 		return toolError(err)
 	}

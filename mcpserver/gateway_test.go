@@ -55,8 +55,14 @@ func TestGatewayToolsServeUpstreamCalls(t *testing.T) {
 		case r.URL.Path == "/v1/gateway/tools":
 			io.WriteString(w, gatewayTools)
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/gateway/call":
-			reads.Add(1)
 			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), "/srv/down") {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error": {"code": "unavailable", "message": "The upstream fs is not connected; countersign keeps trying to reach it.", "request_id": "req_1"}}`)
+				return
+			}
+			reads.Add(1)
 			if !strings.Contains(string(body), `"tool":"fs__read_text_file"`) || !strings.Contains(string(body), `"path":"/srv/a"`) {
 				http.Error(w, "unexpected call "+string(body), http.StatusTeapot)
 				return
@@ -95,6 +101,10 @@ func TestGatewayToolsServeUpstreamCalls(t *testing.T) {
 	res, text := callText(t, session, "fs__read_text_file", map[string]any{"path": "/srv/a"})
 	if res.IsError || text != "hello" || reads.Load() != 1 {
 		t.Errorf("the read: isError %v, %q, %d calls", res.IsError, text, reads.Load())
+	}
+	res, text = callText(t, session, "fs__read_text_file", map[string]any{"path": "/srv/down"})
+	if !res.IsError || !strings.Contains(text, "fs__read_text_file is not available now: The upstream fs is not connected") {
+		t.Errorf("a read while its upstream is down: isError %v, %q", res.IsError, text)
 	}
 
 	res, err = session.CallTool(t.Context(), &mcp.CallToolParams{Name: "fs__write_file",
