@@ -40,9 +40,18 @@ func (h *Handler) provider(ctx context.Context) (*oauth2.Config, *oidc.IDTokenVe
 	if err != nil {
 		return nil, nil, err
 	}
+	scopes := []string{oidc.ScopeOpenID, "email", "profile"}
+	// Providers that list a "groups" scope (Okta, Keycloak, Dex) put the
+	// groups claim in the ID token only when it is asked for.
+	var meta struct {
+		Scopes []string `json:"scopes_supported"`
+	}
+	if h.opts.GroupsClaim != "" && p.Claims(&meta) == nil && slices.Contains(meta.Scopes, "groups") {
+		scopes = append(scopes, "groups")
+	}
 	h.idp.oauth = &oauth2.Config{
 		ClientID: h.opts.ClientID, ClientSecret: h.opts.ClientSecret, RedirectURL: h.opts.RedirectURL,
-		Endpoint: p.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "email", "profile"},
+		Endpoint: p.Endpoint(), Scopes: scopes,
 	}
 	h.idp.verifier = p.Verifier(&oidc.Config{ClientID: h.opts.ClientID, Now: h.now})
 	return h.idp.oauth, h.idp.verifier, nil

@@ -72,7 +72,9 @@ type page struct {
 	CSRF  string
 }
 
-func (h *Handler) page(title string, s claims) page { return page{Title: title, User: s.User, CSRF: s.CSRF} }
+func (h *Handler) page(title string, s claims) page {
+	return page{Title: title, User: s.User, CSRF: s.CSRF}
+}
 
 func (h *Handler) render(w http.ResponseWriter, status int, name string, data any) {
 	var buf bytes.Buffer
@@ -159,7 +161,7 @@ func (h *Handler) card(ctx context.Context, req store.Request) (card, error) {
 
 type queuePage struct {
 	page
-	Cards        []card
+	Cards         []card
 	Tool, Agent   string
 	Tools, Agents []string
 }
