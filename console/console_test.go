@@ -22,6 +22,12 @@ func TestSignInQueueAndApprove(t *testing.T) {
 	if !strings.Contains(queue, `id="row-`+req.ID+`"`) || !strings.Contains(queue, "inv_console") {
 		t.Fatalf("the queue does not list the pending request:\n%s", queue)
 	}
+	for query, listed := range map[string]bool{"?tool=" + toolName: true, "?tool=" + otherTool: false,
+		"?agent=billing-agent": true, "?agent=other": false, "?older_than=1h": false, "?older_than=0s": true} {
+		if _, q := br.get(Prefix + "/" + query); strings.Contains(q, `id="row-`+req.ID+`"`) != listed {
+			t.Errorf("the queue filtered by %s lists the request: %v, want %v", query, !listed, listed)
+		}
+	}
 	resp, page := br.get(Prefix + "/requests/" + req.ID)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "inv_8841") || !strings.Contains(page, `class="short-key"`) {
 		t.Fatalf("the request page answered %d without the effect or the key:\n%s", resp.StatusCode, page)

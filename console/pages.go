@@ -164,6 +164,9 @@ type queuePage struct {
 	Cards         []card
 	Tool, Agent   string
 	Tools, Agents []string
+	// OlderThan is the age filter as chosen ("1h"), "" for any age.
+	OlderThan string
+	Ages      []string
 }
 
 // queue lists the pending requests the reviewer may decide, oldest first,
@@ -180,7 +183,17 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slices.SortFunc(pending, func(a, b store.Request) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	p := queuePage{page: h.page("Queue", s), Tool: r.URL.Query().Get("tool"), Agent: r.URL.Query().Get("agent")}
+	p := queuePage{page: h.page("Queue", s), Tool: r.URL.Query().Get("tool"), Agent: r.URL.Query().Get("agent"), Ages: queueAges}
+	var olderThan time.Duration
+	if o := r.URL.Query().Get("older_than"); o != "" {
+		d, err := time.ParseDuration(o)
+		if err != nil || d < 0 {
+			h.fail(w, http.StatusBadRequest, "The age filter is not a duration such as 1h or 30m.")
+			return
+		}
+		olderThan, p.OlderThan = d, o
+	}
+	now := h.now()
 	tools, agents := map[string]bool{}, map[string]bool{}
 	for _, req := range pending {
 		mine, err := h.mayReview(ctx, req, s.User)
@@ -192,7 +205,8 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		tools[req.Tool], agents[req.RequestedBy] = true, true
-		if (p.Tool != "" && req.Tool != p.Tool) || (p.Agent != "" && req.RequestedBy != p.Agent) {
+		if (p.Tool != "" && req.Tool != p.Tool) || (p.Agent != "" && req.RequestedBy != p.Agent) ||
+			(olderThan > 0 && now.Sub(req.CreatedAt) < olderThan) {
 			continue
 		}
 		c, err := h.card(ctx, req)
@@ -205,6 +219,9 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 	p.Tools, p.Agents = keys(tools), keys(agents)
 	h.render(w, http.StatusOK, "queue", p)
 }
+
+// queueAges are the age filter's choices.
+var queueAges = []string{"15m", "1h", "4h", "24h"}
 
 func keys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
