@@ -11,8 +11,13 @@ import (
 
 // consoleGroups resolves oidc:group:<name> approvers (from the console's
 // groups and the reviewer's ID token) and hands every other group to next,
-// Slack's resolver or nil.
+// Slack's resolver or nil. With neither a console nor Slack nothing
+// resolves groups, as before; with Slack alone an oidc group has no
+// members rather than going to Slack's API.
 func consoleGroups(cfg *config.Config, next approvals.GroupResolver) approvals.GroupResolver {
+	if !cfg.File.Console.Enabled() && next == nil {
+		return nil
+	}
 	return console.Groups{Members: cfg.File.Console.Groups, Next: next}
 }
 
