@@ -93,6 +93,7 @@ type FileConfig struct {
 	Retention RetentionConfig `yaml:"retention"`
 	// PreToolUse maps a coding agent's tools for its permission hooks.
 	PreToolUse PreToolUseConfig `yaml:"pretooluse"`
+	Console    ConsoleConfig    `yaml:"console"` // the review console behind OpenID Connect (docs/CONSOLE.md)
 }
 
 // CallbacksConfig tunes callback delivery; zero values are the defaults of
@@ -445,6 +446,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.File.Executor.Validate(), c.File.Slack.Validate(), c.File.Retention.Validate())
+	errs = append(errs, c.File.Console.Validate())
 
 	// A local run whose data directory is missing has no agent or tool only
 	// because the demo's could not be set up, and a file that is not YAML

@@ -8,6 +8,7 @@
 //	teams:<object id>   a Microsoft Teams user, by their Entra ID (AAD) object id
 //	email:<address>     a reviewer reached by email
 //	oidc:<subject>      a person signed in through OpenID Connect (a subject or an email)
+//	oidc:group:<name>   the people whose ID token lists the IdP group <name>
 //
 // A Slack id may be written bare (U…, W…, and S… for a group), as Slack
 // and the configuration have always written it, and is printed bare: the

@@ -119,11 +119,21 @@ func (id ID) String() string {
 	return string(id.Scheme) + ":" + id.Value
 }
 
-// IsGroup reports whether the id names a user group rather than a person.
-// Only Slack has groups today; a group's members are a surface's to list
-// (approvals.GroupResolver).
+// OIDCGroupPrefix begins the value of an OpenID Connect group's id:
+// oidc:group:finance names the IdP group "finance" (docs/CONSOLE.md).
+const OIDCGroupPrefix = "group:"
+
+// IsGroup reports whether the id names a user group rather than a person:
+// a Slack user group (S…) or an OpenID Connect group (oidc:group:<name>).
+// A group's members are a surface's to list (approvals.GroupResolver).
 func (id ID) IsGroup() bool {
-	return id.Scheme == Slack && strings.HasPrefix(id.Value, "S")
+	switch id.Scheme {
+	case Slack:
+		return strings.HasPrefix(id.Value, "S")
+	case OIDC:
+		return strings.HasPrefix(id.Value, OIDCGroupPrefix) && len(id.Value) > len(OIDCGroupPrefix)
+	}
+	return false
 }
 
 // Same reports whether two ids may be the same person, for the rules that

@@ -157,3 +157,25 @@ func TestErrorNamesTheForms(t *testing.T) {
 		t.Errorf("ParsePerson: %v", err)
 	}
 }
+
+// An OpenID Connect group is oidc:group:<name>; any other oidc: id, and the
+// prefix alone, names a person.
+func TestOIDCGroupIsAGroup(t *testing.T) {
+	for s, want := range map[string]bool{
+		"oidc:group:finance":        true,
+		"oidc:alice@example.com":    false,
+		"oidc:group:":               false,
+		"oidc:248289761001":         false,
+		"S0FINANCE":                 true,
+		"local:group:finance":       false,
+		"email:group:x@example.com": false,
+	} {
+		id, err := identity.Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", s, err)
+		}
+		if id.IsGroup() != want {
+			t.Errorf("%q: IsGroup() = %v, want %v", s, id.IsGroup(), want)
+		}
+	}
+}

@@ -255,6 +255,7 @@ func newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net
 	if slackClient != nil {
 		groups = newGroups(slackClient)
 	}
+	groups = consoleGroups(cfg, groups)
 	a.reviewMetrics, a.hookMetrics = approvals.NewMetrics(a.registry), hook.NewMetrics(a.registry)
 	receipts, err := receiptKeys(cfg)
 	if err != nil {
@@ -309,6 +310,7 @@ func newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net
 	if cfg.InboxEnabled() {
 		a.inboxURL = a.mountInbox(ln.Addr())
 	}
+	a.mountConsole()
 	if cfg.Local() {
 		provider := sandbox.New()
 		provider.Secret = cfg.DispatchSecrets()[0] // it counts writes that did not come through the gate

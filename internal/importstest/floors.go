@@ -62,6 +62,7 @@ var floors = map[string]int{
 	"hook":      FloorSurface,
 	"bot":       FloorSurface,
 	"inbox":     FloorSurface,
+	"console":   FloorSurface, // the review console behind OpenID Connect
 	"mcpserver": FloorSurface,
 
 	"config": FloorConfig,
