@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/internal/misleading"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/surface"
 )
@@ -97,6 +98,13 @@ func renderCard(v cardView) (string, []slack.Block) {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cut("*Reason*\n"+escape(req.Reason), maxSectionText)), nil, nil))
 	}
 	blocks = append(blocks, slack.NewSectionBlock(mrkdwn(effectText(req)), nil, nil))
+	if found := misleading.Find(req.Snapshot); len(found) > 0 {
+		lines := make([]string, len(found))
+		for i, f := range found {
+			lines[i] = "• " + escape(f.String())
+		}
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cut(":warning: *Check the text*\n"+strings.Join(lines, "\n"), maxSectionText)), nil, nil))
+	}
 	blocks = append(blocks, slack.NewContextBlock("",
 		mrkdwn(fmt.Sprintf("Key `%s` · round %d · payload `%s`", short, v.Round, escape(req.PayloadHash)))))
 	blocks = append(blocks, slack.NewDividerBlock())

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/internal/misleading"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
 )
@@ -48,14 +49,18 @@ var pageNames = []string{"queue", "request", "batch", "batchdone", "error", "sig
 
 var pages = func() map[string]*template.Template {
 	funcs := template.FuncMap{
-		"prefix":    func() string { return Prefix },
-		"shortKey":  approvals.ShortKey,
-		"pretty":    prettyJSON,
-		"structure": structure,
-		"when":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"age":       func(t time.Time) string { return approvals.DurationText(time.Since(t).Truncate(time.Minute)) },
-		"inc":       func(i int) int { return i + 1 },
-		"fields":    lookup.EventFields,
+		"prefix":   func() string { return Prefix },
+		"shortKey": approvals.ShortKey,
+		"pretty":   prettyJSON,
+		// What in an effect can show a reviewer something other than
+		// what is written (bidi controls, invisible characters,
+		// mixed-script words).
+		"misleading": func(doc []byte) []misleading.Finding { return misleading.Find(doc) },
+		"structure":  structure,
+		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"age":        func(t time.Time) string { return approvals.DurationText(time.Since(t).Truncate(time.Minute)) },
+		"inc":        func(i int) int { return i + 1 },
+		"fields":     lookup.EventFields,
 	}
 	out := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {

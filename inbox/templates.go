@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/internal/misleading"
 	"github.com/countersign/countersign/lookup"
 )
 
@@ -23,14 +24,18 @@ var pageNames = []string{"inbox", "request", "lookup", "grants", "error"}
 // data, so html/template escapes it for the context it lands in.
 func parsePages(prefix string) map[string]*template.Template {
 	funcs := template.FuncMap{
-		"prefix":    func() string { return prefix },
-		"shortKey":  approvals.ShortKey,
-		"pretty":    prettyJSON,
-		"when":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"inc":       func(i int) int { return i + 1 },
-		"fields":    lookup.EventFields,
-		"deref":     func(s *string) string { return deref(s) },
-		"grantText": approvals.GrantText,
+		"prefix":   func() string { return prefix },
+		"shortKey": approvals.ShortKey,
+		"pretty":   prettyJSON,
+		// What in an effect can show a reviewer something other than
+		// what is written (bidi controls, invisible characters,
+		// mixed-script words).
+		"misleading": func(doc []byte) []misleading.Finding { return misleading.Find(doc) },
+		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"inc":        func(i int) int { return i + 1 },
+		"fields":     lookup.EventFields,
+		"deref":      func(s *string) string { return deref(s) },
+		"grantText":  approvals.GrantText,
 	}
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
