@@ -59,10 +59,11 @@ var floors = map[string]int{
 	"sandbox":   FloorService,
 	"surface":   FloorService + 2, // the review-surface port: it renders what approvals decided
 
-	"hook":      FloorSurface,
-	"bot":       FloorSurface,
-	"inbox":     FloorSurface,
-	"mcpserver": FloorSurface,
+	"hook":         FloorSurface,
+	"bot":          FloorSurface,
+	"emailsurface": FloorSurface,
+	"inbox":        FloorSurface,
+	"mcpserver":    FloorSurface,
 
 	"config": FloorConfig,
 
