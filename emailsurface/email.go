@@ -168,4 +168,3 @@ func (e *Email) deliver(ctx context.Context, what, ref string, rcpts []string, r
 	}
 	return nil
 }
-
