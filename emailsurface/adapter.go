@@ -19,7 +19,8 @@ func (a adapter) Name() string { return Name }
 // Destination is the tool: messages are paced per tool.
 func (a adapter) Destination(tool string) string { return tool }
 
-// DestinationOf is "": replies are paced in one lane, whatever the tool.
+// DestinationOf is one lane for every card: replies (reminders, outcomes)
+// are paced together, whatever the tool.
 func (a adapter) DestinationOf(ref string) string { return "replies" }
 
 // Post sends each email approver of the round its message with its two

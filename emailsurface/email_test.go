@@ -409,3 +409,44 @@ func TestConcurrentLinksGiveOneDecision(t *testing.T) {
 		}
 	}
 }
+
+// With STARTTLS required, a server that offers none gets no message: the
+// delivery fails for good instead of sending the write in plaintext.
+func TestStartTLSRequiredSendsNothingInPlaintext(t *testing.T) {
+	b := setup(t)
+	plain := startMailpit(t, false)
+	e, err := emailsurface.New(emailsurface.Config{
+		SMTP: emailsurface.SMTP{Addr: plain.SMTPAddr, Timeout: 5 * time.Second},
+		From: "countersign@example.com", LinkBase: b.server.URL, Review: b.review, Cards: b.store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := surface.New(surface.Config{Ledger: b.store, Tools: b.review, Adapters: []surface.Adapter{e.Surface()}, PostInterval: -1})
+	req := b.submit("billing.credit")
+	if _, err := d.RunOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(plain.messages(t)); n != 0 {
+		t.Fatalf("%d messages sent in plaintext", n)
+	}
+	if _, err := b.store.CardFor(b.ctx, req.ID, 1, emailsurface.Name); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a card was recorded: %v", err)
+	}
+	// Opportunistic sends to the same server.
+	e, err = emailsurface.New(emailsurface.Config{
+		SMTP: emailsurface.SMTP{Addr: plain.SMTPAddr, Timeout: 5 * time.Second, Opportunistic: true},
+		From: "countersign@example.com", LinkBase: b.server.URL, Review: b.review, Cards: b.store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = surface.New(surface.Config{Ledger: b.store, Tools: b.review, Adapters: []surface.Adapter{e.Surface()}, PostInterval: -1})
+	b.submit("billing.credit")
+	if _, err := d.RunOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(plain.messages(t)); n != 2 {
+		t.Fatalf("%d messages with opportunistic STARTTLS, want one to each approver", n)
+	}
+}
