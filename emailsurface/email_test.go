@@ -50,6 +50,7 @@ func setup(t *testing.T) *bundle {
 	b.review = approvalstest.New(t, approvals.Config{DB: b.store, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Approvers: []string{"email:" + ana, "email:" + ben, "UANA"}, MaxAttempts: 5},
 		"notes.add":      {Name: "notes.add", Approvers: []string{"email:" + ana}},
+		"billing.remind": {Name: "billing.remind", Approvers: []string{"email:" + ana, "email:" + ben}, RemindAfter: time.Millisecond},
 	}})
 	mux := http.NewServeMux()
 	b.server = httptest.NewServer(mux)
@@ -59,7 +60,7 @@ func setup(t *testing.T) *bundle {
 		SMTP: emailsurface.SMTP{Addr: b.mail.SMTPAddr, Username: b.mail.User, Password: b.mail.Password, TLS: b.mail.TLS, Timeout: 10 * time.Second},
 		From: "countersign@example.com", LinkBase: b.server.URL, LinkTTL: time.Hour,
 		Secrets: [][]byte{[]byte("dispatch-secret")},
-		Uses:    func(tool string) bool { return tool == "billing.credit" },
+		Uses:    func(tool string) bool { return tool != "notes.add" },
 		Review:  b.review, Cards: b.store,
 		Now: func() time.Time {
 			if p := b.now.Load(); p != nil {
@@ -448,5 +449,35 @@ func TestStartTLSRequiredSendsNothingInPlaintext(t *testing.T) {
 	}
 	if n := len(plain.messages(t)); n != 2 {
 		t.Fatalf("%d messages with opportunistic STARTTLS, want one to each approver", n)
+	}
+}
+
+// A reminder reaches each approver once, threaded under its message.
+func TestRemindersReachEachApproverOnce(t *testing.T) {
+	b := setup(t)
+	req := b.submit("billing.remind")
+	b.drain()
+	cards := map[string]message{ana: b.cardFor(ana), ben: b.cardFor(ben)}
+	time.Sleep(20 * time.Millisecond)
+	if n, err := b.review.NudgeOnce(b.ctx); err != nil || n != 1 {
+		t.Fatalf("NudgeOnce = %d, %v; want the one reminder", n, err)
+	}
+	if n, err := b.review.NudgeOnce(b.ctx); err != nil || n != 0 {
+		t.Fatalf("NudgeOnce again = %d, %v; want none", n, err)
+	}
+	b.drain()
+	b.drain()
+	var reminders []message
+	for _, m := range b.mail.messages(t) {
+		if strings.HasPrefix(m.Subject, "Reminder:") {
+			reminders = append(reminders, m)
+			if card := cards[m.To[0].Address]; m.InReplyTo != "<"+card.MessageID+">" || !strings.Contains(m.Text, "still pending") ||
+				!strings.Contains(m.Subject, approvals.ShortKey(req.Key)) {
+				t.Errorf("reminder to %s: in reply to %q, want <%s>:\n%s", m.To[0].Address, m.InReplyTo, card.MessageID, m.Text)
+			}
+		}
+	}
+	if len(reminders) != 2 {
+		t.Fatalf("%d reminders, want one to each approver", len(reminders))
 	}
 }
