@@ -94,6 +94,7 @@ type FileConfig struct {
 	// PreToolUse maps a coding agent's tools for its permission hooks.
 	PreToolUse PreToolUseConfig `yaml:"pretooluse"`
 	Console    ConsoleConfig    `yaml:"console"` // the review console behind OpenID Connect (docs/CONSOLE.md)
+	Email      EmailConfig      `yaml:"email"`   // the email review surface (surfaces.go)
 }
 
 // CallbacksConfig tunes callback delivery; zero values are the defaults of
@@ -152,6 +153,7 @@ type AgentConfig struct {
 // ToolConfig is one tool an agent may ask to use.
 type ToolConfig struct {
 	Channel   string         `yaml:"channel"`
+	Surfaces  []string       `yaml:"surfaces"` // review surfaces: slack, email (surfaces.go)
 	Approvers []string       `yaml:"approvers"`
 	Dispatch  DispatchConfig `yaml:"dispatch"`
 	// Execute is "agent" when the agent performs the tool's approved
@@ -430,6 +432,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateSecretLists()...)
 	errs = append(errs, c.validateExposure()...)
 	errs = append(errs, c.validateDrainDelay()...)
+	errs = append(errs, c.validateSurfaces()...)
 	if unsigned := c.toolsWithoutASecret(); c.DispatchSecret == "" && len(unsigned) > 0 {
 		add("COUNTERSIGN_DISPATCH_SECRET is not set, and %s no dispatch.secret of its own: providers use it to check that a call came through countersign",
 			unsigned)

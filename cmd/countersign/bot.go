@@ -69,6 +69,7 @@ func (a *app) addBot(client *slack.Client, groups approvals.GroupResolver, ex *e
 		Admins:         a.cfg.File.Slack.Admins,
 		Logger:         logger,
 		Metrics:        bot.NewMetrics(a.registry),
+		Surfaces:       a.surfaces,
 	}
 	if a.cfg.SlackAppToken != "" {
 		cfg.Socket = socketmode.New(client)

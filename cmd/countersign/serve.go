@@ -27,6 +27,7 @@ import (
 	"github.com/countersign/countersign/internal/startstop"
 	"github.com/countersign/countersign/sandbox"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/surface"
 )
 
 // Intake group commit: one flushing transaction at a time gathers everything
@@ -47,6 +48,7 @@ type app struct {
 	mux      *http.ServeMux
 	sched    *scheduler
 	review   *approvals.Service
+	surfaces []surface.Adapter // review surfaces besides Slack (email.go)
 	// reviewMetrics counts votes; hookMetrics the hook's traffic.
 	reviewMetrics *approvals.Metrics
 	hookMetrics   *hook.Metrics
@@ -323,6 +325,9 @@ func newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net
 		return nil, err
 	}
 	a.executor = ex
+	if err := a.addEmail(slackClient != nil); err != nil {
+		return nil, err
+	}
 	if err := a.addBot(slackClient, groups, ex); err != nil {
 		return nil, err
 	}

@@ -60,11 +60,12 @@ var floors = map[string]int{
 	"sandbox":   FloorService,
 	"surface":   FloorService + 2, // the review-surface port: it renders what approvals decided
 
-	"hook":      FloorSurface,
-	"bot":       FloorSurface,
-	"inbox":     FloorSurface,
-	"console":   FloorSurface, // the review console behind OpenID Connect
-	"mcpserver": FloorSurface,
+	"hook":         FloorSurface,
+	"bot":          FloorSurface,
+	"emailsurface": FloorSurface,
+	"inbox":        FloorSurface,
+	"console":      FloorSurface, // the review console behind OpenID Connect
+	"mcpserver":    FloorSurface,
 
 	"config": FloorConfig,
 

@@ -1,0 +1,138 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+const emailSection = `
+email:
+  smtp: {addr: "smtp.example.com:587", username: countersign, password: "${SMTP_PASSWORD}", from: "countersign@example.com"}
+  link_base: https://countersign.example.com
+`
+
+func emailEnv(path string) map[string]string {
+	return map[string]string{"COUNTERSIGN_CONFIG": path, "COUNTERSIGN_DISPATCH_SECRET": "s", "SMTP_PASSWORD": "hunter2-smtp",
+		"COUNTERSIGN_LISTEN": "127.0.0.1:8080"}
+}
+
+func TestEmailSurfaceConfig(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, validAgent+emailSection+`
+tools:
+  billing.credit:
+    approvers: ["email:ana@example.com"]
+    surfaces: [email]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/credits", timeout: 5s}
+  notes.add:
+    approvers: [U024BE7LH]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/notes", timeout: 5s}
+`)
+	cfg, err := Load(envFrom(emailEnv(path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.File.Email.WithDefaults()
+	if !e.Enabled() || e.SMTP.Password != "hunter2-smtp" || e.LinkTTL != DefaultEmailLinkTTL || e.SMTP.StartTLS != StartTLSRequired {
+		t.Errorf("email = %+v", e)
+	}
+	if !cfg.ToolUses("billing.credit", SurfaceEmail) || cfg.ToolUses("billing.credit", SurfaceSlack) {
+		t.Errorf("billing.credit goes to %v, want email alone", cfg.ToolSurfaces(cfg.File.Tools["billing.credit"]))
+	}
+	// Without a list: Slack when it is configured, as before the list.
+	if cfg.ToolUses("notes.add", SurfaceEmail) || cfg.ToolUses("notes.add", SurfaceSlack) || cfg.ToolUses("unknown", SurfaceEmail) {
+		t.Error("notes.add goes to a surface without Slack configured and without a list")
+	}
+	cfg.SlackBotToken = "xoxb-1"
+	if got := cfg.ToolSurfaces(cfg.File.Tools["notes.add"]); !slices.Equal(got, []string{SurfaceSlack}) {
+		t.Errorf("notes.add with Slack goes to %v", got)
+	}
+
+	// config check never prints the SMTP password.
+	out, err := cfg.EffectiveYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "hunter2-smtp") || !strings.Contains(string(out), "password:") {
+		t.Errorf("config check prints the SMTP password:\n%s", out)
+	}
+}
+
+func TestEmailSurfaceConfigProblems(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ yaml, want string }{
+		{`
+email:
+  smtp: {addr: "smtp.example.com", from: "countersign@example.com", starttls: never}
+  link_base: http://countersign.example.com
+  link_ttl: 1s
+`, "email.smtp.addr"},
+		{`
+email:
+  smtp: {addr: "smtp.example.com:587", from: "countersign@example.com", starttls: never}
+  link_base: https://countersign.example.com
+`, "email.smtp.starttls"},
+		{`
+email:
+  smtp: {addr: "smtp.example.com:587", from: "countersign@example.com"}
+  link_base: http://countersign.example.com
+`, "email.link_base"},
+		{`
+email:
+  smtp: {addr: "smtp.example.com:587", from: "countersign@example.com", username: u}
+  link_base: https://countersign.example.com
+`, "both username and password"},
+		{`
+email:
+  smtp: {addr: "smtp.example.com:587", from: "not an address"}
+  link_base: https://countersign.example.com
+`, "email.smtp.from"},
+		{`
+email:
+  smtp: {addr: "smtp.example.com:587", from: "countersign@example.com"}
+  link_base: https://countersign.example.com
+  link_ttl: 5s
+`, "email.link_ttl"},
+		{`
+email:
+  link_base: https://countersign.example.com
+`, "set smtp.addr"},
+	} {
+		path := writeConfig(t, validAgent+validTool+tc.yaml)
+		if got := validate(t, emailEnv(path)); !strings.Contains(got, tc.want) {
+			t.Errorf("%s\nproblems = %q, want one about %s", tc.yaml, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ surfaces, want string }{
+		{"[sms]", `surfaces[0] is "sms"`},
+		{"[email, email]", "lists email twice"},
+		{"[slack]", "SLACK_BOT_TOKEN is not set"},
+		{"[]", "surfaces is empty"},
+	} {
+		path := writeConfig(t, validAgent+emailSection+`
+tools:
+  billing.credit:
+    approvers: ["email:ana@example.com"]
+    surfaces: `+tc.surfaces+`
+    dispatch: {method: POST, url: "http://127.0.0.1:9/credits", timeout: 5s}
+`)
+		if got := validate(t, emailEnv(path)); !strings.Contains(got, tc.want) {
+			t.Errorf("surfaces %s: problems = %q, want %q", tc.surfaces, got, tc.want)
+		}
+	}
+	// A tool on email without the email section.
+	path := writeConfig(t, validAgent+`
+tools:
+  billing.credit:
+    approvers: ["email:ana@example.com"]
+    surfaces: [email]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/credits", timeout: 5s}
+`)
+	if got := validate(t, emailEnv(path)); !strings.Contains(got, "the email section has no smtp.addr") {
+		t.Errorf("problems = %q", got)
+	}
+}
