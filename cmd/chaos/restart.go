@@ -133,7 +133,7 @@ func (c *ownCluster) run(ctx context.Context, name string, args ...string) (stri
 	path := filepath.Join(c.bin, name)
 	var cmd *exec.Cmd
 	if c.asUser != "" {
-		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", c.asUser, "--", path}, args...)...)
+		cmd = exec.CommandContext(ctx, runuser(), append([]string{"-u", c.asUser, "--", path}, args...)...)
 	} else {
 		cmd = exec.CommandContext(ctx, path, args...)
 	}
@@ -160,4 +160,18 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// runuser is the runuser program: on the PATH, or where Debian keeps it
+// (/usr/sbin, /sbin), which a PATH without the sbin directories misses.
+func runuser() string {
+	if path, err := exec.LookPath("runuser"); err == nil {
+		return path
+	}
+	for _, path := range []string{"/usr/sbin/runuser", "/sbin/runuser"} {
+		if _, err := os.Stat(path); err == nil {
+			return path
+		}
+	}
+	return "runuser"
 }
