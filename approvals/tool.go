@@ -55,6 +55,10 @@ type Tool struct {
 	Execute        string
 	OutcomeTimeout time.Duration
 
+	// Surfaces names the review surfaces its requests go to (slack,
+	// email, ...); nil goes to every surface serve runs.
+	Surfaces []string
+
 	// Upstream names the MCP server whose tool this is, for a tool the
 	// gateway exposes (docs/GATEWAY.md); its Description then says what
 	// the upstream declared of it. "" for a configured tool.

@@ -3,7 +3,9 @@ package bot_test
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 	"github.com/countersign/countersign/surface"
@@ -82,4 +84,38 @@ func TestSecondSurfaceReceivesEveryCard(t *testing.T) {
 			t.Fatalf("%d memory cards and %d Slack cards, want one each", mem.Cards(), len(b.fake.Messages(billingChan)))
 		}
 	})
+}
+
+// A tool whose surfaces list names one surface has its cards there only:
+// a tool on the second surface alone gets no Slack card, one on Slack
+// alone no card on the second surface, and a tool that names none both.
+func TestToolsCardsGoToTheSurfacesTheyName(t *testing.T) {
+	t.Parallel()
+	mem := surfacetest.New("memory")
+	b := setup(t, &options{surfaces: []surface.Adapter{mem}, tools: map[string]approvals.Tool{
+		"memory.only": {Name: "memory.only", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Hour, MaxAttempts: 1, Surfaces: []string{"memory"}},
+		"slack.only":  {Name: "slack.only", Channel: billingChan, Approvers: []string{"UANA"}, RequestTTL: time.Hour, MaxAttempts: 1, Surfaces: []string{"slack"}},
+	}})
+	onMemory := b.submit(intent{tool: "memory.only"})
+	slackOnly := b.submit(intent{tool: "slack.only", n: 1})
+	both := b.submit(intent{n: 2})
+	b.deliver()
+	if _, ok := mem.Card(onMemory.ID, 1); !ok {
+		t.Error("the memory-only tool's card is not on the memory surface")
+	}
+	if _, ok := mem.Card(slackOnly.ID, 1); ok {
+		t.Error("the Slack-only tool's card is on the memory surface")
+	}
+	if _, ok := mem.Card(both.ID, 1); !ok {
+		t.Error("the card of a tool that names no surface is not on the memory surface")
+	}
+	if n := len(b.fake.Messages(billingChan)); n != 2 {
+		t.Errorf("%d Slack cards, want the Slack-only tool's and the default tool's", n)
+	}
+	if _, err := b.store.CardFor(b.ctx, onMemory.ID, 1, onSlack); err == nil {
+		t.Error("the memory-only tool's request has a Slack card recorded")
+	}
+	if n := b.count(`SELECT count(*) FROM outbox WHERE state = 'failed'`); n != 0 {
+		t.Errorf("%d failed deliveries", n)
+	}
 }

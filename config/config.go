@@ -706,6 +706,7 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: canonical(t.EscalateTo),
 			EscalateAddsApprovers: t.EscalateAddsApprovers,
 			Execute:               t.Execute, OutcomeTimeout: t.OutcomeTimeout,
+			Surfaces:              c.ToolSurfaces(t),
 		}
 		tool.Version = tool.PolicyVersion() // once, not per intent
 		tools[name] = tool

@@ -163,7 +163,7 @@ func (c *Config) UpstreamReviewTools(list []UpstreamTool) (map[string]approvals.
 			RequestTTL: t.RequestTTL, MaxAttempts: t.MaxAttempts, Reversible: t.Reversible,
 			Approvals: deref(t.Approvals), Verdict: verdict, Deny: deny, Notify: t.Notify,
 			Tiers: t.reviewTiers(), Grants: t.reviewGrants(), RejectReason: approvals.ReasonRule(t.RejectReason),
-			Description: ut.Description, Upstream: ut.Upstream,
+			Description: ut.Description, Upstream: ut.Upstream, Surfaces: c.ToolSurfaces(t),
 			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: canonical(t.EscalateTo),
 			EscalateAddsApprovers: t.EscalateAddsApprovers,
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,11 +91,31 @@ func New(cfg Config) *Deliverer {
 	return d
 }
 
-// surfacesOf are the adapters a row goes to: its surface's, or every one
-// for a row that names none. A surface no longer configured has none.
-func (d *Deliverer) surfacesOf(row store.OutboxRow) []Adapter {
+// surfacesOf are the adapters a row goes to: its surface's, or, for a row
+// that names none, every one its request's tool uses (Tool.Surfaces; all
+// when it names none, or when the request cannot be read here: each
+// surface's delivery reads it again). A surface no longer configured has
+// none.
+func (d *Deliverer) surfacesOf(ctx context.Context, row store.OutboxRow) []Adapter {
 	if row.Surface == "" {
-		return d.adapters
+		if len(d.adapters) < 2 {
+			return d.adapters
+		}
+		req, err := d.db.RequestByID(ctx, row.RequestID)
+		if err != nil {
+			return d.adapters
+		}
+		tool, ok := d.tools.Tool(req.Tool)
+		if !ok || tool.Surfaces == nil {
+			return d.adapters
+		}
+		var uses []Adapter
+		for _, a := range d.adapters {
+			if slices.Contains(tool.Surfaces, a.Name()) {
+				uses = append(uses, a)
+			}
+		}
+		return uses
 	}
 	for _, a := range d.adapters {
 		if a.Name() == row.Surface {
@@ -108,7 +129,7 @@ func (d *Deliverer) surfacesOf(row store.OutboxRow) []Adapter {
 // updates and replies, the tool's for posts. A row for several surfaces
 // is only handed on, and shares one lane.
 func (d *Deliverer) lane(ctx context.Context, row store.OutboxRow) string {
-	as := d.surfacesOf(row)
+	as := d.surfacesOf(ctx, row)
 	if len(as) != 1 {
 		return ""
 	}
@@ -139,7 +160,7 @@ var errPermanent = errors.New("permanent")
 // deliver makes one delivery of row; the worker classifies its error and
 // records the outcome.
 func (d *Deliverer) deliver(ctx context.Context, row store.OutboxRow) (delivery.Done, error) {
-	as := d.surfacesOf(row)
+	as := d.surfacesOf(ctx, row)
 	switch len(as) {
 	case 0:
 		return delivery.Done{}, delivery.Permanently(fmt.Errorf("%w: surface %q is not configured", errPermanent, row.Surface))

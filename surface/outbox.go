@@ -57,7 +57,7 @@ func (q outbox) Record(ctx context.Context, row store.OutboxRow, o delivery.Outc
 			log.Error("delivery failed for good", slog.String("error", f.Reason))
 		}
 		err := d.db.MarkOutboxFailed(ctx, row.ID, f.Reason)
-		if as := d.surfacesOf(row); row.Kind == store.OutboxUpdateCard && errors.Is(f, ErrCardGone) && len(as) == 1 {
+		if as := d.surfacesOf(ctx, row); row.Kind == store.OutboxUpdateCard && errors.Is(f, ErrCardGone) && len(as) == 1 {
 			// Someone deleted the card: stop the sweep from updating it for ever.
 			err = errors.Join(err, d.db.MarkCardRendered(ctx, store.MarkCardRenderedParams{
 				RequestID: row.RequestID, Round: row.Round, Surface: as[0].Name(), State: "message_not_found", Settled: true}))
