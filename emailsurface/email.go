@@ -62,6 +62,31 @@ type Email struct {
 
 	mu   sync.Mutex
 	sent map[string]bool // Message-IDs this process sent, so a retry skips them
+	// wrong counts, by link, the addresses typed that were not the one it
+	// was sent to: past maxWrongAddresses the link decides nothing, so an
+	// address cannot be guessed by trying.
+	wrong map[string]int
+}
+
+// maxWrongAddresses is how many wrong addresses a link takes before it is
+// spent (on this replica), and maxWrongLinks how many links are counted.
+const (
+	maxWrongAddresses = 5
+	maxWrongLinks     = 10000
+)
+
+// guessed counts a wrong address typed for token and reports whether the
+// link has had too many.
+func (e *Email) guessed(token string, count bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.wrong == nil || len(e.wrong) >= maxWrongLinks {
+		e.wrong = map[string]int{}
+	}
+	if count {
+		e.wrong[token]++
+	}
+	return e.wrong[token] >= maxWrongAddresses
 }
 
 // New returns an Email.

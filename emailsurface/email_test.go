@@ -289,7 +289,19 @@ func TestLinksThatDecideNothing(t *testing.T) {
 	req := b.submit("billing.credit")
 	b.drain()
 	approve, _ := links(t, b.cardFor(ana))
-	benApprove, _ := links(t, b.cardFor(ben))
+	benApprove, benReject := links(t, b.cardFor(ben))
+
+	// Addresses guessed on a link: after five wrong ones, the right one
+	// decides nothing either.
+	for i := range 5 {
+		if status, _ := post(t, benReject, fmt.Sprintf("guess%d@example.com", i)); status != http.StatusForbidden {
+			t.Fatalf("guess %d: %d", i, status)
+		}
+	}
+	if status, body := post(t, benReject, ben); status != http.StatusTooManyRequests || !strings.Contains(body, "too many times") {
+		t.Fatalf("the right address after five guesses: %d\n%s", status, body)
+	}
+	b.undecided(req, 1, "a link whose address was guessed")
 
 	// A tampered token: any character changed, or cut short.
 	token := approve[strings.LastIndex(approve, "/")+1:]

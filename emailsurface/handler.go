@@ -159,10 +159,17 @@ func (e *Email) decide(w http.ResponseWriter, r *http.Request) {
 		e.render(w, status, p)
 		return
 	}
+	if e.guessed(token, false) {
+		p.Title, p.Error = "Not decided", true
+		p.Notice = "This link was given the wrong address too many times, so it decides nothing now. Decide in another of your review surfaces."
+		e.render(w, http.StatusTooManyRequests, p)
+		return
+	}
 	typed := strings.TrimSpace(r.PostForm.Get("address"))
 	approver := e.approverFor(v, typed)
 	if typed == "" || !e.keys.matches(l, key, typed) || approver == "" {
 		e.log.Warn("email link used with an address it was not sent to", "request_id", l.RequestID, "round", l.Round)
+		e.guessed(token, true)
 		p.Title, p.Error = "Not decided", true
 		p.Notice = "That is not the address this message was sent to, so the link decides nothing. Nothing changed."
 		e.render(w, http.StatusForbidden, p)
