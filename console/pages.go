@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
-	"github.com/countersign/countersign/internal/misleading"
 	"github.com/countersign/countersign/lookup"
+	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
 )
 
@@ -48,20 +48,9 @@ var templateFS embed.FS
 var pageNames = []string{"queue", "request", "batch", "batchdone", "error", "signedout"}
 
 var pages = func() map[string]*template.Template {
-	funcs := template.FuncMap{
-		"prefix":   func() string { return Prefix },
-		"shortKey": approvals.ShortKey,
-		"pretty":   prettyJSON,
-		// What in an effect can show a reviewer something other than
-		// what is written (bidi controls, invisible characters,
-		// mixed-script words).
-		"misleading": func(doc []byte) []misleading.Finding { return misleading.Find(doc) },
-		"structure":  structure,
-		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"age":        func(t time.Time) string { return approvals.DurationText(time.Since(t).Truncate(time.Minute)) },
-		"inc":        func(i int) int { return i + 1 },
-		"fields":     lookup.EventFields,
-	}
+	funcs := reviewpage.Funcs(Prefix)
+	funcs["structure"] = structure
+	funcs["age"] = func(t time.Time) string { return approvals.DurationText(time.Since(t).Truncate(time.Minute)) }
 	out := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
 		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
@@ -524,15 +513,6 @@ func dedupe(ss []string) []string {
 		}
 	}
 	return out
-}
-
-// prettyJSON indents a snapshot; bytes that are not JSON are shown as they are.
-func prettyJSON(raw []byte) string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return buf.String()
 }
 
 // node is a JSON value as the pages show it: a scalar, or named children

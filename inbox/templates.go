@@ -3,15 +3,12 @@ package inbox
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"html/template"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/countersign/countersign/approvals"
-	"github.com/countersign/countersign/internal/misleading"
-	"github.com/countersign/countersign/lookup"
+	"github.com/countersign/countersign/reviewpage"
 )
 
 //go:embed templates/*.html
@@ -23,20 +20,9 @@ var pageNames = []string{"inbox", "request", "lookup", "grants", "error"}
 // parsePages builds every page once. Agent text reaches the pages only as
 // data, so html/template escapes it for the context it lands in.
 func parsePages(prefix string) map[string]*template.Template {
-	funcs := template.FuncMap{
-		"prefix":   func() string { return prefix },
-		"shortKey": approvals.ShortKey,
-		"pretty":   prettyJSON,
-		// What in an effect can show a reviewer something other than
-		// what is written (bidi controls, invisible characters,
-		// mixed-script words).
-		"misleading": func(doc []byte) []misleading.Finding { return misleading.Find(doc) },
-		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"inc":        func(i int) int { return i + 1 },
-		"fields":     lookup.EventFields,
-		"deref":      func(s *string) string { return deref(s) },
-		"grantText":  approvals.GrantText,
-	}
+	funcs := reviewpage.Funcs(prefix)
+	funcs["deref"] = func(s *string) string { return deref(s) }
+	funcs["grantText"] = approvals.GrantText
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
@@ -80,15 +66,6 @@ func (h *Handler) fail(w http.ResponseWriter, status int, message string) {
 // failCode answers with an error page for a refusal: its code and its words.
 func (h *Handler) failCode(w http.ResponseWriter, status int, code, message string) {
 	h.render(w, status, "error", errorPage{page: page{Title: http.StatusText(status)}, Code: code, Message: message})
-}
-
-// prettyJSON indents a snapshot for reading; bytes that are not JSON are shown as they are.
-func prettyJSON(raw []byte) string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return buf.String()
 }
 
 func deref(s *string) string {

@@ -53,12 +53,13 @@ var floors = map[string]int{
 	"executor/httpsender": FloorDriver, // the HTTP sender: the port and the signing leaves
 	"gateway":             FloorDriver, // the MCP sender and upstream sessions: the port and the MCP SDK
 
-	"approvals": FloorService,
-	"executor":  FloorService,
-	"lookup":    FloorService,
-	"callback":  FloorService,
-	"sandbox":   FloorService,
-	"surface":   FloorService + 2, // the review-surface port: it renders what approvals decided
+	"approvals":  FloorService,
+	"executor":   FloorService,
+	"lookup":     FloorService,
+	"callback":   FloorService,
+	"sandbox":    FloorService,
+	"surface":    FloorService + 2, // the review-surface port: it renders what approvals decided
+	"reviewpage": FloorService + 2, // what the review pages (inbox, console) render alike
 
 	"hook":         FloorSurface,
 	"bot":          FloorSurface,
