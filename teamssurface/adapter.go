@@ -22,6 +22,9 @@ func (a adapter) Destination(tool string) string { return a.t.cfg.Conversation(t
 
 // DestinationOf is the conversation the card is in.
 func (a adapter) DestinationOf(ref string) string {
+	if skipped(ref) {
+		return "skipped"
+	}
 	conv, _ := splitRef(ref)
 	return conv
 }
@@ -29,8 +32,12 @@ func (a adapter) DestinationOf(ref string) string {
 // errNoConversation is a tool with no Teams conversation.
 var errNoConversation = errors.New("the tool has no Teams conversation (teams.conversations)")
 
-// Post sends the round's card to the conversation.
+// Post sends the round's card to the conversation; a tool whose requests
+// do not go to Teams gets a card that is not sent.
 func (a adapter) Post(ctx context.Context, dest string, v surface.View) (string, error) {
+	if !a.t.cfg.Uses(v.Request.Tool) {
+		return fmt.Sprintf("%s%s/%d", skipPrefix, v.Request.ID, v.Round), nil
+	}
 	if dest == "" {
 		return "", errNoConversation
 	}
@@ -51,6 +58,9 @@ func (a adapter) Find(ctx context.Context, dest string, v surface.View, since ti
 
 // Update replaces the card's activity with v's card.
 func (a adapter) Update(ctx context.Context, ref string, v surface.View) error {
+	if skipped(ref) {
+		return nil
+	}
 	conv, id := splitRef(ref)
 	act := message(card(v, ""))
 	act["id"] = id
@@ -64,6 +74,9 @@ func (a adapter) Update(ctx context.Context, ref string, v surface.View) error {
 
 // Remove deletes the card's activity.
 func (a adapter) Remove(ctx context.Context, ref string) error {
+	if skipped(ref) {
+		return nil
+	}
 	conv, id := splitRef(ref)
 	_, err := a.t.call(ctx, http.MethodDelete, activitiesPath(conv, id), nil)
 	return err
@@ -72,6 +85,9 @@ func (a adapter) Remove(ctx context.Context, ref string) error {
 // Reply answers in the card's thread: a reminder, an escalation, or word
 // of the write's failure.
 func (a adapter) Reply(ctx context.Context, ref string, r surface.Reply) error {
+	if skipped(ref) {
+		return nil
+	}
 	conv, id := splitRef(ref)
 	_, err := a.t.call(ctx, http.MethodPost, activitiesPath(conv, id),
 		object{"type": "message", "replyToId": id, "textFormat": "plain", "text": replyText(r)})

@@ -49,11 +49,14 @@ type Config struct {
 	ServiceURL     string
 	// Conversation is the conversation tool's cards go to; "" when none.
 	Conversation func(tool string) string
-	Review       Reviewer
-	Cards        surface.Cards
-	HTTPClient   *http.Client // nil: one with a 10s timeout
-	Logger       *slog.Logger
-	Now          func() time.Time // nil: time.Now
+	// Uses reports whether a tool's requests go to Teams; nil: every
+	// tool's.
+	Uses       func(tool string) bool
+	Review     Reviewer
+	Cards      surface.Cards
+	HTTPClient *http.Client // nil: one with a 10s timeout
+	Logger     *slog.Logger
+	Now        func() time.Time // nil: time.Now
 }
 
 // Reviewer is what a click asks of review (approvals.Service).
@@ -94,6 +97,9 @@ func New(cfg Config) (*Teams, error) {
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Uses == nil {
+		cfg.Uses = func(string) bool { return true }
 	}
 	if cfg.Conversation == nil {
 		cfg.Conversation = func(string) string { return "" }
@@ -223,6 +229,13 @@ func activitiesPath(conversation, activity string) string {
 // cardRef is a card's ref: conversationId/activityId (an activity id has
 // no slash; a conversation id may).
 func cardRef(conversation, activity string) string { return conversation + "/" + activity }
+
+// skipPrefix begins the ref of a card not sent: a tool whose requests do
+// not go to Teams gets one, so that the ledger holds a card for every
+// surface and nothing asks for one again.
+const skipPrefix = "skip:"
+
+func skipped(ref string) bool { return strings.HasPrefix(ref, skipPrefix) }
 
 func splitRef(ref string) (conversation, activity string) {
 	i := strings.LastIndex(ref, "/")

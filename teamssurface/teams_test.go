@@ -219,6 +219,7 @@ func setup(t *testing.T) *bundle {
 	b.store = store.NewLedger(storetest.NewDB(t), store.Options{})
 	b.review = approvalstest.New(t, approvals.Config{DB: b.store, Tools: map[string]approvals.Tool{
 		"billing.credit": {Name: "billing.credit", Approvers: []string{"teams:" + ana, "teams:" + strings.ToUpper(ben)}, Surfaces: []string{"teams"}, MaxAttempts: 5},
+		"notes.add":      {Name: "notes.add", Approvers: []string{"teams:" + ana}, Surfaces: []string{"slack"}},
 	}})
 	tm, err := teamssurface.New(teamssurface.Config{
 		AppID: appID, AppPassword: "app-password",
@@ -229,6 +230,7 @@ func setup(t *testing.T) *bundle {
 			}
 			return ""
 		},
+		Uses:   func(tool string) bool { return tool == "billing.credit" },
 		Review: b.review, Cards: b.store,
 	})
 	if err != nil {
@@ -243,10 +245,11 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
-func (b *bundle) submit() store.Request {
+func (b *bundle) submit() store.Request { return b.submitOn("billing.credit") }
+
+func (b *bundle) submitOn(tool string) store.Request {
 	b.t.Helper()
 	b.n++
-	tool := "billing.credit"
 	effect := fmt.Sprintf(`{"invoice":"inv_%d","amount_cents":4200,"currency":"USD"}`, b.n)
 	return approvalstest.Submit(b.t, b.review, "billing-agent", approvalstest.Intent(&approvalstest.IntentOpts{
 		Step: new(fmt.Sprint(b.n)), Tool: &tool, Effect: &effect, Summary: new(fmt.Sprintf("Credit inv_%d", b.n)),
@@ -329,6 +332,7 @@ func (b *bundle) undecided(req store.Request, what string) {
 func TestACardIsPostedAndAnApproversClickDecidesOnce(t *testing.T) {
 	b := setup(t)
 	req := b.submit()
+	b.submitOn("notes.add") // its tool's requests do not go to Teams
 	b.drain()
 	activity, actions := b.posted()
 	approve, reject := actions["approve"], actions["reject"]
