@@ -229,8 +229,8 @@ func (c *Config) validateTeams() []error {
 		if f.value == "" {
 			continue
 		}
-		if u, err := url.Parse(f.value); err != nil || u.Scheme != "https" || u.Host == "" {
-			add("teams.%s %q must be an https URL", f.name, f.value)
+		if u, err := url.Parse(f.value); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname()))) {
+			add("teams.%s %q must be an https URL (http only to a loopback address)", f.name, f.value)
 		}
 	}
 	for name, tc := range c.File.Tools {
@@ -244,4 +244,13 @@ func (c *Config) validateTeams() []error {
 		}
 	}
 	return errs
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
