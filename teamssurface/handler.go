@@ -68,13 +68,9 @@ func (t *Teams) Handler() http.Handler {
 		}
 		var act Activity
 		if err := json.Unmarshal(body, &act); err != nil {
-			// Authenticate first all the same: an unauthenticated caller
-			// learns nothing but 401.
-			if t.authenticate(r.Context(), r.Header.Get("Authorization"), "") != nil {
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-			http.Error(w, "the activity is not JSON", http.StatusBadRequest)
+			// Without its serviceUrl the token cannot be checked: an
+			// activity that cannot be read is not authenticated either.
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		if err := t.authenticate(r.Context(), r.Header.Get("Authorization"), act.ServiceURL); err != nil {

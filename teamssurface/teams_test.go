@@ -409,6 +409,15 @@ func TestActivitiesNotSignedForTheBotDecideNothing(t *testing.T) {
 		}
 		b.undecided(req, tc.name)
 	}
+
+	// An activity that is not JSON cannot have its serviceUrl checked.
+	r, _ := http.NewRequest(http.MethodPost, b.url, strings.NewReader(`{"type":"invoke",`))
+	r.Header.Set("Authorization", "Bearer "+b.conn.token(tokenOpts{}))
+	if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a cut activity answered %v, %v; want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 }
 
 func TestANonApproversClickDecidesNothing(t *testing.T) {
