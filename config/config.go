@@ -95,6 +95,7 @@ type FileConfig struct {
 	PreToolUse PreToolUseConfig `yaml:"pretooluse"`
 	Console    ConsoleConfig    `yaml:"console"` // the review console behind OpenID Connect (docs/CONSOLE.md)
 	Email      EmailConfig      `yaml:"email"`   // the email review surface (surfaces.go)
+	Teams      TeamsConfig      `yaml:"teams"`   // the Microsoft Teams review surface (surfaces.go)
 }
 
 // CallbacksConfig tunes callback delivery; zero values are the defaults of
@@ -153,7 +154,7 @@ type AgentConfig struct {
 // ToolConfig is one tool an agent may ask to use.
 type ToolConfig struct {
 	Channel   string         `yaml:"channel"`
-	Surfaces  []string       `yaml:"surfaces"` // review surfaces: slack, email (surfaces.go)
+	Surfaces  []string       `yaml:"surfaces"` // review surfaces: slack, email, teams (surfaces.go)
 	Approvers []string       `yaml:"approvers"`
 	Dispatch  DispatchConfig `yaml:"dispatch"`
 	// Execute is "agent" when the agent performs the tool's approved
@@ -706,7 +707,7 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: canonical(t.EscalateTo),
 			EscalateAddsApprovers: t.EscalateAddsApprovers,
 			Execute:               t.Execute, OutcomeTimeout: t.OutcomeTimeout,
-			Surfaces:              c.ToolSurfaces(t),
+			Surfaces: c.ToolSurfaces(t),
 		}
 		tool.Version = tool.PolicyVersion() // once, not per intent
 		tools[name] = tool

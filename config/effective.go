@@ -106,7 +106,7 @@ func redactSecrets(n *yaml.Node) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key, value := n.Content[i].Value, n.Content[i+1]
 			switch {
-			case key == "secret" || key == "secrets" || key == "client_secret" || key == "password" || key == "headers" || key == "env":
+			case key == "secret" || key == "secrets" || key == "client_secret" || key == "password" || key == "app_password" || key == "headers" || key == "env":
 				redactAll(value)
 				continue
 			case key == "url" && value.Kind == yaml.ScalarNode:

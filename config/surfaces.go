@@ -40,6 +40,7 @@ type SMTPConfig struct {
 const (
 	SurfaceSlack = "slack"
 	SurfaceEmail = "email"
+	SurfaceTeams = "teams"
 
 	StartTLSRequired      = "required"
 	StartTLSOpportunistic = "opportunistic"
@@ -103,6 +104,7 @@ func (c *Config) validateSurfaces() []error {
 	} else if e != (EmailConfig{}) {
 		add("email: set smtp.addr, or remove the email section")
 	}
+	errs = append(errs, c.validateTeams()...)
 	for name, t := range c.File.Tools {
 		errs = append(errs, c.validateToolSurfaces("tools."+name, t)...)
 	}
@@ -116,18 +118,20 @@ func (c *Config) validateToolSurfaces(where string, t ToolConfig) []error {
 	var errs []error
 	for i, s := range t.Surfaces {
 		switch {
-		case s != SurfaceSlack && s != SurfaceEmail:
-			errs = append(errs, fmt.Errorf("%s.surfaces[%d] is %q: use slack or email", where, i, s))
+		case s != SurfaceSlack && s != SurfaceEmail && s != SurfaceTeams:
+			errs = append(errs, fmt.Errorf("%s.surfaces[%d] is %q: use slack, email or teams", where, i, s))
 		case slices.Index(t.Surfaces, s) != i:
 			errs = append(errs, fmt.Errorf("%s.surfaces lists %s twice", where, s))
 		case s == SurfaceEmail && !c.File.Email.Enabled():
 			errs = append(errs, fmt.Errorf("%s.surfaces lists email, but the email section has no smtp.addr", where))
+		case s == SurfaceTeams && !c.File.Teams.Enabled():
+			errs = append(errs, fmt.Errorf("%s.surfaces lists teams, but the teams section has no app_id", where))
 		case s == SurfaceSlack && c.SlackBotToken == "":
 			errs = append(errs, fmt.Errorf("%s.surfaces lists slack, but SLACK_BOT_TOKEN is not set", where))
 		}
 	}
 	if t.Surfaces != nil && len(t.Surfaces) == 0 {
-		errs = append(errs, fmt.Errorf("%s.surfaces is empty: list slack, email or both, or remove it (slack when Slack is configured)", where))
+		errs = append(errs, fmt.Errorf("%s.surfaces is empty: list slack, email or teams, or remove it (slack when Slack is configured)", where))
 	}
 	return errs
 }
@@ -145,4 +149,108 @@ func (c *Config) ToolUses(tool, surface string) bool {
 		t = u.Review
 	}
 	return slices.Contains(c.ToolSurfaces(t), surface)
+}
+
+// TeamsConfig is the Microsoft Teams review surface (docs/TEAMS.md): the
+// bot's Azure registration, where the Bot Framework's tokens are checked
+// against, and the conversation each tool's cards go to. Unset (no
+// app_id): no Teams surface.
+type TeamsConfig struct {
+	AppID string `yaml:"app_id"`
+	// AppPassword is the registration's client secret; may be ${VAR}; a
+	// secret: never logged, redacted by config check.
+	AppPassword string `yaml:"app_password"`
+	// OpenIDMetadata is where the keys that sign the Bot Framework's
+	// tokens are found (default DefaultTeamsOpenIDMetadata).
+	OpenIDMetadata string `yaml:"openid_metadata"`
+	// TokenURL is where the bot gets its own tokens for the connector
+	// (default DefaultTeamsTokenURL).
+	TokenURL string `yaml:"token_url"`
+	// ServiceURL is the Bot Connector cards are posted to (default
+	// DefaultTeamsServiceURL).
+	ServiceURL string `yaml:"service_url"`
+	// Conversations maps a tool (or an upstream's gated tool,
+	// <upstream>__<tool>, or the upstream's name for all of them) to the
+	// Teams conversation (channel) id its cards are posted in.
+	Conversations map[string]string `yaml:"conversations"`
+}
+
+// The Teams surface's defaults: the Bot Framework's public endpoints.
+const (
+	DefaultTeamsOpenIDMetadata = "https://login.botframework.com/v1/.well-known/openidconfiguration"
+	DefaultTeamsTokenURL       = "https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token"
+	DefaultTeamsServiceURL     = "https://smba.trafficmanager.net/teams/"
+)
+
+// Enabled reports whether the Teams surface is configured.
+func (t TeamsConfig) Enabled() bool { return t.AppID != "" }
+
+// WithDefaults is t with its defaults filled in.
+func (t TeamsConfig) WithDefaults() TeamsConfig {
+	if t.OpenIDMetadata == "" {
+		t.OpenIDMetadata = DefaultTeamsOpenIDMetadata
+	}
+	if t.TokenURL == "" {
+		t.TokenURL = DefaultTeamsTokenURL
+	}
+	if t.ServiceURL == "" {
+		t.ServiceURL = DefaultTeamsServiceURL
+	}
+	return t
+}
+
+// Conversation is the Teams conversation tool's cards go to, or "".
+func (t TeamsConfig) Conversation(tool string) string {
+	if id, ok := t.Conversations[tool]; ok {
+		return id
+	}
+	if upstream, _, cut := strings.Cut(tool, "__"); cut {
+		return t.Conversations[upstream]
+	}
+	return ""
+}
+
+// validateTeams reports a bad teams section, and a tool listing teams
+// without a conversation.
+func (c *Config) validateTeams() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	t := c.File.Teams
+	if !t.Enabled() {
+		if t.AppPassword != "" || t.OpenIDMetadata != "" || t.TokenURL != "" || t.ServiceURL != "" || len(t.Conversations) > 0 {
+			add("teams: set app_id, or remove the teams section")
+		}
+		return errs
+	}
+	if t.AppPassword == "" {
+		add("teams.app_password is not set: the bot's client secret (use ${VAR})")
+	}
+	for _, f := range []struct{ name, value string }{{"openid_metadata", t.OpenIDMetadata}, {"token_url", t.TokenURL}, {"service_url", t.ServiceURL}} {
+		if f.value == "" {
+			continue
+		}
+		if u, err := url.Parse(f.value); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname()))) {
+			add("teams.%s %q must be an https URL (http only to a loopback address)", f.name, f.value)
+		}
+	}
+	for name, tc := range c.File.Tools {
+		if slices.Contains(tc.Surfaces, SurfaceTeams) && t.Conversation(name) == "" {
+			add("tools.%s.surfaces lists teams, but teams.conversations has no conversation for it", name)
+		}
+	}
+	for name, u := range c.File.Upstreams {
+		if slices.Contains(u.Review.Surfaces, SurfaceTeams) && t.Conversations[name] == "" {
+			add("upstreams.%s.surfaces lists teams, but teams.conversations has no conversation for it", name)
+		}
+	}
+	return errs
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -136,3 +136,88 @@ tools:
 		t.Errorf("problems = %q", got)
 	}
 }
+
+func TestTeamsSurfaceConfig(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, validAgent+`
+teams:
+  app_id: 00000000-0000-0000-0000-000000000001
+  app_password: "${TEAMS_APP_PASSWORD}"
+  conversations:
+    billing.credit: "19:billing@thread.tacv2"
+tools:
+  billing.credit:
+    approvers: ["teams:6a1f0c4e-0000-0000-0000-00000000000a"]
+    surfaces: [teams]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/credits", timeout: 5s}
+`)
+	env := emailEnv(path)
+	env["TEAMS_APP_PASSWORD"] = "hunter2-teams"
+	cfg, err := Load(envFrom(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tc := cfg.File.Teams.WithDefaults()
+	if !tc.Enabled() || tc.AppPassword != "hunter2-teams" || tc.OpenIDMetadata != DefaultTeamsOpenIDMetadata || tc.ServiceURL != DefaultTeamsServiceURL {
+		t.Errorf("teams = %+v", tc)
+	}
+	if !cfg.ToolUses("billing.credit", SurfaceTeams) || tc.Conversation("billing.credit") != "19:billing@thread.tacv2" || tc.Conversation("notes.add") != "" {
+		t.Errorf("billing.credit goes to %v in %q", cfg.ToolSurfaces(cfg.File.Tools["billing.credit"]), tc.Conversation("billing.credit"))
+	}
+	out, err := cfg.EffectiveYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "hunter2-teams") || !strings.Contains(string(out), "app_password:") {
+		t.Errorf("config check prints the Teams app password:\n%s", out)
+	}
+}
+
+func TestTeamsSurfaceConfigProblems(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ yaml, want string }{
+		{`
+teams:
+  app_password: x
+`, "teams: set app_id"},
+		{`
+teams:
+  app_id: a
+  openid_metadata: http://login.example.com/meta
+tools:
+  billing.credit:
+    approvers: [U024BE7LH]
+    surfaces: [teams]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/credits", timeout: 5s}
+`, "teams.openid_metadata"},
+		{`
+teams:
+  app_id: a
+  app_password: x
+tools:
+  billing.credit:
+    approvers: [U024BE7LH]
+    surfaces: [teams]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/credits", timeout: 5s}
+`, "teams.conversations has no conversation"},
+		{`
+tools:
+  billing.credit:
+    approvers: [U024BE7LH]
+    surfaces: [teams]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/credits", timeout: 5s}
+`, "the teams section has no app_id"},
+	} {
+		path := writeConfig(t, validAgent+tc.yaml)
+		cfg, err := Load(envFrom(emailEnv(path)))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config\n%s\ngives %v, want an error naming %q", tc.yaml, err, tc.want)
+		}
+	}
+}

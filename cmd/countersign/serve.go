@@ -48,7 +48,7 @@ type app struct {
 	mux      *http.ServeMux
 	sched    *scheduler
 	review   *approvals.Service
-	surfaces []surface.Adapter // review surfaces besides Slack (email.go)
+	surfaces []surface.Adapter // review surfaces besides Slack (email.go, teams.go)
 	// reviewMetrics counts votes; hookMetrics the hook's traffic.
 	reviewMetrics *approvals.Metrics
 	hookMetrics   *hook.Metrics
@@ -325,7 +325,11 @@ func newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net
 		return nil, err
 	}
 	a.executor = ex
-	if err := a.addEmail(slackClient != nil); err != nil {
+	// Without Slack, the Teams surface's loop delivers email's cards too.
+	if err := a.addEmail(slackClient != nil || a.cfg.File.Teams.Enabled()); err != nil {
+		return nil, err
+	}
+	if err := a.addTeams(slackClient != nil); err != nil {
 		return nil, err
 	}
 	if err := a.addBot(slackClient, groups, ex); err != nil {

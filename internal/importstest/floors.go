@@ -64,6 +64,7 @@ var floors = map[string]int{
 	"hook":         FloorSurface,
 	"bot":          FloorSurface,
 	"emailsurface": FloorSurface,
+	"teamssurface": FloorSurface,
 	"inbox":        FloorSurface,
 	"console":      FloorSurface, // the review console behind OpenID Connect
 	"mcpserver":    FloorSurface,
