@@ -59,7 +59,7 @@ func (e *Executor) codeLabel(code string) string {
 	case "":
 		return "none"
 	case CodeExhausted, CodeSnapshotMismatch, CodeApprovalExpired, CodePrecondition, CodeClaimTimeout, CodeClaimTooShort,
-		CodeNotDone, CodeUnverifiable, CodePolicyStricter, CodePolicyUnchecked, "marked_succeeded", "marked_failed":
+		CodeNotDone, CodeUnverifiable, CodePolicyStricter, CodePolicyUnchecked, CodeExecuteChanged, "marked_succeeded", "marked_failed":
 		return code
 	}
 	for _, t := range e.toolset.Load().tools {
