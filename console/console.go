@@ -90,6 +90,8 @@ func New(opts Options) *Handler {
 	mux.HandleFunc("POST "+h.prefix+"/decide", h.decide)
 	mux.HandleFunc("GET "+h.prefix+"/batch", h.batchConfirm)
 	mux.HandleFunc("POST "+h.prefix+"/batch", h.batchApprove)
+	mux.HandleFunc("GET "+h.prefix+"/grants", h.grants)
+	mux.HandleFunc("POST "+h.prefix+"/grants/revoke", h.revokeGrant)
 	mux.HandleFunc(h.prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusNotFound, "There is no such page in the console.")
 	})

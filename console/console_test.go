@@ -1,11 +1,13 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/store"
 )
 
@@ -99,6 +101,14 @@ func TestGroupsAndOutsiders(t *testing.T) {
 	resp, page = outsider.get(Prefix + "/batch?id=" + req.ID)
 	if resp.StatusCode != http.StatusOK || strings.Contains(page, "inv_8841") || !strings.Contains(page, `id="skipped"`) {
 		t.Fatalf("an outsider's batch confirmation answered %d:\n%s", resp.StatusCode, page)
+	}
+	// Nor can the outsider approve it by sending a confirmation the
+	// console never showed them.
+	item := fmt.Sprintf("%s %d %s", req.ID, req.Round, req.PayloadHash)
+	resp, page = outsider.post(Prefix+"/batch", url.Values{"csrf": {csrf(t, queue)}, "item": {item}}, nil)
+	if resp.StatusCode != http.StatusOK || strings.Contains(page, "inv_8841") || strings.Contains(page, "inv_group") ||
+		!strings.Contains(page, `data-code="`+approvals.CodeNotFound+`"`) {
+		t.Fatalf("an outsider's batch approval answered %d:\n%s", resp.StatusCode, page)
 	}
 	if s := b.status(t, req.ID); s != store.RequestPending {
 		t.Fatalf("the request is %s after an outsider's attempts, want pending", s)

@@ -45,11 +45,12 @@ const (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-var pageNames = []string{"queue", "request", "batch", "batchdone", "error", "signedout"}
+var pageNames = []string{"queue", "request", "batch", "batchdone", "error", "signedout", "grants"}
 
 var pages = func() map[string]*template.Template {
 	funcs := reviewpage.Funcs(Prefix)
 	funcs["structure"] = structure
+	funcs["grantText"] = approvals.GrantText
 	funcs["age"] = func(t time.Time) string { return approvals.DurationText(time.Since(t).Truncate(time.Minute)) }
 	out := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
