@@ -6,24 +6,28 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/countersign/countersign/internal/browsertest"
 	"github.com/countersign/countersign/store"
 )
 
 // The console in a real browser against the real provider: opening it
-// goes through the provider's sign-in and back, the queue lists the
+// goes to the provider's sign-in page, where the reviewer types their
+// email and password, and back, the queue lists the
 // request, its page shows the effect, and Approve decides it.
 func TestBrowserSignsInAndApproves(t *testing.T) {
 	browser := browsertest.New(t, 30*time.Second)
 	b := setup(t)
 	req := b.submit(t, toolName, "Credit 42.00 USD to inv_browser")
-	b.idp.QueueUser(&mockoidc.MockUser{Subject: "sub-alice", Email: "alice@example.com", EmailVerified: true})
+	b.idp.add("alice@example.com")
 
 	row := "#row-" + req.ID
-	browser.Do("signing in",
+	browser.Do("signing in at the provider",
 		chromedp.Navigate(b.srv.URL+Prefix+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#username")),
+		chromedp.SendKeys(chromedp.CSS("#username"), "alice@example.com"),
+		chromedp.SendKeys(chromedp.CSS("#password"), password),
+		chromedp.Submit(chromedp.CSS("#password")),
 		chromedp.WaitVisible(chromedp.CSS(row)),
 	)
 	if who := browser.Text("reading who is signed in", "#reviewer"); who != alice {

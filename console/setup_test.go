@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oauth2-proxy/mockoidc"
-
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/approvals/approvalstest"
 	"github.com/countersign/countersign/store"
@@ -37,7 +35,7 @@ const (
 type bundle struct {
 	store store.Store
 	svc   *approvals.Service
-	idp   *mockoidc.MockOIDC
+	idp   *provider
 	srv   *httptest.Server
 }
 
@@ -45,11 +43,6 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	db := storetest.NewDB(t)
 	s := store.NewLedger(db, store.Options{})
-	idp, err := mockoidc.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = idp.Shutdown() })
 	svc := approvalstest.New(t, approvals.Config{
 		DB: s,
 		Tools: map[string]approvals.Tool{
@@ -59,13 +52,13 @@ func setup(t *testing.T) *bundle {
 		Groups: Groups{},
 		Logger: slog.New(slog.DiscardHandler),
 	})
-	b := &bundle{store: s, svc: svc, idp: idp}
+	b := &bundle{store: s, svc: svc}
 	mux := http.NewServeMux()
 	b.srv = httptest.NewServer(mux)
 	t.Cleanup(b.srv.Close)
-	cfg := idp.Config()
+	b.idp = startProvider(t, b.srv.URL)
 	h := New(Options{
-		Service: svc, Store: s, Issuer: cfg.Issuer, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
+		Service: svc, Store: s, Issuer: b.idp.issuer(), ClientID: b.idp.clientID, ClientSecret: b.idp.clientSecret,
 		RedirectURL: b.srv.URL + Prefix + "/callback", GroupsClaim: "groups",
 		Secrets: [][]byte{[]byte("console-test-secret")}, Logger: slog.New(slog.DiscardHandler),
 	})
@@ -89,11 +82,24 @@ func (b *bundle) browser(t *testing.T) *browser {
 	return &browser{t: t, b: b, client: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
 }
 
-// login signs in at the provider as the person with email and groups.
+// login signs in at the provider as the person with email and groups:
+// the console sends the browser to the provider's sign-in page, the
+// person enters their email and password there, and the provider sends
+// the browser back to the console with a code.
 func (br *browser) login(email string, groups ...string) {
 	br.t.Helper()
-	br.b.idp.QueueUser(&mockoidc.MockUser{Subject: "sub-" + email, Email: email, EmailVerified: true, Groups: groups})
+	br.b.idp.add(email, groups...)
 	resp, body := br.get(Prefix + "/")
+	at := resp.Request.URL
+	if resp.StatusCode != http.StatusOK || at.Host != mustURL(br.t, br.b.idp.issuer()).Host || at.Path != "/login/username" {
+		br.t.Fatalf("opening the console ended at %s with %d, not the provider's sign-in:\n%s", at, resp.StatusCode, body)
+	}
+	resp, err := br.client.PostForm(br.b.idp.issuer()+"/login/username", url.Values{
+		"id": {at.Query().Get("authRequestID")}, "username": {email}, "password": {password}})
+	if err != nil {
+		br.t.Fatalf("signing in at the provider: %v", err)
+	}
+	body = read(br.t, resp)
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != Prefix+"/" {
 		br.t.Fatalf("signing in ended at %s with %d:\n%s", resp.Request.URL, resp.StatusCode, body)
 	}
