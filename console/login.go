@@ -21,12 +21,19 @@ import (
 // under a browser's 4 KB.
 const maxGroups = 40
 
+// maxSessionCookie bounds the session cookie's value: with its name and
+// attributes it stays under the 4096 bytes every browser keeps.
+const maxSessionCookie = 3800
+
 // idp is the provider as discovered, once: serve starts even while the
 // provider is out of reach, and the first sign-in after it is back works.
 type idp struct {
 	mu       sync.Mutex
 	oauth    *oauth2.Config
 	verifier *oidc.IDTokenVerifier
+	// endSession is the discovery document's end_session_endpoint, "" when
+	// it lists none: sign-out then ends the console's session only.
+	endSession string
 }
 
 // provider discovers the provider the first time it is needed.
@@ -44,10 +51,17 @@ func (h *Handler) provider(ctx context.Context) (*oauth2.Config, *oidc.IDTokenVe
 	// Providers that list a "groups" scope (Okta, Keycloak, Dex) put the
 	// groups claim in the ID token only when it is asked for.
 	var meta struct {
-		Scopes []string `json:"scopes_supported"`
+		Scopes     []string `json:"scopes_supported"`
+		EndSession string   `json:"end_session_endpoint"`
 	}
-	if h.opts.GroupsClaim != "" && p.Claims(&meta) == nil && slices.Contains(meta.Scopes, "groups") {
+	if err := p.Claims(&meta); err != nil {
+		meta.Scopes, meta.EndSession = nil, ""
+	}
+	if h.opts.GroupsClaim != "" && slices.Contains(meta.Scopes, "groups") {
 		scopes = append(scopes, "groups")
+	}
+	if u, err := url.Parse(meta.EndSession); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+		h.idp.endSession = meta.EndSession
 	}
 	h.idp.oauth = &oauth2.Config{
 		ClientID: h.opts.ClientID, ClientSecret: h.opts.ClientSecret, RedirectURL: h.opts.RedirectURL,
@@ -153,9 +167,17 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	groups := h.groupsOf(all)
 	expires := h.now().Add(h.opts.SessionTTL)
-	s := claims{Purpose: purposeSession, Expires: expires.Unix(), User: user, Groups: groups, CSRF: randomToken()}
+	s := claims{Purpose: purposeSession, Expires: expires.Unix(), User: user, Groups: groups, CSRF: randomToken(), IDToken: raw}
+	value := h.signer.sign(s)
+	if len(value) > maxSessionCookie {
+		// The ID token is kept only as the sign-out's id_token_hint; a
+		// token too big for the cookie is left out, and sign-out names the
+		// client instead.
+		s.IDToken = ""
+		value = h.signer.sign(s)
+	}
 	http.SetCookie(w, h.cookie(loginCookie, "", h.now()))
-	http.SetCookie(w, h.cookie(SessionCookie, h.signer.sign(s), expires))
+	http.SetCookie(w, h.cookie(SessionCookie, value, expires))
 	h.logger.Info("console sign-in", slog.String("reviewer", user), slog.Int("groups", len(groups)))
 	http.Redirect(w, r, h.localNext(c.Next), http.StatusSeeOther)
 }
@@ -211,13 +233,51 @@ func (h *Handler) groupsOf(all map[string]any) []string {
 	return out
 }
 
-// logout ends the session.
+// logout ends the session. When the provider's discovery document lists
+// an end_session_endpoint, the browser goes on there (OpenID Connect
+// RP-Initiated Logout) to end the sign-in at the provider too, with the ID
+// token as id_token_hint when the session kept it, the client_id, and the
+// queue as post_logout_redirect_uri; else the console says it signed out.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	s, ok := h.authorize(w, r)
 	if !ok {
 		return
 	}
 	http.SetCookie(w, h.cookie(SessionCookie, "", h.now()))
-	h.logger.Info("console sign-out", slog.String("reviewer", s.User))
-	h.render(w, http.StatusOK, "signedout", page{Title: "Signed out"})
+	if _, _, err := h.provider(r.Context()); err != nil {
+		h.logger.Warn("sign-out: the identity provider is out of reach; its sign-in is left as it is",
+			slog.String("issuer", h.opts.Issuer), slog.String("error", err.Error()))
+	}
+	h.idp.mu.Lock()
+	endSession := h.idp.endSession
+	h.idp.mu.Unlock()
+	if endSession == "" {
+		h.logger.Info("console sign-out", slog.String("reviewer", s.User))
+		h.render(w, http.StatusOK, "signedout", page{Title: "Signed out"})
+		return
+	}
+	h.logger.Info("console sign-out, continued at the identity provider", slog.String("reviewer", s.User),
+		slog.Bool("id_token_hint", s.IDToken != ""))
+	http.Redirect(w, r, h.endSessionURL(endSession, s.IDToken), http.StatusSeeOther)
+}
+
+// endSessionURL is the provider's end_session_endpoint with the sign-out's
+// parameters added to any it has.
+func (h *Handler) endSessionURL(endpoint, idToken string) string {
+	u, _ := url.Parse(endpoint) // parsed when discovered
+	q := u.Query()
+	if idToken != "" {
+		q.Set("id_token_hint", idToken)
+	}
+	q.Set("client_id", h.opts.ClientID)
+	q.Set("post_logout_redirect_uri", h.postLogoutURL())
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// postLogoutURL is the queue's address, from the redirect URL's
+// (…/console/callback): where the provider sends the browser back after
+// signing out. Register it at the provider as a post-logout redirect URI.
+func (h *Handler) postLogoutURL() string {
+	return strings.TrimSuffix(h.opts.RedirectURL, "/callback") + "/"
 }

@@ -36,6 +36,9 @@ type claims struct {
 	User   string   `json:"u,omitempty"`
 	Groups []string `json:"g,omitempty"`
 	CSRF   string   `json:"c,omitempty"`
+	// IDToken is the sign-in's ID token, for the sign-out's id_token_hint;
+	// "" when it did not fit in the cookie.
+	IDToken string `json:"i,omitempty"`
 	// A sign-in's: what the callback checks, and where it leads.
 	State    string `json:"s,omitempty"`
 	Nonce    string `json:"n,omitempty"`

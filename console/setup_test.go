@@ -36,6 +36,7 @@ type bundle struct {
 	store store.Store
 	svc   *approvals.Service
 	idp   *provider
+	h     *Handler
 	srv   *httptest.Server
 }
 
@@ -62,6 +63,7 @@ func setup(t *testing.T) *bundle {
 		RedirectURL: b.srv.URL + Prefix + "/callback", GroupsClaim: "groups",
 		Secrets: [][]byte{[]byte("console-test-secret")}, Logger: slog.New(slog.DiscardHandler),
 	})
+	b.h = h
 	mux.Handle(Prefix+"/", h)
 	return b
 }
