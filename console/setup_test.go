@@ -37,23 +37,26 @@ type bundle struct {
 	svc   *approvals.Service
 	idp   *provider
 	h     *Handler
-	srv   *httptest.Server
+	// groups resolves oidc:group: for svc; SetMembers as a reload does.
+	groups *Groups
+	srv    *httptest.Server
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	db := storetest.NewDB(t)
 	s := store.NewLedger(db, store.Options{})
+	groups := &Groups{}
 	svc := approvalstest.New(t, approvals.Config{
 		DB: s,
 		Tools: map[string]approvals.Tool{
 			toolName:  {Name: toolName, Approvers: []string{alice, "oidc:group:finance"}, RequestTTL: time.Hour, MaxAttempts: 3, Reversible: true},
 			otherTool: {Name: otherTool, Approvers: []string{eve}, RequestTTL: time.Hour, MaxAttempts: 3},
 		},
-		Groups: Groups{},
+		Groups: groups,
 		Logger: slog.New(slog.DiscardHandler),
 	})
-	b := &bundle{store: s, svc: svc}
+	b := &bundle{store: s, svc: svc, groups: groups}
 	mux := http.NewServeMux()
 	b.srv = httptest.NewServer(mux)
 	t.Cleanup(b.srv.Close)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"reflect"
 	"strings"
 
 	"github.com/countersign/countersign/approvals"
@@ -14,11 +15,25 @@ import (
 // Slack's resolver or nil. With neither a console nor Slack nothing
 // resolves groups, as before; with Slack alone an oidc group has no
 // members rather than going to Slack's API.
-func consoleGroups(cfg *config.Config, next approvals.GroupResolver) approvals.GroupResolver {
+// The console's hand-kept groups follow a reload (reloadConsole).
+func consoleGroups(cfg *config.Config, next approvals.GroupResolver) *console.Groups {
 	if !cfg.File.Console.Enabled() && next == nil {
 		return nil
 	}
-	return console.Groups{Members: cfg.File.Console.Groups, Next: next}
+	return &console.Groups{Members: cfg.File.Console.Groups, Next: next}
+}
+
+// reloadConsole takes the reloaded console.groups; the console's client,
+// issuer and session settings stay as serve started until a restart.
+func (a *app) reloadConsole(loaded *config.Config, log *slog.Logger) {
+	if a.consoleGroups != nil {
+		a.consoleGroups.SetMembers(loaded.File.Console.Groups)
+	}
+	was, now := a.cfg.File.Console, loaded.File.Console
+	was.Groups, now.Groups = nil, nil
+	if !reflect.DeepEqual(was, now) {
+		log.Warn("the console's issuer, client, redirect URL, groups claim and session TTL take effect at the next restart; its groups are reloaded")
+	}
 }
 
 // mountConsole serves the review console under /console/ when the file

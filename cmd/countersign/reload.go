@@ -46,6 +46,7 @@ func (a *app) reload(getenv func(string) string) {
 		log.Warn("the upstreams' connections (command, url, headers, env, reads, idempotent, call_timeout) change at the next restart; their review settings are reloaded")
 	}
 	a.reloaded.Store(loaded)
+	a.reloadConsole(loaded, log)
 	a.applyTools(loaded)
 	a.api.Agents().Store(loaded.AgentList())
 	a.api.SetToolHooks(loaded.ToolHooks())

@@ -22,6 +22,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/callback"
 	"github.com/countersign/countersign/config"
+	"github.com/countersign/countersign/console"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/hook"
 	"github.com/countersign/countersign/internal/startstop"
@@ -61,6 +62,9 @@ type app struct {
 	// is the configuration the last reload took.
 	gateway  *upstreams
 	reloaded atomic.Pointer[config.Config]
+	// consoleGroups resolves oidc:group: approvers; nil with neither a
+	// console nor Slack. A reload replaces its hand-kept members.
+	consoleGroups *console.Groups
 	// toolsGeneration moves on whenever the tools change (applyTools):
 	// what was built from the old ones is built again.
 	toolsGeneration atomic.Uint64
@@ -257,7 +261,9 @@ func newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net
 	if slackClient != nil {
 		groups = newGroups(slackClient)
 	}
-	groups = consoleGroups(cfg, groups)
+	if a.consoleGroups = consoleGroups(cfg, groups); a.consoleGroups != nil {
+		groups = a.consoleGroups
+	}
 	a.reviewMetrics, a.hookMetrics = approvals.NewMetrics(a.registry), hook.NewMetrics(a.registry)
 	receipts, err := receiptKeys(cfg)
 	if err != nil {
