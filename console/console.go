@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
 )
 
@@ -96,12 +97,9 @@ func New(opts Options) *Handler {
 		h.fail(w, http.StatusNotFound, "There is no such page in the console.")
 	})
 
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.logger.Warn("cross-origin request refused", slog.String("method", r.Method), slog.String("path", r.URL.Path))
+	h.next = reviewpage.SecurityHeaders(reviewpage.CrossOriginProtection(mux, h.logger, func(w http.ResponseWriter) {
 		h.fail(w, http.StatusForbidden, "This form was sent from another site, so it was refused. Decide from the console itself.")
 	}))
-	h.next = securityHeaders(cop.Handler(mux))
 	return h
 }
 
@@ -136,18 +134,4 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (claims, boo
 	}
 	*r = *r.WithContext(withReviewer(r.Context(), s))
 	return s, true
-}
-
-// securityHeaders keep the pages out of frames and forbid anything but the
-// inline style to load.
-func securityHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "no-referrer")
-		hd.Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
-	})
 }

@@ -52,12 +52,7 @@ var pages = func() map[string]*template.Template {
 	funcs["structure"] = structure
 	funcs["grantText"] = approvals.GrantText
 	funcs["age"] = func(t time.Time) string { return approvals.DurationText(time.Since(t).Truncate(time.Minute)) }
-	out := make(map[string]*template.Template, len(pageNames))
-	for _, name := range pageNames {
-		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
-			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
-	}
-	return out
+	return reviewpage.Parse(templateFS, funcs, pageNames)
 }()
 
 // page is what the layout needs from every page.
@@ -72,15 +67,7 @@ func (h *Handler) page(title string, s claims) page {
 }
 
 func (h *Handler) render(w http.ResponseWriter, status int, name string, data any) {
-	var buf bytes.Buffer
-	if err := pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
-		h.logger.Error("rendering page", slog.String("page", name), slog.String("error", err.Error()))
-		http.Error(w, "The page could not be rendered.", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = buf.WriteTo(w)
+	reviewpage.Render(w, h.logger, pages[name], status, data)
 }
 
 type errorPage struct {

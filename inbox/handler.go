@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
 )
 
@@ -75,28 +76,12 @@ func New(opts Options) *Handler {
 		h.fail(w, http.StatusNotFound, "There is no such page in the inbox.")
 	})
 
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.logger.Warn("cross-origin request refused", slog.String("method", r.Method), slog.String("path", r.URL.Path))
+	cop := reviewpage.CrossOriginProtection(mux, h.logger, func(w http.ResponseWriter) {
 		h.fail(w, http.StatusForbidden, "This form was sent from another site, so it was refused. Decide from the inbox itself.")
-	}))
-	h.next = loopbackOnly(securityHeaders(h.requireSession(cop.Handler(mux))))
+	})
+	h.next = loopbackOnly(reviewpage.SecurityHeaders(h.requireSession(cop)))
 	return h
 }
 
 // ServeHTTP serves one inbox request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.next.ServeHTTP(w, r) }
-
-// securityHeaders keep the pages out of frames (a framed Approve button could
-// be clickjacked) and forbid anything but the inline style to load.
-func securityHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "no-referrer")
-		hd.Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
-	})
-}

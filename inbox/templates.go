@@ -1,10 +1,8 @@
 package inbox
 
 import (
-	"bytes"
 	"embed"
 	"html/template"
-	"log/slog"
 	"net/http"
 
 	"github.com/countersign/countersign/approvals"
@@ -23,12 +21,7 @@ func parsePages(prefix string) map[string]*template.Template {
 	funcs := reviewpage.Funcs(prefix)
 	funcs["deref"] = func(s *string) string { return deref(s) }
 	funcs["grantText"] = approvals.GrantText
-	pages := make(map[string]*template.Template, len(pageNames))
-	for _, name := range pageNames {
-		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
-			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
-	}
-	return pages
+	return reviewpage.Parse(templateFS, funcs, pageNames)
 }
 
 // page is what the layout needs from every page.
@@ -41,15 +34,7 @@ type page struct {
 // render writes a page, or a plain 500 if the template fails before anything
 // was sent.
 func (h *Handler) render(w http.ResponseWriter, status int, name string, data any) {
-	var buf bytes.Buffer
-	if err := h.pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
-		h.logger.Error("rendering page", slog.String("page", name), slog.String("error", err.Error()))
-		http.Error(w, "The page could not be rendered.", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = buf.WriteTo(w)
+	reviewpage.Render(w, h.logger, h.pages[name], status, data)
 }
 
 type errorPage struct {
