@@ -187,12 +187,9 @@ func ledgerStatements(s Seed) []string {
 		// request settles (its updated_at) 30 s after it was created when
 		// decided, 10 s when cancelled, at its expiry when expired. The
 		// effect's strings are written out as countersign_effect_strings(e)
-		// finds them, which costs 17 µs a row more. The events below are
-		// written past the chain's trigger, so no row holds its chain head
-		// (NULL): a request's next event finds it from its events, as for a
-		// request stored before 00027.
+		// finds them, which costs 17 µs a row more.
 		fmt.Sprintf(`INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash, summary,
-	requested_by, status, expires_at, created_at, updated_at, round_started_at, card_surface, card_ref, chain_seq, chain_hash)
+	requested_by, status, expires_at, created_at, updated_at, round_started_at, card_surface, card_ref)
 SELECT 'wa_' || encode(sha256(convert_to('list' || i, 'UTF8')), 'hex'), 'sha256:' || md5(i::text),
 	'run-' || (i %% 50) || '-' || (i / 500), to_jsonb(i %% 10),
 	CASE (i / 50) %% 50 WHEN 0 THEN 'billing.credit' WHEN 1 THEN 'deploy.release' ELSE 'tool-' || (i / 50) %% 50 END,
@@ -200,8 +197,7 @@ SELECT 'wa_' || encode(sha256(convert_to('list' || i, 'UTF8')), 'hex'), 'sha256:
 	CASE i %% 50 WHEN 0 THEN 'billing-agent' ELSE 'agent-' || i %% 50 END,
 	st, CASE st WHEN 'pending' THEN now() + interval '1 day' ELSE c + interval '1 hour' END, c,
 	c + CASE st WHEN 'pending' THEN interval '0' WHEN 'cancelled' THEN interval '10 s' WHEN 'expired' THEN interval '1 hour' ELSE interval '30 s' END,
-	c, CASE WHEN %[3]t THEN 'slack' END, CASE WHEN %[3]t THEN 'C0BENCH/' || to_char(c, 'YYYYMMDDHH24MISS') || '.' || i END,
-	NULL, NULL
+	c, CASE WHEN %[3]t THEN 'slack' END, CASE WHEN %[3]t THEN 'C0BENCH/' || to_char(c, 'YYYYMMDDHH24MISS') || '.' || i END
 FROM generate_series(1, %[1]d) AS i,
 	LATERAL (SELECT (hashint4(i) & 2147483647) %% 100, i > %[1]d - %[4]d) AS s(h, live),
 	LATERAL (SELECT CASE WHEN live AND h < %[2]d THEN 'pending' WHEN h < %[2]d + 70 THEN 'approved' WHEN h < %[2]d + 80 THEN 'rejected'
