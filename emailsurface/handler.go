@@ -102,6 +102,10 @@ func (e *Email) open(ctx context.Context, token string) (l link, key []byte, v s
 	}
 	base := page{Request: &v.Request, Effect: effectText(v.Request.Snapshot), Key: approvals.ShortKey(v.Request.Key)}
 	switch {
+	case !surface.Decides(v.Tool, Name) || !e.cfg.Uses(v.Request.Tool):
+		// The link outlived the tool's email surface: it shows nothing.
+		return l, key, v, http.StatusNotFound, page{Title: "Not reviewed by email", Error: true,
+			Notice: surface.NotReviewedHere("email").Message}
 	case v.Request.Round != l.Round:
 		base.Title, base.Error = "Link for an earlier round", true
 		base.Notice = "The agent asked again since this message: this link was for an earlier round and decides nothing. A new message asks for the new round."
