@@ -373,10 +373,15 @@ func TestConcurrentDecisionsOnEverySurfaceGiveOne(t *testing.T) {
 	decisions := time.Since(decideStart)
 	s.bot.Wait()
 
-	// Slack answers in an ephemeral message naming the request's short key.
+	// Slack answers in an ephemeral message: "You approved" naming the
+	// request's short key, or "Already …" naming the decision that stood.
 	slackSaid := map[string]answer{}
+	slackAlready := 0
 	for _, call := range s.slack.Calls("chat.postEphemeral") {
 		text := call.Form.Get("text")
+		if strings.HasPrefix(text, "Already ") {
+			slackAlready++
+		}
 		for _, r := range reqs {
 			if strings.Contains(text, approvals.ShortKey(r.Key)) || strings.Contains(text, r.ID) {
 				switch {
@@ -412,6 +417,9 @@ func TestConcurrentDecisionsOnEverySurfaceGiveOne(t *testing.T) {
 		if d.Verdict != wantVerdict {
 			t.Errorf("request %d: %s via %s, but that surface cast %s", i, d.Verdict, d.Via, wantVerdict)
 		}
+	}
+	if slackAlready != n-via["slack"] || len(slackSaid) < via["slack"] {
+		t.Errorf("Slack answered %d clicks already decided and %d decided; want %d and %d", slackAlready, len(slackSaid), n-via["slack"], via["slack"])
 	}
 	var decisionRows int
 	for _, r := range reqs {
