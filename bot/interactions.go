@@ -143,7 +143,12 @@ func (b *Bot) interact(ctx context.Context, payload []byte) (response []byte) {
 		return nil
 	}
 	var outcome, answer string
+	refused := false
+	if c.ActionID == ActionApprove || c.ActionID == ActionReject || c.ActionID == ActionApproveGrant {
+		outcome, answer, refused = b.elsewhere(ctx, c.Decision.RequestID)
+	}
 	switch {
+	case refused:
 	case c.ActionID == ActionReject && b.asksReason(ctx, c):
 		outcome, answer = b.openRejectModal(ctx, c)
 	case c.ActionID == ActionApprove, c.ActionID == ActionReject, c.ActionID == ActionApproveGrant:

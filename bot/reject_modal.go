@@ -109,6 +109,10 @@ func (b *Bot) submitReject(ctx context.Context, payload []byte) (outcome string,
 		return "malformed", nil
 	}
 	meta, reason := sub.Meta, sub.Reason
+	if label, words, refused := b.elsewhere(ctx, meta.RequestID); refused {
+		b.answer(meta.Channel, sub.User, words)
+		return label, nil
+	}
 	out, err := b.review.Decide(ctx, approvals.Decision{
 		RequestID: meta.RequestID, Round: meta.Round, PayloadHash: meta.PayloadHash,
 		Verdict: store.VerdictReject, DecidedBy: sub.User, Via: Via, Reason: reason,

@@ -154,7 +154,7 @@ type AgentConfig struct {
 // ToolConfig is one tool an agent may ask to use.
 type ToolConfig struct {
 	Channel   string         `yaml:"channel"`
-	Surfaces  []string       `yaml:"surfaces"` // review surfaces: slack, email, teams (surfaces.go)
+	Surfaces  []string       `yaml:"surfaces"` // review surfaces: slack, teams, email, console (surfaces.go)
 	Approvers []string       `yaml:"approvers"`
 	Dispatch  DispatchConfig `yaml:"dispatch"`
 	// Execute is "agent" when the agent performs the tool's approved

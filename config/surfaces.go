@@ -41,6 +41,9 @@ const (
 	SurfaceSlack = "slack"
 	SurfaceEmail = "email"
 	SurfaceTeams = "teams"
+	// SurfaceConsole is pulled, not pushed: the console lists the
+	// requests of the tools that use it, and posts no card.
+	SurfaceConsole = "console"
 
 	StartTLSRequired      = "required"
 	StartTLSOpportunistic = "opportunistic"
@@ -63,12 +66,17 @@ func (e EmailConfig) WithDefaults() EmailConfig {
 }
 
 // ToolSurfaces are the review surfaces a tool's requests go to: its
-// surfaces list, or Slack when Slack is configured (as before the list).
+// surfaces list, or Slack when Slack is configured (as before the list)
+// and the console when it is configured (the console shows every tool
+// without a list, as before the list).
 func (c *Config) ToolSurfaces(t ToolConfig) []string {
 	if t.Surfaces != nil {
 		return t.Surfaces
 	}
 	if c.SlackBotToken != "" {
+		if c.File.Console.Enabled() {
+			return []string{SurfaceSlack, SurfaceConsole}
+		}
 		return []string{SurfaceSlack}
 	}
 	return nil
@@ -118,8 +126,8 @@ func (c *Config) validateToolSurfaces(where string, t ToolConfig) []error {
 	var errs []error
 	for i, s := range t.Surfaces {
 		switch {
-		case s != SurfaceSlack && s != SurfaceEmail && s != SurfaceTeams:
-			errs = append(errs, fmt.Errorf("%s.surfaces[%d] is %q: use slack, email or teams", where, i, s))
+		case s != SurfaceSlack && s != SurfaceEmail && s != SurfaceTeams && s != SurfaceConsole:
+			errs = append(errs, fmt.Errorf("%s.surfaces[%d] is %q: use slack, teams, email or console", where, i, s))
 		case slices.Index(t.Surfaces, s) != i:
 			errs = append(errs, fmt.Errorf("%s.surfaces lists %s twice", where, s))
 		case s == SurfaceEmail && !c.File.Email.Enabled():
@@ -128,10 +136,12 @@ func (c *Config) validateToolSurfaces(where string, t ToolConfig) []error {
 			errs = append(errs, fmt.Errorf("%s.surfaces lists teams, but the teams section has no app_id", where))
 		case s == SurfaceSlack && c.SlackBotToken == "":
 			errs = append(errs, fmt.Errorf("%s.surfaces lists slack, but SLACK_BOT_TOKEN is not set", where))
+		case s == SurfaceConsole && !c.File.Console.Enabled():
+			errs = append(errs, fmt.Errorf("%s.surfaces lists console, but the console section is not configured", where))
 		}
 	}
 	if t.Surfaces != nil && len(t.Surfaces) == 0 {
-		errs = append(errs, fmt.Errorf("%s.surfaces is empty: list slack, email or teams, or remove it (slack when Slack is configured)", where))
+		errs = append(errs, fmt.Errorf("%s.surfaces is empty: list slack, teams, email or console, or remove it (slack when Slack is configured)", where))
 	}
 	return errs
 }

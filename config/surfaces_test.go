@@ -221,3 +221,70 @@ tools:
 		}
 	}
 }
+
+// console is a surface name: a tool may list it (with the console
+// configured), and a tool without a list goes to Slack and the console
+// when both are configured, so the console keeps showing every tool.
+func TestConsoleSurfaceConfig(t *testing.T) {
+	t.Parallel()
+	env := func(yaml string) map[string]string {
+		m := emailEnv(writeConfig(t, validAgent+yaml))
+		m["SLACK_BOT_TOKEN"], m["SLACK_SIGNING_SECRET"], m["CONSOLE_SECRET"] = "xoxb-1", "signing", "client-secret"
+		return m
+	}
+	cfg, err := Load(envFrom(env(validConsole + `
+tools:
+  billing.credit:
+    channel: C0BILLING
+    approvers: [U024BE7LH, "oidc:alice@example.com"]
+    surfaces: [slack, console]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/credits", timeout: 5s}
+  notes.add:
+    channel: C0BILLING
+    approvers: [U024BE7LH]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/notes", timeout: 5s}
+  payroll.change:
+    channel: C0BILLING
+    approvers: [U024BE7LH]
+    surfaces: [slack]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/payroll", timeout: 5s}
+`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string][]string{
+		"billing.credit": {SurfaceSlack, SurfaceConsole},
+		"notes.add":      {SurfaceSlack, SurfaceConsole},
+		"payroll.change": {SurfaceSlack},
+	} {
+		if got := cfg.ToolSurfaces(cfg.File.Tools[tool]); !slices.Equal(got, want) {
+			t.Errorf("%s goes to %v, want %v", tool, got, want)
+		}
+	}
+	if !cfg.ToolUses("billing.credit", SurfaceConsole) || cfg.ToolUses("payroll.change", SurfaceConsole) {
+		t.Error("ToolUses disagrees with the surfaces lists on the console")
+	}
+
+	// Listed without the console configured: refused, naming the tool.
+	cfg, err = Load(envFrom(env(`
+tools:
+  billing.credit:
+    channel: C0BILLING
+    approvers: [U024BE7LH]
+    surfaces: [slack, console, pager]
+    dispatch: {method: POST, url: "http://127.0.0.1:9/credits", timeout: 5s}
+`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	for _, want := range []string{"tools.billing.credit.surfaces lists console, but the console section is not configured",
+		`tools.billing.credit.surfaces[2] is "pager": use slack, teams, email or console`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want %q", err, want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/surface"
 )
 
 // Limits of the pages.
@@ -101,8 +102,13 @@ const notHere = "There is no such request among those you review."
 
 // mayReview reports whether the reviewer in ctx is among req's approvers
 // (directly or through a group) under the configuration in force: the
-// eligibility rule of a reject, which any approver may cast.
+// eligibility rule of a reject, which any approver may cast. A request of
+// a tool whose surfaces leave the console out is nobody's here: the
+// console neither lists nor shows nor decides it (surface.Decides).
 func (h *Handler) mayReview(ctx context.Context, req store.Request, user string) (bool, error) {
+	if tool, ok := h.svc.Tool(req.Tool); ok && !surface.Decides(tool, Via) {
+		return false, nil
+	}
 	err := h.svc.MayVote(ctx, req, user, store.VerdictReject)
 	switch {
 	case err == nil:

@@ -52,6 +52,7 @@ func setup(t *testing.T) *bundle {
 		Tools: map[string]approvals.Tool{
 			toolName:  {Name: toolName, Approvers: []string{alice, "oidc:group:finance"}, RequestTTL: time.Hour, MaxAttempts: 3, Reversible: true},
 			otherTool: {Name: otherTool, Approvers: []string{eve}, RequestTTL: time.Hour, MaxAttempts: 3},
+			slackOnly: {Name: slackOnly, Approvers: []string{alice}, RequestTTL: time.Hour, MaxAttempts: 3, Surfaces: []string{"slack"}},
 		},
 		Groups: groups,
 		Logger: slog.New(slog.DiscardHandler),

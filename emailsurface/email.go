@@ -2,15 +2,20 @@ package emailsurface
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/mail"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/identity"
+	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/surface"
 )
 
@@ -41,8 +46,11 @@ type Config struct {
 	Uses   func(tool string) bool
 	Review Reviewer
 	Cards  surface.Cards
-	Logger *slog.Logger
-	Now    func() time.Time // nil: time.Now
+	// Attempts counts the wrong addresses typed for a message's links,
+	// for every replica (a store.Store); nil: this process counts alone.
+	Attempts Attempts
+	Logger   *slog.Logger
+	Now      func() time.Time // nil: time.Now
 }
 
 // Reviewer is what the links ask of review (approvals.Service).
@@ -68,25 +76,52 @@ type Email struct {
 	wrong map[string]int
 }
 
-// maxWrongAddresses is how many wrong addresses a link takes before it is
-// spent (on this replica), and maxWrongLinks how many links are counted.
+// Attempts is the shared count of wrong addresses (store.Store's).
+type Attempts interface {
+	CountSurfaceAttempt(ctx context.Context, a store.SurfaceAttempt) (int, error)
+	SurfaceAttempts(ctx context.Context, surface, key string) (int, error)
+}
+
+// maxWrongAddresses is how many wrong addresses a message's links take,
+// together and on every replica (Config.Attempts), before they are spent;
+// maxWrongLinks how many links a process counts alone.
 const (
 	maxWrongAddresses = 5
 	maxWrongLinks     = 10000
 )
 
-// guessed counts a wrong address typed for token and reports whether the
-// link has had too many.
-func (e *Email) guessed(token string, count bool) bool {
+// attemptKey names a message's links in the shared count: its request,
+// round and approver, digested (a link's token is a secret, and the
+// approve and reject links of one message share a count).
+func attemptKey(l link) string {
+	sum := sha256.Sum256([]byte(l.RequestID + "\n" + strconv.Itoa(l.Round) + "\n" + base64.RawURLEncoding.EncodeToString(l.Approver)))
+	return hex.EncodeToString(sum[:])
+}
+
+// guessed counts a wrong address typed for l's message when count is set,
+// and reports whether its links have had too many. An error (the count out
+// of reach) is the caller's to refuse on: the links fail closed.
+func (e *Email) guessed(ctx context.Context, l link, count bool) (bool, error) {
+	key := attemptKey(l)
+	if e.cfg.Attempts != nil {
+		var n int
+		var err error
+		if count {
+			n, err = e.cfg.Attempts.CountSurfaceAttempt(ctx, store.SurfaceAttempt{Surface: Name, Key: key, Expires: l.Expires})
+		} else {
+			n, err = e.cfg.Attempts.SurfaceAttempts(ctx, Name, key)
+		}
+		return n >= maxWrongAddresses, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.wrong == nil || len(e.wrong) >= maxWrongLinks {
 		e.wrong = map[string]int{}
 	}
 	if count {
-		e.wrong[token]++
+		e.wrong[key]++
 	}
-	return e.wrong[token] >= maxWrongAddresses
+	return e.wrong[key] >= maxWrongAddresses, nil
 }
 
 // New returns an Email.

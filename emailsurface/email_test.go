@@ -61,7 +61,7 @@ func setup(t *testing.T) *bundle {
 		From: "countersign@example.com", LinkBase: b.server.URL, LinkTTL: time.Hour,
 		Secrets: [][]byte{[]byte("dispatch-secret")},
 		Uses:    func(tool string) bool { return tool != "notes.add" },
-		Review:  b.review, Cards: b.store,
+		Review:  b.review, Cards: b.store, Attempts: b.store,
 		Now: func() time.Time {
 			if p := b.now.Load(); p != nil {
 				return *p

@@ -102,6 +102,10 @@ func (e *Email) open(ctx context.Context, token string) (l link, key []byte, v s
 	}
 	base := page{Request: &v.Request, Effect: effectText(v.Request.Snapshot), Key: approvals.ShortKey(v.Request.Key)}
 	switch {
+	case !surface.Decides(v.Tool, Name) || !e.cfg.Uses(v.Request.Tool):
+		// The link outlived the tool's email surface: it shows nothing.
+		return l, key, v, http.StatusNotFound, page{Title: "Not reviewed by email", Error: true,
+			Notice: surface.NotReviewedHere("email").Message}
 	case v.Request.Round != l.Round:
 		base.Title, base.Error = "Link for an earlier round", true
 		base.Notice = "The agent asked again since this message: this link was for an earlier round and decides nothing. A new message asks for the new round."
@@ -159,7 +163,12 @@ func (e *Email) decide(w http.ResponseWriter, r *http.Request) {
 		e.render(w, status, p)
 		return
 	}
-	if e.guessed(token, false) {
+	spent, err := e.guessed(r.Context(), l, false)
+	if err != nil {
+		e.unsure(w, l, err)
+		return
+	}
+	if spent {
 		p.Title, p.Error = "Not decided", true
 		p.Notice = "This link was given the wrong address too many times, so it decides nothing now. Decide in another of your review surfaces."
 		e.render(w, http.StatusTooManyRequests, p)
@@ -169,7 +178,10 @@ func (e *Email) decide(w http.ResponseWriter, r *http.Request) {
 	approver := e.approverFor(v, typed)
 	if typed == "" || !e.keys.matches(l, key, typed) || approver == "" {
 		e.log.Warn("email link used with an address it was not sent to", "request_id", l.RequestID, "round", l.Round)
-		e.guessed(token, true)
+		if _, err := e.guessed(r.Context(), l, true); err != nil {
+			e.unsure(w, l, err)
+			return
+		}
 		p.Title, p.Error = "Not decided", true
 		p.Notice = "That is not the address this message was sent to, so the link decides nothing. Nothing changed."
 		e.render(w, http.StatusForbidden, p)
@@ -216,6 +228,15 @@ func (e *Email) decide(w http.ResponseWriter, r *http.Request) {
 		p.Notice = fmt.Sprintf("You %s %s: %s.", past, p.Key, out.Progress())
 	}
 	e.render(w, http.StatusOK, p)
+}
+
+// unsure answers a POST whose wrong-address count could not be read or
+// written: nothing is decided, as a link that may be spent decides nothing.
+func (e *Email) unsure(w http.ResponseWriter, l link, err error) {
+	e.log.Error("counting an email link's wrong addresses", "request_id", l.RequestID, "error", err.Error())
+	w.Header().Set("Retry-After", "2")
+	e.render(w, http.StatusServiceUnavailable, page{Title: "Try again", Error: true,
+		Notice: "countersign could not check this link just now. Nothing changed; try again shortly."})
 }
 
 // approverFor is the request's approver (as its policy spells it) whose

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
-	"mime/quotedprintable"
 	"net/mail"
 	"strings"
 	"time"
@@ -151,7 +150,8 @@ func oneLine(s string) string {
 
 func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
-// message is a plain-text message to rcpt; inReplyTo threads it.
+// message is a message to rcpt, its body as plain text and the same as
+// HTML (writeBody); inReplyTo threads it.
 func (e *Email) message(rcpt, msgID, inReplyTo, subject, body string) []byte {
 	subject = oneLine(subject)
 	if r := []rune(subject); len(r) > 150 {
@@ -170,11 +170,6 @@ func (e *Email) message(rcpt, msgID, inReplyTo, subject, body string) []byte {
 	}
 	h("Auto-Submitted", "auto-generated")
 	h("MIME-Version", "1.0")
-	h("Content-Type", `text/plain; charset="utf-8"`)
-	h("Content-Transfer-Encoding", "quoted-printable")
-	b.WriteString("\r\n")
-	w := quotedprintable.NewWriter(&b)
-	_, _ = w.Write([]byte(strings.ReplaceAll(body, "\n", "\r\n")))
-	_ = w.Close()
+	writeBody(&b, e.cfg.LinkBase, body)
 	return b.Bytes()
 }

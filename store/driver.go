@@ -282,6 +282,12 @@ type Executor interface {
 	PauseLane(ctx context.Context, lane Lane, d time.Duration) error
 	// LanePause is how long lane's pause still runs (zero: none).
 	LanePause(ctx context.Context, lane Lane) (time.Duration, error)
+	// CountSurfaceAttempt adds one to a's count of failed attempts (a
+	// row kept until a.Expires), deletes the counts past their expiry, and
+	// returns a's count.
+	CountSurfaceAttempt(ctx context.Context, a SurfaceAttempt) (int, error)
+	// SurfaceAttempts is the count of surface and key; zero without one.
+	SurfaceAttempts(ctx context.Context, surface, key string) (int, error)
 	// RenewOutbox moves the leases of the pending rows ids to at least
 	// lease from now (never earlier: a retry's later time stands).
 	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error

@@ -65,6 +65,8 @@ type Store interface {
 	TakePostSlot(ctx context.Context, lane Lane, interval time.Duration) (time.Duration, error)
 	PauseLane(ctx context.Context, lane Lane, d time.Duration) error
 	LanePause(ctx context.Context, lane Lane) (time.Duration, error)
+	CountSurfaceAttempt(ctx context.Context, a SurfaceAttempt) (int, error)
+	SurfaceAttempts(ctx context.Context, surface, key string) (int, error)
 	RecordCard(ctx context.Context, c Card) (Card, error)
 	MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)

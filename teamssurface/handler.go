@@ -105,6 +105,10 @@ func (t *Teams) invoke(w http.ResponseWriter, ctx context.Context, act Activity)
 		answerMessage(w, "countersign could not read the request just now. Nothing changed; try again shortly.")
 		return
 	}
+	if !surface.Decides(v.Tool, Name) || !t.cfg.Uses(v.Request.Tool) {
+		answerMessage(w, surface.NotReviewedHere("Teams").Message) // not its card: the request is not this surface's to show
+		return
+	}
 	reviewer := approverFor(v, act.From.AADObjectID)
 	if reviewer == "" {
 		t.log.Warn("a Teams click from a user without an Entra object id", "request_id", d.RequestID)

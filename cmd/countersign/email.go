@@ -31,7 +31,7 @@ func (a *app) addEmail(slack bool) error {
 		From: e.SMTP.From, LinkBase: e.LinkBase, LinkTTL: e.LinkTTL,
 		Secrets: a.cfg.DispatchSecrets(),
 		Uses:    func(tool string) bool { return a.currentConfig().ToolUses(tool, config.SurfaceEmail) },
-		Review:  a.review, Cards: a.db, Logger: logger,
+		Review:  a.review, Cards: a.db, Attempts: a.db, Logger: logger,
 	})
 	if err != nil {
 		return err

@@ -94,6 +94,7 @@ var floors = map[string]int{
 	"approvals/approvalstest":          FloorService + helper,
 	"executor/providertest":            FloorService + helper,
 	"surface/surfacetest":              FloorService + 2 + helper,
+	"surface/onedecision":              FloorSurface + helper, // tests only: every surface on one decision
 	"sdk/python":                       FloorLeaf,
 	"sdk/typescript":                   FloorLeaf,
 	"sdk/crosslang":                    FloorLeaf,

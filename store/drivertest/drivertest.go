@@ -92,6 +92,7 @@ var contract = []struct {
 	{"OutboxClaimDeliverRetry", testOutboxClaimDeliverRetry},
 	{"OutboxRenew", testOutboxRenew},
 	{"SlackPacing", testSlackPacing},
+	{"SurfaceAttemptsAreCountedOnce", testSurfaceAttemptsAreCountedOnce},
 	{"OutboxClaimsAreExclusiveUnderConcurrency", testOutboxClaimsAreExclusiveUnderConcurrency},
 	{"CardsRecordFirstAndConverge", testCardsRecordFirstAndConverge},
 	{"OutboxFansOutToSurfaces", testOutboxFansOutToSurfaces},

@@ -579,3 +579,14 @@ RETURNING {{grant_columns}};
 -- name: hold_grant
 -- The single writer serializes a revocation with the approval: no lock.
 SELECT 1 FROM grants WHERE id = ?1 AND revoked_at IS NULL AND expires_at > ?2;
+
+-- name: count_surface_attempt
+INSERT INTO surface_attempts (surface, key, attempts, expires_at) VALUES (?1, ?2, 1, ?3)
+ON CONFLICT (surface, key) DO UPDATE SET attempts = attempts + 1, expires_at = max(expires_at, excluded.expires_at)
+RETURNING attempts;
+
+-- name: delete_expired_surface_attempts
+DELETE FROM surface_attempts WHERE expires_at < ?1;
+
+-- name: surface_attempts
+SELECT coalesce((SELECT attempts FROM surface_attempts WHERE surface = ?1 AND key = ?2), 0);

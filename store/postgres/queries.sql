@@ -815,3 +815,14 @@ RETURNING {{grant_columns}};
 SELECT true FROM grants
 WHERE id = $1 AND revoked_at IS NULL AND expires_at > coalesce($2::timestamptz, now())
 FOR SHARE;
+
+-- name: count_surface_attempt
+INSERT INTO surface_attempts AS a (surface, key, attempts, expires_at) VALUES ($1, $2, 1, $3)
+ON CONFLICT (surface, key) DO UPDATE SET attempts = a.attempts + 1, expires_at = greatest(a.expires_at, excluded.expires_at)
+RETURNING attempts;
+
+-- name: delete_expired_surface_attempts
+DELETE FROM surface_attempts WHERE expires_at < now();
+
+-- name: surface_attempts
+SELECT coalesce((SELECT attempts FROM surface_attempts WHERE surface = $1 AND key = $2), 0);

@@ -61,6 +61,8 @@ var appTables = []struct{ table, privileges string }{
 	{"restores", "SELECT"},
 	// A grant is created and revoked, never deleted.
 	{"grants", "SELECT, INSERT, UPDATE"},
+	// Wrong tries at an email link, counted and deleted once expired.
+	{"surface_attempts", "SELECT, INSERT, UPDATE, DELETE"},
 	{"goose_db_version", "SELECT"},
 }
 
