@@ -76,7 +76,7 @@ func setup(t *testing.T) *surfaces {
 	}
 	t.Cleanup(func() { _ = idp.Shutdown() })
 	all := []string{"slack", "teams", "email", "console"}
-	s.review = approvalstest.New(t, approvals.Config{DB: s.store, Logger: slog.New(slog.DiscardHandler), Groups: console.Groups{},
+	s.review = approvalstest.New(t, approvals.Config{DB: s.store, Logger: slog.New(slog.DiscardHandler), Groups: &console.Groups{},
 		Tools: map[string]approvals.Tool{tool: {Name: tool, Channel: channel, RequestTTL: time.Hour, MaxAttempts: 1, Surfaces: all,
 			Approvers: []string{slackReviewer, "teams:" + teamsReviewer, "email:" + emailReviewer, "oidc:" + oidcReviewer}}}})
 
