@@ -61,6 +61,8 @@ var appTables = []struct{ table, privileges string }{
 	{"restores", "SELECT"},
 	// A grant is created and revoked, never deleted.
 	{"grants", "SELECT, INSERT, UPDATE"},
+	// A preview leaves with its request.
+	{"previews", "SELECT, INSERT, UPDATE, DELETE"},
 	{"goose_db_version", "SELECT"},
 }
 
