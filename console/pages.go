@@ -54,7 +54,7 @@ var pages = func() map[string]*template.Template {
 	out := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
 		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
-			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
+			"templates/layout.html", "templates/parts.html", "templates/change.html", "templates/"+name+".html"))
 	}
 	return out
 }()
@@ -231,6 +231,7 @@ type requestPage struct {
 	Card   card
 	Detail lookup.Detail
 	Notice *notice
+	Change *changeView // change.go
 }
 
 // visible reads a request the reviewer may see; ok false has answered.
@@ -279,8 +280,13 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, "reading a request", err)
 		return
 	}
+	change, err := h.change(r.Context(), req, s.User)
+	if err != nil {
+		h.refuse(w, "reading a request", err)
+		return
+	}
 	h.render(w, http.StatusOK, "request", requestPage{page: h.page(cmp.Or(req.Summary, req.Tool), s), Card: c, Detail: d,
-		Notice: noticeFor(r.URL.Query().Get("notice"), d)})
+		Notice: noticeFor(r.URL.Query().Get("notice"), d), Change: change})
 }
 
 // notice says on a request page what a decision did.
