@@ -26,7 +26,7 @@ func parsePages(prefix string) map[string]*template.Template {
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
-			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
+			"templates/layout.html", "templates/parts.html", "templates/change.html", "templates/"+name+".html"))
 	}
 	return pages
 }
