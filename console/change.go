@@ -49,6 +49,13 @@ func (h *Handler) change(ctx context.Context, req store.Request, user string) (*
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, err
 	}
+	if v.Preview == nil || v.Preview.State == store.PreviewFetching {
+		// No card surface has asked (or it is still asking): ask, or wait
+		// for the answer, as a card would.
+		if ps := h.opts.Previews; ps != nil && tool.Preview != nil {
+			v.Preview = ps.Await(ctx, v)
+		}
+	}
 	c := &changeView{Change: v.Change()}
 	if c.Wanted && !c.Unavailable {
 		return c, nil

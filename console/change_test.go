@@ -4,15 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/approvals/approvalstest"
+	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/surface"
+	"github.com/countersign/countersign/surface/previewhttp"
 )
 
 // withTool reconfigures billing.credit as change says.
@@ -122,5 +129,59 @@ func TestRequestPageShowsTheDifferenceFromThePreviousRequest(t *testing.T) {
 	}
 	if _, page := br.get(Prefix + "/requests/" + first.ID); !strings.Contains(page, `id="previous-none">No earlier request for invoice <code>inv_1</code>`) {
 		t.Errorf("the first request's page does not say it has no earlier one:\n%s", page)
+	}
+}
+
+// A tool reviewed in the console alone has no card to ask its preview:
+// the request's page asks it (signed, once), within the timeout, and shows
+// it.
+func TestRequestPageAsksThePreviewNoCardAsked(t *testing.T) {
+	b := setup(t)
+	secret := []byte("dispatch-secret")
+	var calls, unsigned atomic.Int32
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := client.VerifyRequest(secret, r, body, time.Minute); err != nil {
+			unsigned.Add(1)
+			http.Error(w, "unsigned", http.StatusUnauthorized)
+			return
+		}
+		calls.Add(1)
+		fmt.Fprint(w, `{"changes": [{"field": "balance_cents", "before": 1000, "after": 5200}]}`)
+	}))
+	t.Cleanup(provider.Close)
+	b.withTool(func(tool *approvals.Tool) {
+		tool.Preview = &approvals.PreviewEndpoint{URL: provider.URL + "/preview", Timeout: time.Second, Secrets: [][]byte{secret}}
+	})
+
+	// The same console, with a Previewer.
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	cfg := b.idp.Config()
+	mux.Handle(Prefix+"/", New(Options{
+		Service: b.svc, Store: b.store, Issuer: cfg.Issuer, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
+		RedirectURL: srv.URL + Prefix + "/callback", GroupsClaim: "groups",
+		Secrets: [][]byte{[]byte("console-test-secret")}, Logger: slog.New(slog.DiscardHandler),
+		Previews: surface.NewPreviewer(b.store, b.svc, previewhttp.New(), nil),
+	}))
+	withPreviews := *b
+	withPreviews.srv = srv
+
+	req := b.submit(t, toolName, "credit")
+	br := withPreviews.browser(t)
+	br.login("alice@example.com")
+	for range 2 {
+		start := time.Now()
+		_, page := br.get(Prefix + "/requests/" + req.ID)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("the page took %s", took)
+		}
+		if !strings.Contains(page, `<tr><td><code>balance_cents</code></td><td class="before">1000</td><td class="after">5200</td></tr>`) {
+			t.Errorf("the page does not show the preview it asked:\n%s", page)
+		}
+	}
+	if n, bad := calls.Load(), unsigned.Load(); n != 1 || bad != 0 {
+		t.Errorf("the preview was asked %d times (%d unsigned); want once, signed", n, bad)
 	}
 }

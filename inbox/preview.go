@@ -21,6 +21,9 @@ func (h *Handler) change(ctx context.Context, req store.Request) (*surface.Chang
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, err
 	}
+	if (v.Preview == nil || v.Preview.State == store.PreviewFetching) && h.previews != nil && tool.Preview != nil {
+		v.Preview = h.previews.Await(ctx, v) // no card surface asked: ask as a card would
+	}
 	c := v.Change()
 	if !c.Wanted {
 		return nil, nil

@@ -62,7 +62,7 @@ type Deliverer struct {
 	logger   *slog.Logger
 	pacer    *delivery.Pacer
 	metrics  Config
-	previews *previews // nil without Config.Previews
+	previews *Previewer // nil without Config.Previews
 
 	*delivery.Worker[store.OutboxRow]
 }
@@ -87,8 +87,7 @@ func New(cfg Config) *Deliverer {
 	d := &Deliverer{db: cfg.Ledger, tools: cfg.Tools, adapters: cfg.Adapters, logger: cfg.Logger, metrics: cfg}
 	d.pacer = delivery.NewPacer(budget{cfg.Ledger}, cfg.PostInterval, cfg.Logger)
 	if cfg.Previews != nil {
-		d.previews = &previews{db: cfg.Ledger, tools: cfg.Tools, fetch: cfg.Previews, logger: cfg.Logger,
-			flight: map[string]*previewFlight{}}
+		d.previews = NewPreviewer(cfg.Ledger, cfg.Tools, cfg.Previews, cfg.Logger)
 	}
 	d.Worker = delivery.New(delivery.Config[store.OutboxRow]{
 		Name: "outbox", Queue: outbox{d}, Deliver: d.deliver, Lane: d.lane, Pacer: d.pacer,
@@ -271,7 +270,7 @@ func (d *Deliverer) post(ctx context.Context, a Adapter, row store.OutboxRow) (s
 		return "settled before its card was posted", nil
 	}
 	// The card waits for the write's preview, at most its tool's timeout.
-	v.Preview = d.previews.await(ctx, v)
+	v.Preview = d.previews.Await(ctx, v)
 	if err := d.pacer.Wait(ctx, laneName(lane)); err != nil {
 		return "", err
 	}
@@ -395,7 +394,7 @@ func (d *Deliverer) noCardYet(ctx context.Context, row store.OutboxRow) (string,
 // Stop stops the deliveries, then waits for the previews being fetched.
 func (d *Deliverer) Stop(ctx context.Context) error {
 	err := d.Worker.Stop(ctx)
-	d.previews.wait()
+	d.previews.Wait()
 	return err
 }
 

@@ -219,11 +219,19 @@ func PreviewFindings(p store.Preview) []misleading.Finding {
 	return found
 }
 
-// previews fetches each request's preview once in this process (and,
-// through the ledger's claim, once across replicas), and lets the posts
-// of its cards wait for it up to the tool's timeout.
-type previews struct {
-	db     Ledger
+// PreviewerLedger is what a Previewer reads and writes (a store.Store).
+type PreviewerLedger interface {
+	PreviewLedger
+	RequestByID(ctx context.Context, id string) (store.Request, error)
+}
+
+// Previewer fetches each request's preview once in this process (and,
+// through the ledger's claim, once across replicas), and lets whoever
+// shows it (a card's post, a review page) wait for it up to the tool's
+// timeout. The Deliverer has one; a review page that posts no card (the
+// console, the inbox) may have its own.
+type Previewer struct {
+	db     PreviewerLedger
 	tools  Tools
 	fetch  PreviewFetcher
 	logger *slog.Logger
@@ -231,6 +239,15 @@ type previews struct {
 	mu     sync.Mutex
 	flight map[string]*previewFlight
 	wg     sync.WaitGroup
+}
+
+// NewPreviewer returns a Previewer that asks through fetch; logger nil
+// logs nothing.
+func NewPreviewer(db PreviewerLedger, tools Tools, fetch PreviewFetcher, logger *slog.Logger) *Previewer {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Previewer{db: db, tools: tools, fetch: fetch, logger: logger, flight: map[string]*previewFlight{}}
 }
 
 // previewFlight is one request's fetch in this process.
@@ -243,7 +260,7 @@ type previewFlight struct {
 // prefetch starts the preview of every card post among rows, so that
 // the previews of one batch are asked at once: a card waits for its own
 // preview at most, never for another request's.
-func (ps *previews) prefetch(rows []store.OutboxRow) {
+func (ps *Previewer) prefetch(rows []store.OutboxRow) {
 	if ps == nil {
 		return
 	}
@@ -256,7 +273,7 @@ func (ps *previews) prefetch(rows []store.OutboxRow) {
 
 // start returns the request's flight, starting it when none is live.
 // req, when known, saves the fetch reading it.
-func (ps *previews) start(requestID string, req *store.Request) *previewFlight {
+func (ps *Previewer) start(requestID string, req *store.Request) *previewFlight {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if f, ok := ps.flight[requestID]; ok {
@@ -276,10 +293,11 @@ func (ps *previews) start(requestID string, req *store.Request) *previewFlight {
 	return f
 }
 
-// await returns the preview a card of v shows, waiting for it at most
-// until the tool's timeout after its fetch began; nil when the tool asks
-// none. A preview not in by then is shown unavailable.
-func (ps *previews) await(ctx context.Context, v View) *store.Preview {
+// Await returns the preview v shows (v.Preview, as stored, when it is
+// done), asking for it when it is not and waiting at most until the
+// tool's timeout after its fetch began; nil when the tool asks none. A
+// preview not in by then is returned fetching: shown unavailable.
+func (ps *Previewer) Await(ctx context.Context, v View) *store.Preview {
 	ep := v.Tool.Preview
 	if ps == nil || ep == nil || (v.Preview != nil && v.Preview.State != store.PreviewFetching) {
 		return v.Preview
@@ -303,8 +321,8 @@ func (ps *previews) await(ctx context.Context, v View) *store.Preview {
 	return &store.Preview{RequestID: req.ID, State: store.PreviewFetching, Reason: "the preview did not come in time"}
 }
 
-// wait waits for every fetch started.
-func (ps *previews) wait() {
+// Wait waits for every fetch started.
+func (ps *Previewer) Wait() {
 	if ps != nil {
 		ps.wg.Wait()
 	}
@@ -313,7 +331,7 @@ func (ps *previews) wait() {
 // run fetches a request's preview unless it is recorded or another
 // replica's fetch is live, and returns what stands; nil when its tool asks
 // none.
-func (ps *previews) run(f *previewFlight, requestID string, known *store.Request) *store.Preview {
+func (ps *Previewer) run(f *previewFlight, requestID string, known *store.Request) *store.Preview {
 	ctx, cancel := context.WithTimeout(context.Background(), approvals.MaxPreviewTimeout+previewStaleAfter)
 	defer cancel()
 	log := ps.logger.With(slog.String("request_id", requestID))
@@ -384,7 +402,7 @@ func (ps *previews) run(f *previewFlight, requestID string, known *store.Request
 }
 
 // fetchOne asks the endpoint, within its timeout.
-func (ps *previews) fetchOne(ctx context.Context, ep approvals.PreviewEndpoint, req store.Request) store.Preview {
+func (ps *Previewer) fetchOne(ctx context.Context, ep approvals.PreviewEndpoint, req store.Request) store.Preview {
 	if ps.fetch == nil {
 		return store.Preview{State: store.PreviewFailed, Reason: "no preview client is configured"}
 	}
