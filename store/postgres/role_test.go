@@ -43,6 +43,8 @@ var appRolePrivileges = map[string][]string{
 	"sequence restores_id_seq": nil,
 	// Standing grants are created and revoked, never deleted.
 	"table grants": {"SELECT", "INSERT", "UPDATE"},
+	// A request's preview: claimed, recorded, and deleted with its request.
+	"table previews": {"SELECT", "INSERT", "UPDATE", "DELETE"},
 
 	"sequence decisions_id_seq":         {"USAGE"},
 	"sequence executions_id_seq":        {"USAGE"},
