@@ -112,6 +112,20 @@ func testPreviewIsFetchedOnceAndItsFirstOutcomeWins(t *testing.T, b *Backend) {
 	if _, err := b.RecordPreview(ctx, store.Preview{RequestID: failed.ID, State: store.PreviewFetching}); err == nil {
 		t.Error("RecordPreview took a fetching outcome")
 	}
+
+	// A preview leaves with its request.
+	if _, ok, err := b.CancelRequest(ctx, failed.ID, "agent:agent", nil); err != nil || !ok {
+		t.Fatalf("cancel: %v, %v", ok, err)
+	}
+	if n, err := b.Prune(ctx, store.PruneParams{Before: time.Now().Add(time.Minute)}); err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v; want the cancelled request", n, err)
+	}
+	if _, err := b.PreviewFor(ctx, failed.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the pruned request's preview = %v; want it gone", err)
+	}
+	if p, err := b.PreviewFor(ctx, other.ID); err != nil || p.State != store.PreviewReady {
+		t.Errorf("another request's preview after the prune = %+v, %v", p, err)
+	}
 }
 
 func testPreviousByBusinessIDIsTheLatestEarlierOfTheTool(t *testing.T, b *Backend) {
