@@ -335,9 +335,6 @@ func (ps *Previewer) run(f *previewFlight, requestID string, known *store.Reques
 	ctx, cancel := context.WithTimeout(context.Background(), approvals.MaxPreviewTimeout+previewStaleAfter)
 	defer cancel()
 	log := ps.logger.With(slog.String("request_id", requestID))
-	if p, err := ps.db.PreviewFor(ctx, requestID); err == nil && p.State != store.PreviewFetching {
-		return &p
-	}
 	var req store.Request
 	if known != nil {
 		req = *known
@@ -353,6 +350,9 @@ func (ps *Previewer) run(f *previewFlight, requestID string, known *store.Reques
 	tool, ok := ps.tools.Tool(req.Tool)
 	if !ok || tool.Preview == nil {
 		return nil
+	}
+	if p, err := ps.db.PreviewFor(ctx, requestID); err == nil && p.State != store.PreviewFetching {
+		return &p
 	}
 	ep := *tool.Preview
 	log = log.With(slog.String("key", req.Key))

@@ -83,10 +83,12 @@ func Load(ctx context.Context, db Cards, tools Tools, requestID string, round in
 	if v.Votes, err = db.VotesFor(ctx, requestID, round); err != nil {
 		return View{}, err
 	}
-	if p, err := db.PreviewFor(ctx, requestID); err == nil {
-		v.Preview = &p
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return View{}, err
+	if v.Tool.Preview != nil { // only a tool with a preview endpoint has one
+		if p, err := db.PreviewFor(ctx, requestID); err == nil {
+			v.Preview = &p
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return View{}, err
+		}
 	}
 	d, err := db.DecisionFor(ctx, requestID, round)
 	switch {
