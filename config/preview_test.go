@@ -95,3 +95,37 @@ tools:
 		t.Errorf("Validate = %v; want the missing secret named", err)
 	}
 }
+
+// An upstream's gated tools take its preview and business id, signed with
+// COUNTERSIGN_DISPATCH_SECRET; a bad one is named under the upstream.
+func TestUpstreamPreview(t *testing.T) {
+	t.Parallel()
+	cfg := loadVerdictFile(t, upstreamAgent+`
+upstreams:
+  fs:
+    command: [node, server.js]
+    approvers: [U0OPS]
+    preview: {url: "https://fs.example.com/preview", timeout: 3s}
+    business_id: path
+`).WithDefaults()
+	review, errs := cfg.UpstreamReviewTools([]UpstreamTool{{Upstream: "fs", Exposed: "fs__write_file"}})
+	w := review["fs__write_file"]
+	if len(errs) != 0 || w.Preview == nil || w.Preview.Timeout != 3*time.Second || len(w.Preview.Secrets) != 1 || w.BusinessID != "path" {
+		t.Fatalf("fs__write_file = %+v, %v", w, errs)
+	}
+
+	path := writeConfig(t, upstreamAgent+`
+upstreams:
+  fs:
+    command: [node, server.js]
+    approvers: [U0OPS]
+    preview: {url: "http://fs.example.com/preview"}
+`)
+	bad, err := Load(envFrom(emailEnv(path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "upstreams.fs: preview.url must be https") {
+		t.Errorf("Validate = %v; want the upstream's preview named", err)
+	}
+}
