@@ -304,19 +304,19 @@ func (ps *Previewer) Await(ctx context.Context, v View) *store.Preview {
 	}
 	req := v.Request
 	f := ps.start(req.ID, &req)
-	wait := time.Until(f.started.Add(ep.Timeout + previewGrace))
-	if wait <= 0 {
-		wait = 0
-	}
-	t := time.NewTimer(wait)
+	t := time.NewTimer(max(0, time.Until(f.started.Add(ep.Timeout+previewGrace))))
 	defer t.Stop()
 	select {
+	case <-f.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select { // done, even when the timer fired too
 	case <-f.done:
 		if f.p != nil {
 			return f.p
 		}
-	case <-t.C:
-	case <-ctx.Done():
+	default:
 	}
 	return &store.Preview{RequestID: req.ID, State: store.PreviewFetching, Reason: "the preview did not come in time"}
 }
