@@ -63,6 +63,14 @@ type Tool struct {
 	// gateway exposes (docs/GATEWAY.md); its Description then says what
 	// the upstream declared of it. "" for a configured tool.
 	Upstream string
+
+	// Preview, when set, is asked what a request's write changes before
+	// its first card is posted (docs/CONSOLE.md, "What changes").
+	// BusinessID names the effect's top-level field that identifies what
+	// a write touches: without a preview, the console compares a request
+	// with the latest earlier one holding the same value there.
+	Preview    *PreviewEndpoint
+	BusinessID string
 }
 
 // GrantRule is how far a standing grant may reach on a tool: at most MaxTTL,

@@ -50,6 +50,9 @@ type Config struct {
 	// Surfaces are review surfaces besides Slack that every tool's cards
 	// go to, delivered by the same outbox loop.
 	Surfaces []surface.Adapter
+	// Previews asks the tools' preview endpoints before their cards are
+	// posted (surface.Config.Previews); nil asks none.
+	Previews surface.PreviewFetcher
 
 	// LookupAllowed lists the users (U…, W…), user groups (S…) and channels
 	// (C…, G…) whose slash commands may look requests up; empty: everyone.
@@ -138,6 +141,7 @@ func New(cfg Config) *Bot {
 		Ledger: b.db, Tools: b.review, Adapters: append([]surface.Adapter{b.Surface()}, cfg.Surfaces...),
 		PostInterval: cfg.PostInterval, Batch: cfg.Batch, Lease: cfg.Lease, Poll: b.deliverEvery,
 		Logger: b.logger, Deliveries: b.metrics.Deliveries, Nudges: b.metrics.Nudges,
+		Previews: cfg.Previews,
 	})
 	return b
 }

@@ -98,6 +98,7 @@ func renderCard(v cardView) (string, []slack.Block) {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cut("*Reason*\n"+escape(req.Reason), maxSectionText)), nil, nil))
 	}
 	blocks = append(blocks, slack.NewSectionBlock(mrkdwn(effectText(req)), nil, nil))
+	blocks = append(blocks, changeBlocks(v)...)
 	if found := misleading.Find(req.Snapshot); len(found) > 0 {
 		lines := make([]string, len(found))
 		for i, f := range found {

@@ -199,6 +199,11 @@ type ToolConfig struct {
 	EscalateAfter         time.Duration `yaml:"escalate_after"`
 	EscalateTo            []string      `yaml:"escalate_to"`
 	EscalateAddsApprovers bool          `yaml:"escalate_adds_approvers"`
+	// Preview, when set, is asked what a write changes before its card is
+	// posted; BusinessID names the effect's field that identifies what it
+	// touches (preview.go).
+	Preview    *PreviewConfig `yaml:"preview"`
+	BusinessID string         `yaml:"business_id"`
 }
 
 // DispatchConfig is where and how the executor sends an approved write.
@@ -479,6 +484,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateUpstreams()...)
 	errs = append(errs, c.compileEffectSchemas(), c.checkTypedToolNames())
 	errs = append(errs, c.validatePreToolUse()...)
+	errs = append(errs, c.validatePreviewSecrets()...)
 	return errors.Join(withLines(c.ConfigPath, c.positions, errs)...)
 }
 
@@ -627,6 +633,7 @@ func (t ToolConfig) Validate(name string, needsChannel bool) error {
 		add("claim_timeout (%s) must be longer than dispatch.timeout (%s), or live sends would be declared unknown", t.ClaimTimeout, t.Dispatch.Timeout)
 	}
 	errs = append(errs, t.validateNudges(name))
+	t.validatePreview(add)
 	return errors.Join(errs...)
 }
 
@@ -708,6 +715,7 @@ func (c *Config) ReviewTools() map[string]approvals.Tool {
 			EscalateAddsApprovers: t.EscalateAddsApprovers,
 			Execute:               t.Execute, OutcomeTimeout: t.OutcomeTimeout,
 			Surfaces: c.ToolSurfaces(t),
+			Preview:  c.previewEndpoint(t), BusinessID: t.BusinessID,
 		}
 		tool.Version = tool.PolicyVersion() // once, not per intent
 		tools[name] = tool

@@ -166,6 +166,7 @@ func (c *Config) UpstreamReviewTools(list []UpstreamTool) (map[string]approvals.
 			Description: ut.Description, Upstream: ut.Upstream, Surfaces: c.ToolSurfaces(t),
 			RemindAfter: t.RemindAfter, EscalateAfter: t.EscalateAfter, EscalateTo: canonical(t.EscalateTo),
 			EscalateAddsApprovers: t.EscalateAddsApprovers,
+			Preview:               c.previewEndpoint(t), BusinessID: t.BusinessID,
 		}
 		if len(ut.InputSchema) > 0 {
 			schema, err := approvals.CompileEffectSchema(ut.Exposed, ut.InputSchema, "")

@@ -9,6 +9,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/surface"
 )
 
 // Prefix is where serve mounts the console; the provider's callback is
@@ -41,6 +42,10 @@ type Options struct {
 	HTTPClient *http.Client
 	Logger     *slog.Logger // nil: discard
 	Now        func() time.Time
+	// Previews asks a request's preview that no card surface asked (a
+	// tool reviewed in the console alone) when its page is shown; nil
+	// shows what is stored (change.go).
+	Previews *surface.Previewer
 }
 
 // Handler serves the console under Prefix.

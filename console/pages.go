@@ -53,7 +53,7 @@ var pages = func() map[string]*template.Template {
 	funcs["structure"] = structure
 	funcs["grantText"] = approvals.GrantText
 	funcs["age"] = func(t time.Time) string { return approvals.DurationText(time.Since(t).Truncate(time.Minute)) }
-	return reviewpage.Parse(templateFS, funcs, pageNames)
+	return reviewpage.Parse(templateFS, funcs, pageNames, "templates/change.html")
 }()
 
 // page is what the layout needs from every page.
@@ -225,6 +225,7 @@ type requestPage struct {
 	Card   card
 	Detail lookup.Detail
 	Notice *notice
+	Change *changeView // change.go
 }
 
 // visible reads a request the reviewer may see; ok false has answered.
@@ -273,8 +274,13 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, "reading a request", err)
 		return
 	}
+	change, err := h.change(r.Context(), req, s.User)
+	if err != nil {
+		h.refuse(w, "reading a request", err)
+		return
+	}
 	h.render(w, http.StatusOK, "request", requestPage{page: h.page(cmp.Or(req.Summary, req.Tool), s), Card: c, Detail: d,
-		Notice: noticeFor(r.URL.Query().Get("notice"), d)})
+		Notice: noticeFor(r.URL.Query().Get("notice"), d), Change: change})
 }
 
 // notice says on a request page what a decision did.

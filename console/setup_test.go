@@ -42,7 +42,9 @@ type bundle struct {
 	srv    *httptest.Server
 }
 
-func setup(t *testing.T) *bundle {
+// setup builds the bundle; each with may change the console's options
+// (knowing the bundle's store and service) before it is made.
+func setup(t *testing.T, with ...func(*bundle, *Options)) *bundle {
 	t.Helper()
 	db := storetest.NewDB(t)
 	s := store.NewLedger(db, store.Options{})
@@ -62,11 +64,15 @@ func setup(t *testing.T) *bundle {
 	b.srv = httptest.NewServer(mux)
 	t.Cleanup(b.srv.Close)
 	b.idp = startProvider(t, b.srv.URL)
-	h := New(Options{
+	opts := Options{
 		Service: svc, Store: s, Issuer: b.idp.issuer(), ClientID: b.idp.clientID, ClientSecret: b.idp.clientSecret,
 		RedirectURL: b.srv.URL + Prefix + "/callback", GroupsClaim: "groups",
 		Secrets: [][]byte{[]byte("console-test-secret")}, Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, f := range with {
+		f(b, &opts)
+	}
+	h := New(opts)
 	b.h = h
 	mux.Handle(Prefix+"/", h)
 	return b

@@ -37,6 +37,7 @@ func (e *Email) cardMessage(v surface.View, rcpt, msgID string, exp time.Time) [
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s asks to run %s.\n\n", oneLine(req.RequestedBy), oneLine(req.Tool))
 	writeRequest(&b, req)
+	writeChange(&b, v)
 	if n := req.Policy.Approvals; n > 1 {
 		fmt.Fprintf(&b, "It needs %d approvals.\n", n)
 	}

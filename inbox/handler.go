@@ -9,6 +9,7 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/surface"
 )
 
 // DefaultPrefix is where serve mounts the inbox.
@@ -31,6 +32,9 @@ type Options struct {
 	// Prefix is the path the handler is mounted under, without the trailing
 	// slash; "" means DefaultPrefix.
 	Prefix string
+	// Previews asks a request's preview that no card surface asked when
+	// its page is shown; nil shows what is stored (preview.go).
+	Previews *surface.Previewer
 }
 
 // Handler serves the inbox under its prefix.
@@ -43,6 +47,7 @@ type Handler struct {
 	pages    map[string]*template.Template
 	session  *session
 	next     http.Handler
+	previews *surface.Previewer
 }
 
 // New returns the inbox handler with a fresh entry link (EntryURL). Mount
@@ -52,7 +57,7 @@ type Handler struct {
 func New(opts Options) *Handler {
 	h := &Handler{
 		svc: opts.Service, db: opts.Store, reviewer: opts.Reviewer, logger: opts.Logger,
-		prefix: strings.TrimSuffix(opts.Prefix, "/"), session: newSession(),
+		prefix: strings.TrimSuffix(opts.Prefix, "/"), session: newSession(), previews: opts.Previews,
 	}
 	if h.db == nil {
 		h.db = opts.Service.DB

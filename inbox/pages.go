@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/hook"
 	"github.com/countersign/countersign/lookup"
 	"github.com/countersign/countersign/store"
+	"github.com/countersign/countersign/surface"
 )
 
 // Inbox limits.
@@ -136,6 +137,7 @@ type requestPage struct {
 	Card   card
 	Detail lookup.Detail
 	Notice *notice
+	Change *surface.Change // preview.go
 }
 
 // request shows one request: its card, its decision, its execution's
@@ -158,6 +160,10 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := requestPage{page: page{Title: cmp.Or(req.Summary, req.Tool)}, Card: c, Detail: d, Notice: noticeFor(r.URL.Query().Get("notice"), d)}
+	if p.Change, err = h.change(ctx, req); err != nil {
+		h.refuse(w, "reading a request", err)
+		return
+	}
 	p.Card.Outcome = d.Outcome()
 	p.Follow = running(d)
 	h.render(w, http.StatusOK, "request", p)

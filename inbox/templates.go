@@ -21,7 +21,7 @@ func parsePages(prefix string) map[string]*template.Template {
 	funcs := reviewpage.Funcs(prefix)
 	funcs["deref"] = func(s *string) string { return deref(s) }
 	funcs["grantText"] = approvals.GrantText
-	return reviewpage.Parse(templateFS, funcs, pageNames)
+	return reviewpage.Parse(templateFS, funcs, pageNames, "templates/change.html")
 }
 
 // page is what the layout needs from every page.

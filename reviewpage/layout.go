@@ -15,13 +15,15 @@ var styleFS embed.FS
 // Parse builds each named page of a page set once: the shared style
 // (template "reviewpage-style", which a layout puts in its <style>), then
 // from pages templates/layout.html, templates/parts.html and
-// templates/<name>.html, with funcs. Agent text reaches the pages only as
+// templates/<name>.html, with funcs; shared names more of pages' files
+// every page includes (a partial such as templates/change.html). Agent text reaches the pages only as
 // data, so html/template escapes it for the context it lands in.
-func Parse(pages fs.FS, funcs template.FuncMap, names []string) map[string]*template.Template {
+func Parse(pages fs.FS, funcs template.FuncMap, names []string, shared ...string) map[string]*template.Template {
 	out := make(map[string]*template.Template, len(names))
 	for _, name := range names {
 		t := template.Must(template.New(name).Funcs(funcs).ParseFS(styleFS, "style.html"))
-		out[name] = template.Must(t.ParseFS(pages, "templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
+		files := append([]string{"templates/layout.html", "templates/parts.html"}, shared...)
+		out[name] = template.Must(t.ParseFS(pages, append(files, "templates/"+name+".html")...))
 	}
 	return out
 }

@@ -136,6 +136,13 @@ type Reader interface {
 	// whose effect holds value as a string at any depth (EffectStrings,
 	// stored at intake and indexed).
 	RequestsByEffectString(ctx context.Context, value string, limit int) ([]Request, error)
+	// RequestsByToolEffectString returns up to limit requests of tool
+	// created before before, newest first, whose effect holds value as a
+	// string at any depth (the index of RequestsByEffectString).
+	RequestsByToolEffectString(ctx context.Context, tool, value string, before time.Time, limit int) ([]Request, error)
+	// PreviewFor returns a request's preview, or ErrNotFound when none was
+	// asked for.
+	PreviewFor(ctx context.Context, requestID string) (Preview, error)
 	// PendingRequests returns up to limit pending requests, soonest expiry
 	// first.
 	PendingRequests(ctx context.Context, limit int) ([]Request, error)
@@ -294,6 +301,12 @@ type Executor interface {
 
 	RecordCard(ctx context.Context, c Card) (Card, error)
 	MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error
+	// ClaimPreview inserts a request's preview p.Fetching, or takes over
+	// one fetching since before p.StaleBefore; claimed false otherwise.
+	ClaimPreview(ctx context.Context, p ClaimPreviewParams) (claimed bool, err error)
+	// RecordPreview writes a fetch's outcome onto the request's preview
+	// while it is p.Fetching; recorded false otherwise.
+	RecordPreview(ctx context.Context, p RecordPreviewParams) (recorded bool, err error)
 	// EnqueueStaleCards queues the convergence sweep's deliveries (see
 	// Ledger.EnqueueStaleCards) with the thresholds, kinds and data in p.
 	EnqueueStaleCards(ctx context.Context, p StaleCardsParams) (int, error)

@@ -69,6 +69,9 @@ type Store interface {
 	SurfaceAttempts(ctx context.Context, surface, key string) (int, error)
 	RecordCard(ctx context.Context, c Card) (Card, error)
 	MarkCardRendered(ctx context.Context, p MarkCardRenderedParams) error
+	// Previews: what a write changes, asked of its tool once.
+	ClaimPreview(ctx context.Context, p ClaimPreviewParams) (claimed bool, err error)
+	RecordPreview(ctx context.Context, p Preview) (recorded bool, err error)
 	EnqueueStaleCards(ctx context.Context, limit int) (int, error)
 
 	// Agent callbacks and their delivery.

@@ -47,6 +47,10 @@ type Config struct {
 	// reminders and escalations posted by kind; nil: not counted.
 	Deliveries *prometheus.CounterVec
 	Nudges     *prometheus.CounterVec
+	// Previews asks the tools' preview endpoints before their cards are
+	// posted (preview.go); nil asks none, and a tool's cards say its
+	// preview is unavailable.
+	Previews PreviewFetcher
 }
 
 // Deliverer delivers the outbox to the review surfaces, on the delivery
@@ -58,6 +62,7 @@ type Deliverer struct {
 	logger   *slog.Logger
 	pacer    *delivery.Pacer
 	metrics  Config
+	previews *Previewer // nil without Config.Previews
 
 	*delivery.Worker[store.OutboxRow]
 }
@@ -81,6 +86,9 @@ func New(cfg Config) *Deliverer {
 	}
 	d := &Deliverer{db: cfg.Ledger, tools: cfg.Tools, adapters: cfg.Adapters, logger: cfg.Logger, metrics: cfg}
 	d.pacer = delivery.NewPacer(budget{cfg.Ledger}, cfg.PostInterval, cfg.Logger)
+	if cfg.Previews != nil {
+		d.previews = NewPreviewer(cfg.Ledger, cfg.Tools, cfg.Previews, cfg.Logger)
+	}
 	d.Worker = delivery.New(delivery.Config[store.OutboxRow]{
 		Name: "outbox", Queue: outbox{d}, Deliver: d.deliver, Lane: d.lane, Pacer: d.pacer,
 		Backoff:     delivery.Backoff{Base: backoffBase, Max: backoffMax},
@@ -261,6 +269,8 @@ func (d *Deliverer) post(ctx context.Context, a Adapter, row store.OutboxRow) (s
 			slog.String("key", v.Request.Key), slog.Int("round", row.Round), slog.String("state", v.State))
 		return "settled before its card was posted", nil
 	}
+	// The card waits for the write's preview, at most its tool's timeout.
+	v.Preview = d.previews.Await(ctx, v)
 	if err := d.pacer.Wait(ctx, laneName(lane)); err != nil {
 		return "", err
 	}
@@ -379,6 +389,13 @@ func (d *Deliverer) noCardYet(ctx context.Context, row store.OutboxRow) (string,
 		return "", delivery.Postpone(postponeNoCard, "waiting for the card to be posted")
 	}
 	return "no card to update", nil
+}
+
+// Stop stops the deliveries, then waits for the previews being fetched.
+func (d *Deliverer) Stop(ctx context.Context) error {
+	err := d.Worker.Stop(ctx)
+	d.previews.Wait()
+	return err
 }
 
 func earliest(ts ...time.Time) time.Time {

@@ -19,4 +19,11 @@
 // every surface as a row of its own (store.Ledger.FanOutOutbox), so that a
 // rate limit or an outage of one surface neither holds back nor repeats
 // another's delivery.
+//
+// Before a request's first card is posted, the Deliverer asks its tool's
+// preview endpoint what the write changes (Previewer, through a
+// PreviewFetcher: the HTTP call is package previewhttp's): the previews of
+// a claimed batch at once, each once per request across replicas, a card
+// waiting for its own at most the tool's timeout. View.Change is what
+// every surface renders of it.
 package surface

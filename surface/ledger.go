@@ -12,6 +12,7 @@ import (
 // shared pacing, and what a card shows.
 type Ledger interface {
 	Cards
+	PreviewLedger
 	ClaimOutbox(ctx context.Context, limit int, lease time.Duration) ([]store.OutboxRow, error)
 	RenewOutbox(ctx context.Context, ids []int64, lease time.Duration) error
 	MarkOutboxDelivered(ctx context.Context, id int64, note string) error

@@ -14,7 +14,9 @@ import (
 type outbox struct{ d *Deliverer }
 
 func (q outbox) Claim(ctx context.Context, limit int, lease time.Duration) ([]store.OutboxRow, error) {
-	return q.d.db.ClaimOutbox(ctx, limit, lease)
+	rows, err := q.d.db.ClaimOutbox(ctx, limit, lease)
+	q.d.previews.prefetch(rows) // every card's preview of the batch at once
+	return rows, err
 }
 
 func (q outbox) Renew(ctx context.Context, held []store.OutboxRow, lease time.Duration) ([]store.OutboxRow, error) {

@@ -23,6 +23,9 @@ type View struct {
 	Approvers []string     // the request's (frozen) approvers
 	// Grant is the standing grant that approved the round, when one did.
 	Grant *store.Grant
+	// Preview is what the write changes, as its tool's preview endpoint
+	// said (nil: none asked yet); Change renders it.
+	Preview *store.Preview
 }
 
 // Settled reports whether the card can no longer change.
@@ -61,6 +64,7 @@ type Cards interface {
 	ExecutionForDecision(ctx context.Context, decisionID int64) (store.Execution, error)
 	VotesFor(ctx context.Context, requestID string, round int) ([]store.Vote, error)
 	GrantByID(ctx context.Context, id string) (store.Grant, error)
+	PreviewFor(ctx context.Context, requestID string) (store.Preview, error)
 }
 
 // Load reads what a round's card must show.
@@ -78,6 +82,13 @@ func Load(ctx context.Context, db Cards, tools Tools, requestID string, round in
 	v.Approvers = tools.Approvers(req)
 	if v.Votes, err = db.VotesFor(ctx, requestID, round); err != nil {
 		return View{}, err
+	}
+	if v.Tool.Preview != nil { // only a tool with a preview endpoint has one
+		if p, err := db.PreviewFor(ctx, requestID); err == nil {
+			v.Preview = &p
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return View{}, err
+		}
 	}
 	d, err := db.DecisionFor(ctx, requestID, round)
 	switch {

@@ -77,6 +77,7 @@ func card(v surface.View, note string) object {
 		}
 		body = append(body, text("Check the text:\n"+strings.Join(lines, "\n"), object{"color": "Warning"}))
 	}
+	body = append(body, changeBody(v)...)
 	pending := v.Decision == nil && v.State == string(store.RequestPending)
 	if !pending {
 		body = append(body, text(Outcome(v), object{"weight": "Bolder", "color": outcomeColor(v)}))

@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/bot"
 	"github.com/countersign/countersign/executor"
 	"github.com/countersign/countersign/lookup"
+	"github.com/countersign/countersign/surface/previewhttp"
 )
 
 // slackClient is the Slack API client, with its own HTTP timeouts and the
@@ -69,6 +70,7 @@ func (a *app) addBot(client *slack.Client, groups approvals.GroupResolver, ex *e
 		Admins:         a.cfg.File.Slack.Admins,
 		Logger:         logger,
 		Metrics:        bot.NewMetrics(a.registry),
+		Previews:       previewhttp.New(),
 		Surfaces:       a.surfaces,
 	}
 	if a.cfg.SlackAppToken != "" {

@@ -8,6 +8,8 @@ import (
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/surface"
+	"github.com/countersign/countersign/surface/previewhttp"
 )
 
 // consoleGroups resolves oidc:group:<name> approvers (from the console's
@@ -52,6 +54,7 @@ func (a *app) mountConsole() {
 		Service: a.review, Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
 		RedirectURL: c.RedirectURL, GroupsClaim: c.GroupsClaim, SessionTTL: c.TTL(),
 		Secrets: secrets, Logger: logger,
+		Previews: surface.NewPreviewer(a.db, a.review, previewhttp.New(), logger),
 	}))
 	logger.Info("review console: reviewers sign in with the identity provider", slog.String("issuer", c.Issuer),
 		slog.String("url", strings.TrimSuffix(c.RedirectURL, "callback")))

@@ -6,6 +6,7 @@ import (
 	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/emailsurface"
 	"github.com/countersign/countersign/surface"
+	"github.com/countersign/countersign/surface/previewhttp"
 )
 
 // emailConvergeBatch is how many stale cards one convergence sweep queues,
@@ -41,7 +42,8 @@ func (a *app) addEmail(slack bool) error {
 		a.surfaces = append(a.surfaces, em.Surface())
 		return nil
 	}
-	d := surface.New(surface.Config{Ledger: a.db, Tools: a.review, Adapters: []surface.Adapter{em.Surface()}, Logger: logger})
+	d := surface.New(surface.Config{Ledger: a.db, Tools: a.review, Adapters: []surface.Adapter{em.Surface()}, Logger: logger,
+		Previews: previewhttp.New()})
 	if err := a.sched.addLeaderSweep("email card convergence", a.cfg.File.Executor.CardSchedule, func(ctx context.Context) error {
 		_, err := a.db.EnqueueStaleCards(ctx, emailConvergeBatch)
 		return err

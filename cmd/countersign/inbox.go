@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/countersign/countersign/inbox"
+	"github.com/countersign/countersign/surface"
+	"github.com/countersign/countersign/surface/previewhttp"
 )
 
 // mountInbox serves the review inbox under /inbox/ and returns its entry
@@ -18,6 +20,7 @@ import (
 func (a *app) mountInbox(addr net.Addr) string {
 	h := inbox.New(inbox.Options{
 		Service: a.review, Reviewer: a.cfg.InboxReviewer, Logger: a.logger.With("component", "inbox"),
+		Previews: surface.NewPreviewer(a.db, a.review, previewhttp.New(), a.logger.With("component", "inbox")),
 	})
 	a.mux.Handle(inbox.DefaultPrefix+"/", h)
 	// A person who opens serve's address in a browser wants the inbox.

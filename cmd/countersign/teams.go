@@ -5,6 +5,7 @@ import (
 
 	"github.com/countersign/countersign/config"
 	"github.com/countersign/countersign/surface"
+	"github.com/countersign/countersign/surface/previewhttp"
 	"github.com/countersign/countersign/teamssurface"
 )
 
@@ -38,7 +39,8 @@ func (a *app) addTeams(slack bool) error {
 	if slack {
 		return nil
 	}
-	d := surface.New(surface.Config{Ledger: a.db, Tools: a.review, Adapters: a.surfaces, Logger: logger})
+	d := surface.New(surface.Config{Ledger: a.db, Tools: a.review, Adapters: a.surfaces, Logger: logger,
+		Previews: previewhttp.New()})
 	if err := a.sched.addLeaderSweep("teams card convergence", a.cfg.File.Executor.CardSchedule, func(ctx context.Context) error {
 		_, err := a.db.EnqueueStaleCards(ctx, teamsConvergeBatch)
 		return err

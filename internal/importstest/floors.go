@@ -69,6 +69,9 @@ var floors = map[string]int{
 	"console":      FloorSurface, // the review console behind OpenID Connect
 	"mcpserver":    FloorSurface,
 
+	// the preview endpoints' HTTP client, beside the surfaces
+	"surface/previewhttp": FloorSurface,
+
 	"config": FloorConfig,
 
 	"cmd/countersign":         FloorCommand,

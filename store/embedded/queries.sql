@@ -590,3 +590,23 @@ DELETE FROM surface_attempts WHERE expires_at < ?1;
 
 -- name: surface_attempts
 SELECT coalesce((SELECT attempts FROM surface_attempts WHERE surface = ?1 AND key = ?2), 0);
+
+-- name: requests_by_tool_effect_string
+SELECT {{request_columns}} FROM requests
+WHERE id IN (SELECT request_id FROM effect_strings WHERE value = ?1) AND tool = ?2 AND created_at < ?3
+ORDER BY created_at DESC LIMIT ?4;
+
+-- name: preview_for
+SELECT request_id, state, coalesce(changes, '[]'), summary, reason, started_at, finished_at
+FROM previews WHERE request_id = ?;
+
+-- name: claim_preview
+INSERT INTO previews (request_id, state, started_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (request_id) DO UPDATE SET started_at = excluded.started_at
+	WHERE previews.state = excluded.state AND previews.started_at < ?4
+RETURNING 1;
+
+-- name: record_preview
+UPDATE previews SET state = ?2, changes = ?3, summary = ?4, reason = ?5, finished_at = ?6
+WHERE request_id = ?1 AND state = ?7
+RETURNING 1;

@@ -826,3 +826,33 @@ DELETE FROM surface_attempts WHERE expires_at < now();
 
 -- name: surface_attempts
 SELECT coalesce((SELECT attempts FROM surface_attempts WHERE surface = $1 AND key = $2), 0);
+
+-- name: requests_by_tool_effect_string
+-- The matches come from the GIN index on effect_strings, as in
+-- requests_by_effect_string, bounded the same way.
+WITH matched AS MATERIALIZED (
+	SELECT id FROM requests WHERE effect_strings @> ARRAY[$1::text] LIMIT 1000
+)
+SELECT {{request_columns}} FROM requests
+WHERE id IN (SELECT id FROM matched) AND tool = $2 AND created_at < $3
+ORDER BY created_at DESC LIMIT $4;
+
+-- name: preview_columns
+request_id::text AS request_id, state, coalesce(changes, '[]'::jsonb) AS changes, summary, reason,
+	started_at, finished_at
+
+-- name: preview_for
+SELECT {{preview_columns}} FROM previews WHERE request_id = $1;
+
+-- name: claim_preview
+INSERT INTO previews (request_id, state, started_at)
+VALUES ($1, $2, coalesce($3::timestamptz, now()))
+ON CONFLICT (request_id) DO UPDATE SET started_at = excluded.started_at
+	WHERE previews.state = excluded.state AND previews.started_at < $4
+RETURNING true;
+
+-- name: record_preview
+UPDATE previews SET state = $2, changes = $3::jsonb, summary = $4, reason = $5,
+	finished_at = coalesce($6::timestamptz, now())
+WHERE request_id = $1 AND state = $7
+RETURNING true;

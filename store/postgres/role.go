@@ -63,6 +63,8 @@ var appTables = []struct{ table, privileges string }{
 	{"grants", "SELECT, INSERT, UPDATE"},
 	// Wrong tries at an email link, counted and deleted once expired.
 	{"surface_attempts", "SELECT, INSERT, UPDATE, DELETE"},
+	// A preview leaves with its request.
+	{"previews", "SELECT, INSERT, UPDATE, DELETE"},
 	{"goose_db_version", "SELECT"},
 }
 

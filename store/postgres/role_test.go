@@ -45,6 +45,8 @@ var appRolePrivileges = map[string][]string{
 	"table grants": {"SELECT", "INSERT", "UPDATE"},
 	// Wrong tries at an email link, counted and deleted once expired.
 	"table surface_attempts": {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	// A request's preview: claimed, recorded, and deleted with its request.
+	"table previews": {"SELECT", "INSERT", "UPDATE", "DELETE"},
 
 	"sequence decisions_id_seq":         {"USAGE"},
 	"sequence executions_id_seq":        {"USAGE"},
