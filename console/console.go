@@ -90,6 +90,7 @@ func New(opts Options) *Handler {
 	mux.HandleFunc("POST "+h.prefix+"/decide", h.decide)
 	mux.HandleFunc("GET "+h.prefix+"/batch", h.batchConfirm)
 	mux.HandleFunc("POST "+h.prefix+"/batch", h.batchApprove)
+	h.routeEdits(mux)
 	mux.HandleFunc(h.prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusNotFound, "There is no such page in the console.")
 	})
