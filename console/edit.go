@@ -29,7 +29,7 @@ const (
 	kindJSON   = "json" // an object, an array or null, edited as JSON text
 )
 
-// fieldValue is the form's input of a top-level field.
+// fieldValuePrefix names the form's input of a top-level field: "field.<name>".
 const fieldValuePrefix = "field."
 
 // maxEditFields bounds the inputs an edit form shows; an effect with more
