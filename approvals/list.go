@@ -17,9 +17,9 @@ import (
 // run_id), and nothing is read.
 func (s *Service) List(ctx context.Context, agent Agent, p store.ListRequestsParams) ([]store.Request, error) {
 	switch p.Status {
-	case "", store.RequestPending, store.RequestApproved, store.RequestRejected, store.RequestExpired, store.RequestCancelled:
+	case "", store.RequestPending, store.RequestApproved, store.RequestRejected, store.RequestExpired, store.RequestCancelled, store.RequestEdited:
 	default:
-		return nil, invalidParameter("status", "status must be one of pending, approved, rejected, expired and cancelled")
+		return nil, invalidParameter("status", "status must be one of pending, approved, rejected, expired, cancelled and edited")
 	}
 	if _, ok := s.CurrentTools()[p.Tool]; p.Tool != "" && !ok {
 		return nil, invalidParameter("tool", "tool %q is not configured", p.Tool)

@@ -226,6 +226,9 @@ func statusText(v cardView) string {
 		return ":hourglass: *Expired* at " + clock(v.Request.ExpiresAt) + " without a decision. Nothing will run."
 	case store.RequestCancelled:
 		return ":no_entry_sign: *Cancelled* by the agent at " + clock(v.Request.UpdatedAt) + ". Nothing will run."
+	case store.RequestEdited:
+		return ":pencil2: *Edited* by an approver at " + clock(v.Request.UpdatedAt) + " into request `" +
+			approvals.ShortKey(v.Request.SupersededBy) + "`, which has its own card. This write will not run."
 	}
 	if v.State == "superseded" {
 		return fmt.Sprintf(":leftwards_arrow_with_hook: *Superseded.* This round's approval can no longer run; it needs a new decision on the card for round %d.", v.Request.Round)

@@ -5,7 +5,7 @@
 // Deliverer POSTs the request's representation to the agent's configured
 // URL with
 //
-//	Countersign-Event: request.settled | request.needs_review | request.approved
+//	Countersign-Event: request.settled | request.needs_review | request.approved | request.edited
 //	Countersign-Delivery: <delivery id, the same on every retry and redrive>
 //	Countersign-Signature: t=<unix>,v1=<hex>,v2=<hex> (v2 also covers the method, the path and the delivery id)
 //

@@ -40,6 +40,7 @@ const (
 	StatusRejected  = wire.StatusRejected
 	StatusExpired   = wire.StatusExpired
 	StatusCancelled = wire.StatusCancelled
+	StatusEdited    = wire.StatusEdited
 )
 
 // Execution states (docs/STATES.md).

@@ -13,7 +13,7 @@ const (
 	// SignatureHeader is "t=<unix>,v1=<hex>,v2=<hex>" (docs/CALLBACKS.md).
 	SignatureHeader = signature.Header
 	// EventHeader names a callback's event: request.settled,
-	// request.needs_review or request.approved.
+	// request.needs_review, request.approved or request.edited.
 	EventHeader = "Countersign-Event"
 	// DeliveryHeader identifies a callback delivery; a redelivery repeats it.
 	DeliveryHeader = signature.DeliveryHeader

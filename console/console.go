@@ -98,6 +98,7 @@ func New(opts Options) *Handler {
 	mux.HandleFunc("POST "+h.prefix+"/batch", h.batchApprove)
 	mux.HandleFunc("GET "+h.prefix+"/grants", h.grants)
 	mux.HandleFunc("POST "+h.prefix+"/grants/revoke", h.revokeGrant)
+	h.routeEdits(mux)
 	mux.HandleFunc(h.prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusNotFound, "There is no such page in the console.")
 	})

@@ -53,9 +53,10 @@ func viewFrom(s *approvals.Service, req store.Request, parts store.RequestParts)
 		RunID: req.RunID, Step: req.Step, Tool: req.Tool, Effect: req.Snapshot,
 		Summary: req.Summary, Reason: req.Reason, RequestedBy: req.RequestedBy, RequestedFor: req.RequestedFor,
 		PayloadHash: req.PayloadHash, CreatedAt: req.CreatedAt.UTC(), ExpiresAt: req.ExpiresAt.UTC(),
-		Version: req.Version,
-		Policy:  policyView(s, req),
-		Votes:   voteViews(parts.Votes),
+		Version:      req.Version,
+		Policy:       policyView(s, req),
+		Votes:        voteViews(parts.Votes),
+		SupersededBy: req.SupersededBy, Supersedes: req.Supersedes,
 	}
 	if v.Policy.Approvers == nil {
 		v.Policy.Approvers = []string{}

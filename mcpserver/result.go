@@ -50,6 +50,10 @@ func Sentence(r *client.Request) string {
 		s = "expired before anyone decided; nothing was written"
 	case client.StatusCancelled:
 		s = "cancelled; nothing was written"
+	case client.StatusEdited:
+		s = "edited by a reviewer, who changed the effect: this request will never be written; " +
+			"the write that replaces it is request " + r.SupersededBy +
+			" (call wait_for_outcome with ref " + r.SupersededBy + " for its outcome)"
 	case client.StatusApproved:
 		if r.AwaitsOutcome() {
 			s = "approved" + decidedBy(r) + performYourself(r)

@@ -75,7 +75,7 @@ func (h *handlers) fixedTools() []served {
 			Name:        "list_requests",
 			Description: "Lists your requests, newest first, one page at a time; pass next_cursor back as cursor for the next page. Filters: status, tool, run_id, settled.",
 			InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {` +
-				`"status": {"enum": ["pending", "approved", "rejected", "expired", "cancelled"]}, ` +
+				`"status": {"enum": ["pending", "approved", "rejected", "expired", "cancelled", "edited"]}, ` +
 				`"tool": {"type": "string"}, "run_id": {"type": "string"}, ` +
 				`"settled": {"type": "boolean", "description": "true: only requests whose outcome can no longer change; false: only the others."}, ` +
 				`"limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Requests per page, default 20."}, ` +
@@ -84,7 +84,7 @@ func (h *handlers) fixedTools() []served {
 		}, h.listRequests},
 		{&mcp.Tool{
 			Name: "wait_for_outcome",
-			Description: "Waits until the request is settled (rejected, expired, cancelled, or its write succeeded or failed), or approved for you to perform yourself (a tool whose writes the agent performs: the result carries the receipt), or timeout_seconds pass, and returns it; while it waits it sends progress notifications when you gave a progress token. " +
+			Description: "Waits until the request is settled (rejected, expired, cancelled, edited by a reviewer into a new request named by superseded_by, or its write succeeded or failed), or approved for you to perform yourself (a tool whose writes the agent performs: the result carries the receipt), or timeout_seconds pass, and returns it; while it waits it sends progress notifications when you gave a progress token. " +
 				"A person decides, so this can take minutes or hours: if the result says the request is not settled yet, call it again. Calling it again is always safe.",
 			InputSchema: json.RawMessage(`{"type": "object", "required": ["ref"], "additionalProperties": false, "properties": {` +
 				`"ref": {"type": "string", "description": "The request's key (wa_…) or id."}, ` +

@@ -19,6 +19,9 @@ const (
 	CallbackSettled     CallbackEvent = "request.settled"
 	CallbackNeedsReview CallbackEvent = "request.needs_review"
 	CallbackApproved    CallbackEvent = "request.approved"
+	// CallbackEdited: an approver edited the request; the edit is a new
+	// request (superseded_by), and this one never runs.
+	CallbackEdited CallbackEvent = "request.edited"
 )
 
 // CallbackState is where a delivery stands; values equal the SQL values.

@@ -220,6 +220,10 @@ type Executor interface {
 	// the next round at p.At, its expiry at least p.At+p.TTL, under
 	// p.Policy when it is set; ok false when it moved on.
 	ReopenRequest(ctx context.Context, p ReopenRequestParams) (newRound int, ok bool, err error)
+	// MarkEdited settles a request pending in p.Round with p.PayloadHash
+	// and unexpired as edited, superseded by p.SupersededBy; ok false when
+	// it was not so.
+	MarkEdited(ctx context.Context, p MarkEditedParams) (req Request, ok bool, err error)
 	// SetCard points the request at its card: surface and its ref.
 	SetCard(ctx context.Context, id, surface, ref string) error
 

@@ -36,6 +36,9 @@ const (
 	EventNeedsReview EventKind = "needs_review"
 	EventSuperseded  EventKind = "superseded"
 	EventResolved    EventKind = "resolved"
+	// EventEdited settles a request an approver edited: its data names
+	// the edit (superseded_by) and the fields it changed.
+	EventEdited EventKind = "edited"
 	// EventDecisionRefused and EventResolutionRefused audit a person's
 	// attempt that was not allowed.
 	EventDecisionRefused   EventKind = "decision_refused"

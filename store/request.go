@@ -16,6 +16,9 @@ const (
 	RequestRejected  RequestStatus = "rejected"
 	RequestExpired   RequestStatus = "expired"
 	RequestCancelled RequestStatus = "cancelled"
+	// RequestEdited: an approver edited the effect and approved the edit,
+	// which became a new request (SupersededBy); the original never runs.
+	RequestEdited RequestStatus = "edited"
 )
 
 // Terminal reports whether no further review can happen in this round.
@@ -25,13 +28,14 @@ func (s RequestStatus) Terminal() bool { return s != RequestPending }
 // or approval with its latest execution in a final state. Statements that
 // decide it in SQL take these as parameters (SettledRule).
 var (
-	settledStatuses = []RequestStatus{RequestRejected, RequestExpired, RequestCancelled}
+	settledStatuses = []RequestStatus{RequestRejected, RequestExpired, RequestCancelled, RequestEdited}
 	settledStates   = []ExecState{ExecSucceeded, ExecFailed}
 )
 
 // Settled reports whether a request in status whose latest execution is in
 // exec (empty when it has none) can no longer change its outcome: it was
-// rejected, expired or cancelled, or its execution succeeded or failed.
+// rejected, expired, cancelled or edited, or its execution succeeded or
+// failed.
 func Settled(status RequestStatus, exec ExecState) bool {
 	if status == RequestApproved {
 		return slices.Contains(settledStates, exec)
@@ -77,6 +81,11 @@ type Request struct {
 	// transitions) and its execution's state, attempts and outcome (bumped
 	// by the database as the execution moves). A new request is version 1.
 	Version int64
+	// Supersedes is the key of the request this one is an approver's edit
+	// of, and SupersededBy the key of the edit that replaced this one;
+	// both "" when there is none.
+	Supersedes   string
+	SupersededBy string
 }
 
 // NewRequest is what intake stores for a new key.
@@ -100,6 +109,9 @@ type NewRequest struct {
 	// Decided, when set, decides the request in the transaction that
 	// stores it (a policy's allow or deny, a standing grant's approval).
 	Decided *AutoDecision
+	// Supersedes is set by Ledger.Edit (the edited request's key); intake
+	// leaves it "".
+	Supersedes string
 }
 
 // AutoDecision is a decision made at intake, by rule rather than by a

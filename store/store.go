@@ -35,6 +35,7 @@ type Store interface {
 	// Review.
 	Decide(ctx context.Context, p DecideParams) (req Request, d Decision, decided bool, err error)
 	Vote(ctx context.Context, p VoteParams) (VoteResult, error)
+	Edit(ctx context.Context, p EditParams) (EditResult, error)
 	AppendEvent(ctx context.Context, e Event) error
 	// RevokeGrant ends a live standing grant (see Ledger.RevokeGrant).
 	RevokeGrant(ctx context.Context, p RevokeGrantParams) (g Grant, revoked bool, err error)

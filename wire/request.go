@@ -15,6 +15,9 @@ const (
 	StatusRejected  Status = "rejected"
 	StatusExpired   Status = "expired"
 	StatusCancelled Status = "cancelled"
+	// StatusEdited: an approver edited the effect and approved the edit,
+	// a new request (Request.SupersededBy); this one never runs.
+	StatusEdited Status = "edited"
 )
 
 // ExecState is the state of a request's execution.
@@ -53,7 +56,7 @@ type Request struct {
 	Decision     *Decision       `json:"decision"`
 	Execution    *Execution      `json:"execution"`
 	// Settled is true once the outcome can no longer change: rejected,
-	// expired, cancelled, or an execution that succeeded or failed.
+	// expired, cancelled, edited, or an execution that succeeded or failed.
 	Settled bool `json:"settled"`
 	// Version grows with every change of the fields above; GET
 	// ?since=N answers once it is past N.
@@ -69,6 +72,12 @@ type Request struct {
 	// (a compact JWS, package receipt): the agent sends it to its provider
 	// in Countersign-Receipt with the write. Absent otherwise.
 	Receipt string `json:"receipt,omitempty"`
+	// SupersededBy is the key of the approver's edit that replaced this
+	// request (status edited): the write that may run is that request's.
+	// Supersedes is the key of the request this one is an edit of. Each is
+	// absent when there is none.
+	SupersededBy string `json:"superseded_by,omitempty"`
+	Supersedes   string `json:"supersedes,omitempty"`
 
 	// Replayed is not in the body: a client sets it when POST found the
 	// key already stored (200 with Idempotent-Replayed) rather than

@@ -19,7 +19,7 @@ id, request_id, decision_id, key, tool, snapshot, snapshot_hash, state,
 id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
 	coalesce(card_surface, ''), coalesce(card_ref, ''), created_at, updated_at, version, policy,
-	coalesce(round_started_at, created_at)
+	coalesce(round_started_at, created_at), coalesce(supersedes, ''), coalesce(superseded_by, '')
 
 -- name: insert_execution
 -- A request created before a restore's guard_until may have been sent
@@ -250,8 +250,8 @@ ORDER BY created_at DESC, id DESC LIMIT ?8;
 -- name: insert_request
 -- A pruned key (one with a tombstone) is not inserted again.
 INSERT INTO requests (id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
-	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16
+	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy, supersedes)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, nullif(?17, '')
 WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.key = ?2)
 ON CONFLICT (key) DO NOTHING
 RETURNING {{request_columns}};
@@ -272,6 +272,11 @@ FROM requests WHERE key = ?1;
 
 -- name: decide_request
 UPDATE requests SET status = ?1, updated_at = ?2, version = version + 1
+WHERE id = ?3 AND round = ?4 AND payload_hash = ?5 AND status = 'pending' AND expires_at > ?2
+RETURNING {{request_columns}};
+
+-- name: mark_edited
+UPDATE requests SET status = 'edited', superseded_by = ?1, updated_at = ?2, version = version + 1
 WHERE id = ?3 AND round = ?4 AND payload_hash = ?5 AND status = 'pending' AND expires_at > ?2
 RETURNING {{request_columns}};
 

@@ -17,7 +17,7 @@ func (e executor) InsertRequest(ctx context.Context, p store.NewRequest, now *ti
 	at := micros(e.tx.clock(now))
 	req, err := scanRequest(e.tx.QueryRowContext(ctx, q.Get("insert_request"),
 		newID(), p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, p.Snapshot, p.PayloadHash,
-		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, at+p.TTL.Microseconds(), at, at, string(policy)))
+		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, at+p.TTL.Microseconds(), at, at, string(policy), p.Supersedes))
 	// No row: the key exists, and nothing was written.
 	if inserted, err := found("inserting request", err); !inserted {
 		return store.Request{}, false, err
@@ -69,6 +69,11 @@ func (e executor) DecideRequest(ctx context.Context, p store.DecideParams) (stor
 	}
 	return e.updateRequest(ctx, "deciding request", q.Get("decide_request"),
 		status, micros(e.tx.clock(p.Now)), canonicalID(p.RequestID), p.Round, p.PayloadHash)
+}
+
+func (e executor) MarkEdited(ctx context.Context, p store.MarkEditedParams) (store.Request, bool, error) {
+	return e.updateRequest(ctx, "settling request as edited", q.Get("mark_edited"),
+		p.SupersededBy, micros(e.tx.clock(p.Now)), canonicalID(p.RequestID), p.Round, p.PayloadHash)
 }
 
 func (e executor) CancelRequest(ctx context.Context, id string, now *time.Time) (store.Request, bool, error) {

@@ -66,7 +66,7 @@ func scanRequestWith(row scanner, extra ...any) (store.Request, error) {
 	return scanInto("reading request", row, &r, append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, jsonText{&r.Step}, &r.Tool,
 		&r.Snapshot, &r.PayloadHash, &r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round,
 		at{t: &r.ExpiresAt}, &r.CardSurface, &r.CardRef, at{t: &r.CreatedAt}, at{t: &r.UpdatedAt}, &r.Version,
-		jsonText{&r.Policy}, at{t: &r.RoundStartedAt}}, extra...)...)
+		jsonText{&r.Policy}, at{t: &r.RoundStartedAt}, &r.Supersedes, &r.SupersededBy}, extra...)...)
 }
 
 func scanExecution(row scanner) (store.Execution, error) { return scanExecutionWith(row) }

@@ -47,7 +47,8 @@ id, request_id::text AS request_id, decision_id, key, tool, snapshot, snapshot_h
 id::text AS id, key, basis_hash, run_id, step, tool, snapshot, payload_hash,
 	summary, reason, requested_by, requested_for, status, round, expires_at,
 	coalesce(card_surface, '') AS card_surface, coalesce(card_ref, '') AS card_ref, created_at, updated_at, version, policy,
-	coalesce(round_started_at, created_at) AS round_started_at
+	coalesce(round_started_at, created_at) AS round_started_at,
+	coalesce(supersedes, '') AS supersedes, coalesce(superseded_by, '') AS superseded_by
 
 -- name: insert_execution
 -- A request created before a restore's guard_until may have been sent
@@ -476,10 +477,10 @@ LIMIT $8;
 -- name: insert_request
 -- A pruned key (one with a tombstone) is not inserted again.
 INSERT INTO requests (key, basis_hash, run_id, step, tool, effect_strings, snapshot, payload_hash,
-	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy)
+	summary, reason, requested_by, requested_for, expires_at, created_at, updated_at, policy, supersedes)
 SELECT $1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $11, $12,
 	coalesce($14::timestamptz, now()) + $13::bigint * interval '1 microsecond', coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()),
-	$15::jsonb
+	$15::jsonb, nullif($16::text, '')
 WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.key = $1)
 ON CONFLICT (key) DO NOTHING
 RETURNING {{request_columns}};
@@ -502,6 +503,12 @@ FROM requests WHERE key = ANY($1);
 
 -- name: decide_request
 UPDATE requests SET status = $4, updated_at = coalesce($5::timestamptz, now()), version = version + 1
+WHERE id = $1 AND round = $2 AND payload_hash = $3 AND status = 'pending'
+	AND expires_at > coalesce($5::timestamptz, now())
+RETURNING {{request_columns}};
+
+-- name: mark_edited
+UPDATE requests SET status = 'edited', superseded_by = $4, updated_at = coalesce($5::timestamptz, now()), version = version + 1
 WHERE id = $1 AND round = $2 AND payload_hash = $3 AND status = 'pending'
 	AND expires_at > coalesce($5::timestamptz, now())
 RETURNING {{request_columns}};

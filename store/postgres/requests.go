@@ -19,7 +19,8 @@ import (
 func scanRequest(row pgx.Row, r *store.Request, extra ...any) error {
 	return row.Scan(append([]any{&r.ID, &r.Key, &r.BasisHash, &r.RunID, &r.Step, &r.Tool, &r.Snapshot, &r.PayloadHash,
 		&r.Summary, &r.Reason, &r.RequestedBy, &r.RequestedFor, &r.Status, &r.Round, &r.ExpiresAt,
-		&r.CardSurface, &r.CardRef, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.Policy, &r.RoundStartedAt}, extra...)...)
+		&r.CardSurface, &r.CardRef, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.Policy, &r.RoundStartedAt,
+		&r.Supersedes, &r.SupersededBy}, extra...)...)
 }
 
 // collect scans every row into a T by column name; an argument that names
@@ -74,7 +75,7 @@ func (e executor) InsertRequest(ctx context.Context, p store.NewRequest, now *ti
 	}
 	rows, err := e.db.Query(ctx, q.Get("insert_request"),
 		p.Key, p.BasisHash, p.RunID, string(p.Step), p.Tool, p.EffectStrings, p.Snapshot, p.PayloadHash,
-		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, p.TTL.Microseconds(), now, string(policy))
+		p.Summary, p.Reason, p.RequestedBy, p.RequestedFor, p.TTL.Microseconds(), now, string(policy), p.Supersedes)
 	return first(collect[store.Request]("inserting request", rows, err))
 }
 
@@ -125,6 +126,11 @@ func (e executor) DecideRequest(ctx context.Context, p store.DecideParams) (stor
 	}
 	rows, err := e.db.Query(ctx, q.Get("decide_request"), p.RequestID, p.Round, p.PayloadHash, status, p.Now)
 	return first(collect[store.Request]("deciding request", rows, err))
+}
+
+func (e executor) MarkEdited(ctx context.Context, p store.MarkEditedParams) (store.Request, bool, error) {
+	rows, err := e.db.Query(ctx, q.Get("mark_edited"), p.RequestID, p.Round, p.PayloadHash, p.SupersededBy, p.Now)
+	return first(collect[store.Request]("settling request as edited", rows, err))
 }
 
 func (e executor) CancelRequest(ctx context.Context, id string, now *time.Time) (store.Request, bool, error) {
