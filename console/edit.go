@@ -5,14 +5,10 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
-	"html/template"
-	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/countersign/countersign/approvals"
-	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
 )
 
@@ -35,18 +31,6 @@ const fieldValuePrefix = "field."
 // maxEditFields bounds the inputs an edit form shows; an effect with more
 // top-level fields is edited elsewhere (the form would be unusable).
 const maxEditFields = 100
-
-var editPages = func() map[string]*template.Template {
-	funcs := reviewpage.Funcs(Prefix)
-	funcs["structure"] = structure
-	funcs["age"] = func(t time.Time) string { return approvals.DurationText(time.Since(t).Truncate(time.Minute)) }
-	out := map[string]*template.Template{}
-	for _, name := range []string{"edit", "edited"} {
-		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
-			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
-	}
-	return out
-}()
 
 // editField is one top-level field of the effect, as the form shows it.
 type editField struct {
@@ -73,18 +57,6 @@ type editedPage struct {
 func (h *Handler) routeEdits(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+h.prefix+"/requests/{ref}/edit", h.editForm)
 	mux.HandleFunc("POST "+h.prefix+"/requests/{ref}/edit", h.edit)
-}
-
-func (h *Handler) renderEdit(w http.ResponseWriter, status int, name string, data any) {
-	var buf bytes.Buffer
-	if err := editPages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
-		h.logger.Error("rendering page", slog.String("page", name), slog.String("error", err.Error()))
-		http.Error(w, "The page could not be rendered.", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = buf.WriteTo(w)
 }
 
 // editFields lists the top-level fields of a snapshot with their kinds,
@@ -212,7 +184,7 @@ func (h *Handler) editForm(w http.ResponseWriter, r *http.Request) {
 	if !c.Pending() {
 		p.Code, p.Error = approvals.CodeAlreadyDecided, "This request is "+string(c.Request.Status)+", so it can no longer be edited."
 	}
-	h.renderEdit(w, http.StatusOK, "edit", p)
+	h.render(w, http.StatusOK, "edit", p)
 }
 
 // edit records an approval with edit, then shows what it made.
@@ -241,7 +213,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	again := func(status int, code, message string) {
-		h.renderEdit(w, status, "edit", editPage{page: h.page("Edit and approve: "+cmp.Or(c.Request.Summary, c.Request.Tool), s),
+		h.render(w, status, "edit", editPage{page: h.page("Edit and approve: "+cmp.Or(c.Request.Summary, c.Request.Tool), s),
 			Card: c, Fields: shown, Code: code, Error: message})
 	}
 	effect, err := editedEffect(fields, f)
@@ -268,6 +240,6 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	h.renderEdit(w, http.StatusOK, "edited", editedPage{page: h.page("Edited and approved", s),
+	h.render(w, http.StatusOK, "edited", editedPage{page: h.page("Edited and approved", s),
 		Original: out.Original, Edit: out.Edit, Approved: out.Approved, Progress: out.Progress(), Changed: out.Changed})
 }

@@ -46,7 +46,7 @@ const (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-var pageNames = []string{"queue", "request", "batch", "batchdone", "error", "signedout", "grants"}
+var pageNames = []string{"queue", "request", "batch", "batchdone", "error", "signedout", "grants", "edit", "edited"}
 
 var pages = func() map[string]*template.Template {
 	funcs := reviewpage.Funcs(Prefix)
