@@ -41,22 +41,11 @@ const maxDiffLines = 200
 // when there is nothing to show (no preview asked, no business id).
 func (h *Handler) change(ctx context.Context, req store.Request, user string) (*changeView, error) {
 	tool, _ := h.svc.Tool(req.Tool)
-	v := surface.View{Request: req, Tool: tool}
-	p, err := h.db.PreviewFor(ctx, req.ID)
-	switch {
-	case err == nil:
-		v.Preview = &p
-	case !errors.Is(err, store.ErrNotFound):
+	pc, err := surface.PageChange(ctx, h.db, h.opts.Previews, req, tool)
+	if err != nil {
 		return nil, err
 	}
-	if v.Preview == nil || v.Preview.State == store.PreviewFetching {
-		// No card surface has asked (or it is still asking): ask, or wait
-		// for the answer, as a card would.
-		if ps := h.opts.Previews; ps != nil && tool.Preview != nil {
-			v.Preview = ps.Await(ctx, v)
-		}
-	}
-	c := &changeView{Change: v.Change()}
+	c := &changeView{Change: pc}
 	if c.Wanted && !c.Unavailable {
 		return c, nil
 	}

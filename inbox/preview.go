@@ -2,7 +2,6 @@ package inbox
 
 import (
 	"context"
-	"errors"
 
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/surface"
@@ -13,20 +12,9 @@ import (
 // nil when the request has no preview and its tool asks none.
 func (h *Handler) change(ctx context.Context, req store.Request) (*surface.Change, error) {
 	tool, _ := h.svc.Tool(req.Tool)
-	v := surface.View{Request: req, Tool: tool}
-	p, err := h.db.PreviewFor(ctx, req.ID)
-	switch {
-	case err == nil:
-		v.Preview = &p
-	case !errors.Is(err, store.ErrNotFound):
+	c, err := surface.PageChange(ctx, h.db, h.previews, req, tool)
+	if err != nil || !c.Wanted {
 		return nil, err
-	}
-	if (v.Preview == nil || v.Preview.State == store.PreviewFetching) && h.previews != nil && tool.Preview != nil {
-		v.Preview = h.previews.Await(ctx, v) // no card surface asked: ask as a card would
-	}
-	c := v.Change()
-	if !c.Wanted {
-		return nil, nil
 	}
 	return &c, nil
 }

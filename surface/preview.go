@@ -426,3 +426,27 @@ func (l ChangeLine) String() string {
 
 // Unavailability is the words a card uses for a preview it cannot show.
 const Unavailability = "preview unavailable"
+
+// PreviewReader reads a request's stored preview (store.Store does).
+type PreviewReader interface {
+	PreviewFor(ctx context.Context, requestID string) (store.Preview, error)
+}
+
+// PageChange is what a review page shows of req's write as a change: its
+// stored preview, or, when no card surface has asked (or one is still
+// asking) and ps is set, the answer ps asks or waits for as a card would,
+// at most the tool's timeout.
+func PageChange(ctx context.Context, db PreviewReader, ps *Previewer, req store.Request, tool approvals.Tool) (Change, error) {
+	v := View{Request: req, Tool: tool}
+	p, err := db.PreviewFor(ctx, req.ID)
+	switch {
+	case err == nil:
+		v.Preview = &p
+	case !errors.Is(err, store.ErrNotFound):
+		return Change{}, err
+	}
+	if (v.Preview == nil || v.Preview.State == store.PreviewFetching) && ps != nil && tool.Preview != nil {
+		v.Preview = ps.Await(ctx, v)
+	}
+	return v.Change(), nil
+}
