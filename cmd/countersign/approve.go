@@ -52,6 +52,7 @@ type localReviewOptions struct {
 	ref     string
 	reason  string
 	as      string
+	effect  json.RawMessage // an edit's
 }
 
 func parseLocalReviewArgs(verdict store.Verdict, args []string, stdout, stderr io.Writer) (opts localReviewOptions, code int, ok bool) {
@@ -119,7 +120,7 @@ func localReview(ctx context.Context, opts localReviewOptions, getenv func(strin
 		return errors.New("COUNTERSIGN_DATA_DIR is not set: on PostgreSQL with a configuration file, set it, for serve and for this command, to the directory whose socket serve takes local reviews on")
 	}
 	ans, err := askServe(ctx, filepath.Join(dir, localReviewSocket), localReviewAsk{
-		Ref: opts.ref, Verdict: opts.verdict, Reason: opts.reason, As: opts.as,
+		Ref: opts.ref, Verdict: opts.verdict, Reason: opts.reason, As: opts.as, Effect: opts.effect,
 	})
 	if err != nil {
 		return err

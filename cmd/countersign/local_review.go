@@ -44,6 +44,8 @@ type localReviewAsk struct {
 	Verdict store.Verdict `json:"verdict"`
 	Reason  string        `json:"reason,omitempty"`
 	As      string        `json:"as"`
+	// Effect is the edited effect of an edit (verdictEdit).
+	Effect json.RawMessage `json:"effect,omitempty"`
 }
 
 // localReviewAnswer is serve's answer: Line says what was recorded, or
@@ -198,6 +200,9 @@ func (l *localReviews) decide(ctx context.Context, ask localReviewAsk) localRevi
 	if err != nil || id.Scheme != identity.Local {
 		return localReviewAnswer{Code: approvals.CodeNotApprover,
 			Message: fmt.Sprintf("%q is not a local reviewer: decisions through the data directory are made as local:NAME. Nothing was recorded.", ask.As)}
+	}
+	if ask.Verdict == verdictEdit {
+		return l.edit(ctx, id, ask)
 	}
 	if ask.Verdict != store.VerdictApprove && ask.Verdict != store.VerdictReject {
 		return localReviewAnswer{Code: approvals.CodeInvalidRequest, Message: "The verdict must be approve or reject."}

@@ -13,6 +13,7 @@
 //	countersign policy    test FILE CASES, explain FILE INTENT: the verdicts a configuration's policies give
 //	countersign approve   REF: approve a request as a local reviewer, through the serve on this machine
 //	countersign reject    REF [--reason TEXT]: reject a request as a local reviewer
+//	countersign edit      REF --effect JSON: approve a request with its effect changed, as a local reviewer
 //	countersign mcp       serve the agent API as MCP tools on stdio (COUNTERSIGN_URL, COUNTERSIGN_TOKEN)
 //	countersign version   print the version
 package main
@@ -56,6 +57,8 @@ commands:
   approve   REF: approve a request as a local: reviewer, through the serve
             running on this machine's data directory (see approve --help)
   reject    REF [--reason TEXT]: reject a request the same way
+  edit      REF --effect JSON: approve a request with its effect changed,
+            the same way (see edit --help)
   mcp       serve the agent API as MCP tools on stdio, as a client of
             COUNTERSIGN_URL with COUNTERSIGN_TOKEN (see mcp --help)
   version   print the version
@@ -154,6 +157,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = restore(ctx, opts, getenv, stdout)
 	case "approve", "reject":
 		opts, code, ok := parseLocalReviewArgs(store.Verdict(args[0]), args[1:], stdout, stderr)
+		if !ok {
+			return code
+		}
+		err = localReview(ctx, opts, getenv, stdout)
+	case "edit":
+		opts, code, ok := parseEditArgs(args[1:], stdout, stderr)
 		if !ok {
 			return code
 		}

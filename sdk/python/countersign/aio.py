@@ -83,6 +83,15 @@ class AsyncClient:
 
     async def _wait(self, ref: str, timeout: float | None, done: Callable[[Request], bool]) -> Request:
         deadline = math.inf if timeout is None else time.monotonic() + timeout
+        # See Client._wait: an edited request's wait goes on with its edit.
+        req = await self._wait_one(ref, deadline, done)
+        edited_from: list[str] = []
+        while req.edited and req.superseded_by and len(edited_from) < calls.MAX_EDIT_HOPS:
+            edited_from.append(req.key)
+            req = await self._wait_one(req.superseded_by, deadline, done)
+        return calls.followed(req, edited_from)
+
+    async def _wait_one(self, ref: str, deadline: float, done: Callable[[Request], bool]) -> Request:
         req: Request | None = None
         try:
             req = await self._transport.arun(calls.get(ref), deadline)
@@ -111,7 +120,7 @@ class AsyncClient:
         """See Client.request_and_wait."""
         req = await self.request(tool=tool, effect=effect, run_id=run_id, step=step, summary=summary, reason=reason,
                                  requested_for=requested_for, idempotency_key=idempotency_key)
-        return req if req.settled else await self.wait(req.id, timeout=timeout)
+        return req if req.settled and not req.edited else await self.wait(req.id, timeout=timeout)
 
     async def cancel(self, ref: str) -> Request:
         """See Client.cancel."""
@@ -145,7 +154,7 @@ class AsyncClient:
                 req = await self.request(tool=tool, effect=effect, run_id=run_id, step=step,
                                          summary=summary if summary is not None else default_summary, reason=reason,
                                          requested_for=requested_for, idempotency_key=idempotency_key)
-                if not req.decided:
+                if not req.decided or req.edited:
                     req = await self.wait_for_decision(req.id,
                                                        timeout=timeout if timeout is not None else default_timeout)
                 _gated.check_approved(req)
@@ -179,7 +188,7 @@ class AsyncClient:
             journal.delete(req.key)
             raise
         journal.delete(req.key)
-        return reported
+        return calls.followed(reported, req.edited_from)
 
     async def tools(self) -> builtins.list[Tool]:
         """See Client.tools."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .canonical import dumps
@@ -19,6 +20,16 @@ POLL_WAIT = 30
 #: The least time left, in seconds, that is worth another long-poll: the
 #: server holds whole milliseconds.
 MIN_POLL = 0.001
+
+
+#: The most reviewer's edits a wait follows, from an edited request to its
+#: edit (superseded_by), before it returns the edited one as it is.
+MAX_EDIT_HOPS = 5
+
+
+def followed(req: Request, edited_from: Sequence[str]) -> Request:
+    """req, naming the edited requests a wait followed to reach it."""
+    return dataclasses.replace(req, edited_from=tuple(edited_from)) if edited_from else req
 
 
 def _json(answer: Answer) -> Any:

@@ -90,18 +90,34 @@ class Client:
         long-polling from the version it last saw so no change is missed.
         With ``timeout`` (seconds) it raises WaitTimeout when that passes
         first; without, it waits as long as it takes. A request whose write
-        waits for a person (needs_review) is not settled."""
+        waits for a person (needs_review) is not settled. A request a
+        reviewer edited (status edited) never runs: the wait follows its
+        superseded_by to the edit and returns the edit once settled, with
+        ``edited_from`` naming the keys it followed (at most
+        calls.MAX_EDIT_HOPS edits; past them it returns the edited request
+        as it is)."""
         return self._wait(ref, timeout, lambda req: req.settled)
 
     def wait_for_decision(self, ref: str, timeout: float | None = None) -> Request:
         """Return the request named by ref once it is decided: approved
         (with its ``receipt`` when its tool is agent-executed), rejected,
         expired or cancelled, whatever became of its write. Waits as wait()
-        does, and raises WaitTimeout as it does."""
+        does, follows a reviewer's edit as it does, and raises WaitTimeout
+        as it does."""
         return self._wait(ref, timeout, lambda req: req.decided)
 
     def _wait(self, ref: str, timeout: float | None, done: Callable[[Request], bool]) -> Request:
         deadline = math.inf if timeout is None else time.monotonic() + timeout
+        # A request a reviewer edited never runs: the wait goes on with the
+        # edit (superseded_by), a few edits at most, within the one timeout.
+        req = self._wait_one(ref, deadline, done)
+        edited_from: list[str] = []
+        while req.edited and req.superseded_by and len(edited_from) < calls.MAX_EDIT_HOPS:
+            edited_from.append(req.key)
+            req = self._wait_one(req.superseded_by, deadline, done)
+        return calls.followed(req, edited_from)
+
+    def _wait_one(self, ref: str, deadline: float, done: Callable[[Request], bool]) -> Request:
         # A plain read first: a request already done needs no poll, and its
         # version is where the first poll starts.
         req: Request | None = None
@@ -134,7 +150,7 @@ class Client:
         never changes; ``timeout`` bounds the wait."""
         req = self.request(tool=tool, effect=effect, run_id=run_id, step=step, summary=summary, reason=reason,
                            requested_for=requested_for, idempotency_key=idempotency_key)
-        return req if req.settled else self.wait(req.id, timeout=timeout)
+        return req if req.settled and not req.edited else self.wait(req.id, timeout=timeout)
 
     def cancel(self, ref: str) -> Request:
         """Withdraw a pending request; one no longer pending raises
@@ -184,6 +200,11 @@ class Client:
         are. An exception is reported failed, with its message, and raised
         again. A rejection raises RejectedError (``reason``, ``retry``); an
         expiry or a cancellation NotApprovedError, the function uncalled.
+        A request a reviewer edited and approved is followed to the edit:
+        the function is called with the edit's effect (the reviewer's, not
+        the one asked for), its receipt and its key, the outcome is
+        reported on the edit, and ``GatedResult.request.edited_from`` names
+        the original; the original is never written.
 
         The function is called at most once per key once it returned: its
         outcome is written to a journal (``journal_dir``, by default
@@ -206,7 +227,7 @@ class Client:
                 req = self.request(tool=tool, effect=effect, run_id=run_id, step=step,
                                    summary=summary if summary is not None else default_summary, reason=reason,
                                    requested_for=requested_for, idempotency_key=idempotency_key)
-                if not req.decided:
+                if not req.decided or req.edited:
                     req = self.wait_for_decision(req.id, timeout=timeout if timeout is not None else default_timeout)
                 _gated.check_approved(req)
                 if not req.receipt:
@@ -240,7 +261,7 @@ class Client:
             journal.delete(req.key)
             raise
         journal.delete(req.key)
-        return reported
+        return calls.followed(reported, req.edited_from)
 
     def tools(self) -> builtins.list[Tool]:
         """Return the tools this agent may request."""

@@ -127,7 +127,7 @@ class Request:
     id: str
     key: str
     key_short: str
-    status: str  # pending, approved, rejected, expired, cancelled
+    status: str  # pending, approved, rejected, expired, cancelled, edited
     round: int
     run_id: str
     step: int | str
@@ -154,14 +154,30 @@ class Request:
     #: compact JWS, countersign.receipt): the agent sends it to its provider
     #: in Countersign-Receipt with the write. None otherwise.
     receipt: str | None = None
+    #: When the status is edited: the key of the request a reviewer's edit
+    #: replaced this one with (its effect changed, its own key). This
+    #: request never runs; wait() and wait_for_decision() follow it.
+    superseded_by: str | None = None
+    #: On a reviewer's edit: the key of the request it replaced.
+    supersedes: str | None = None
     #: True when request() found the key already stored (200 with
     #: Idempotent-Replayed) rather than creating it (201).
     replayed: bool = field(default=False, compare=False)
+    #: The keys of the edited requests a wait followed to reach this one
+    #: (through superseded_by), the one waited for first; empty when none
+    #: was edited.
+    edited_from: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def edited(self) -> bool:
+        """Whether a reviewer's edit replaced this request (status edited):
+        superseded_by names the edit."""
+        return self.status == "edited"
 
     @property
     def decided(self) -> bool:
-        """Whether the review is over: approved, rejected, expired or
-        cancelled (wait_for_decision() waits for this)."""
+        """Whether the review is over: approved, rejected, expired,
+        cancelled or edited (wait_for_decision() waits for this)."""
         return self.status != "pending"
 
     @property
@@ -184,7 +200,8 @@ class Request:
             decision=maybe(Decision, "decision"), execution=maybe(Execution, "execution"),
             settled=d["settled"], version=d["version"], callback=maybe(Callback, "callback"),
             policy=maybe(RequestPolicy, "policy"), votes=tuple(Vote.from_json(v) for v in d.get("votes") or ()),
-            receipt=d.get("receipt") or None, replayed=replayed,
+            receipt=d.get("receipt") or None, superseded_by=d.get("superseded_by") or None,
+            supersedes=d.get("supersedes") or None, replayed=replayed,
         )
 
 

@@ -11,6 +11,7 @@ PostgreSQL deployment whose configuration names no local reviewer::
     req = client.request(tool="billing.credit", run_id=run, step=1, effect=effect)
     approve(req)                                  # or approve(req.key), as_="local:alice"
     reject(other, reason="Wrong invoice")
+    edit(third, {"invoice": "inv_7", "amount_cents": 900, "currency": "EUR"})
 
 The binary is ``binary``, else $COUNTERSIGN_BIN, else ``countersign`` on
 PATH. It reads the configuration and the data directory as serve does,
@@ -28,9 +29,10 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
+from .canonical import dumps
 from .errors import CountersignError
 
-__all__ = ["LocalReviewError", "approve", "reject"]
+__all__ = ["LocalReviewError", "approve", "edit", "reject"]
 
 #: The longest a decision may take, in seconds (the command's own bound is 30 s).
 TIMEOUT = 60.0
@@ -73,6 +75,20 @@ def reject(ref: Any, reason: str | None = None, *, as_: str | None = None,
     return _run(args, ref, data_dir, config, binary, env)
 
 
+def edit(ref: Any, effect: Mapping[str, Any], as_: str | None = None, *,
+         data_dir: str | os.PathLike[str] | None = None, config: str | os.PathLike[str] | None = None,
+         binary: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> str:
+    """Approve the request ref names with its effect replaced by ``effect``
+    (the whole edited effect), as a reviewer editing it in the console
+    would, with ``countersign edit``: the edit becomes a new request with
+    its own key, and the original settles as edited. Otherwise as
+    approve()."""
+    args = ["edit", "--effect", dumps(effect)]
+    if as_ is not None:
+        args += ["--as", as_]
+    return _run(args, ref, data_dir, config, binary, env)
+
+
 def find_binary(binary: str | os.PathLike[str] | None = None) -> str:
     """The countersign binary: binary, else $COUNTERSIGN_BIN, else
     countersign on PATH."""
@@ -88,7 +104,7 @@ def find_binary(binary: str | os.PathLike[str] | None = None) -> str:
     return found
 
 
-_CODE = re.compile(r"countersign (?:approve|reject): ([a-z_]+): ")
+_CODE = re.compile(r"countersign (?:approve|reject|edit): ([a-z_]+): ")
 
 
 def _run(args: list[str], ref: Any, data_dir: str | os.PathLike[str] | None, config: str | os.PathLike[str] | None,

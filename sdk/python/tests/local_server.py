@@ -298,6 +298,11 @@ class Server:
         """Reject request as the reviewer, with countersign reject."""
         return testing.reject(request, reason, **self._local())
 
+    def edit(self, request: Any, effect: Any) -> str:
+        """Approve request with its effect changed, as the reviewer, with
+        countersign edit."""
+        return testing.edit(request, effect, **self._local())
+
     def _local(self) -> dict[str, Any]:
         return {"binary": self.binary, "env": self.env}
 

@@ -137,6 +137,51 @@ class GatedTest(unittest.TestCase):
         self.assertEqual(again.outcome, Outcome("succeeded", result.value["provider_ref"]))
         self.assertEqual((len(self.calls), len(writes_of(key))), (1, 1))
 
+    def test_an_edit_is_written_with_the_edited_effect_and_the_original_never(self):
+        run = run_id()
+        payout = self.gate()
+        key = intent_key(run, 1, "sdk.payout", PAYOUT)
+        edited = dict(PAYOUT, amount_cents=3100)
+        edit_key = intent_key(run, 1, "sdk.payout", edited)
+
+        def edit_once_asked():
+            # The reviewer edits the amount, once the gated call has asked.
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                try:
+                    server.edit(self.client.get(key), edited)
+                    return
+                except NotFoundError:
+                    time.sleep(0.02)  # polling for the request, not waiting for an event
+
+        reviewer = threading.Thread(target=edit_once_asked)
+        reviewer.start()
+        self.addCleanup(reviewer.join)
+        result = payout(run, 1, PAYOUT)
+        self.assertTrue(result.called)
+        # The function got the approved edit: its effect, its key, its receipt.
+        [(effect, receipt, got_key)] = self.calls
+        self.assertEqual((effect, got_key), (edited, edit_key))
+        [write] = writes_of(edit_key)
+        self.assertEqual(write.refusal, "", "the provider refused the edit's receipt")
+        self.assertEqual(writes_of(key), [], "the original was written")
+        verifier = fetch_verifier(server.url + "/.well-known/jwks.json")
+        self.assertEqual(verifier.verify(receipt, key=edit_key, tool="sdk.payout", body=write.body).decided_by,
+                         "local:reviewer")
+        with self.assertRaises(OtherKeyError):
+            verifier.verify(receipt, key=key, tool="sdk.payout", body=write.body)
+        # The outcome is the edit's; the original stays edited, unwritten.
+        req = result.request
+        self.assertEqual((req.key, req.supersedes, req.edited_from), (edit_key, key, (key,)))
+        self.assertEqual((req.execution.state, req.execution.provider_ref), ("succeeded", write.id))
+        original = self.client.get(key)
+        self.assertEqual((original.status, original.superseded_by, original.receipt), ("edited", edit_key, None))
+        # Called again with the agent's effect: the edit's recorded outcome.
+        again = payout(run, 1, PAYOUT)
+        self.assertFalse(again.called)
+        self.assertEqual((again.request.key, again.outcome.provider_ref), (edit_key, write.id))
+        self.assertEqual((len(self.calls), len(writes_of(edit_key))), (1, 1))
+
     def test_a_rejection_raises_its_reason_and_calls_nothing(self):
         run = run_id()
         req = self.client.request(tool="sdk.payout", run_id=run, step=1, effect=PAYOUT)

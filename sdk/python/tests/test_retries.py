@@ -12,6 +12,7 @@ from countersign import (
     APIError, AsyncClient, Client, CountersignError, InternalError, InvalidKeyError, KeyReusedError, UnavailableError,
     WaitTimeout, __version__,
 )
+from countersign.calls import MAX_EDIT_HOPS
 
 from .fake import Fake, hang_up, refusal, reply, representation
 
@@ -126,6 +127,18 @@ class WaitTest(unittest.TestCase):
         for q in queries[1:]:
             millis = int(q["wait"][0].removesuffix("ms"))
             self.assertTrue(q["wait"][0].endswith("ms") and 9000 < millis < 10000, q["wait"])
+
+    def test_wait_follows_edits_a_bounded_number_of_times(self):
+        # Each answer an edited request that names the next: the wait follows
+        # MAX_EDIT_HOPS of them, then returns the last one, edited, as it is.
+        chain = [f"wa_{i:064x}" for i in range(MAX_EDIT_HOPS + 2)]
+        fake = Fake(*(reply(200, representation(1, "edited", True, key=chain[i], superseded_by=chain[i + 1]))
+                      for i in range(MAX_EDIT_HOPS + 1)))
+        self.addCleanup(fake.close)
+        req = Client(fake.url, "t").wait(chain[0], timeout=10)
+        self.assertEqual((req.status, req.key, req.superseded_by), ("edited", chain[-2], chain[-1]))
+        self.assertEqual(req.edited_from, tuple(chain[:MAX_EDIT_HOPS]))
+        self.assertEqual([c.path for c in fake.calls], ["/v1/requests/" + k for k in chain[:MAX_EDIT_HOPS + 1]])
 
     def test_a_long_wait_holds_30_seconds_a_poll(self):
         fake = Fake(reply(200, representation(4)), reply(200, representation(5, "rejected", True)))

@@ -1,6 +1,7 @@
 """The SDK against a real countersign (tests/local_server.py): nothing here
 is scripted; the server answers as it answers agents."""
 
+import asyncio
 import dataclasses
 import itertools
 import json
@@ -16,6 +17,7 @@ from countersign import (
 )
 from countersign.calls import get
 from countersign.canonical import canonical, dumps
+from countersign.testing import LocalReviewError
 from countersign.transport import Call
 
 from .local_server import CALLBACK_SECRET, CALLBACK_TOKEN, DISPATCH_SECRET, TOKEN, Relay, Server
@@ -252,6 +254,61 @@ class CallbackTest(unittest.TestCase):
         with self.assertRaises(SignatureError):  # v2 covers the delivery id
             verify_signature(CALLBACK_SECRET, "t=%d,v1=%s" % (int(time.time()), "0" * 64), callback.body,
                              method="POST", path="/callbacks", delivery_id=callback.delivery)
+
+
+class EditTest(unittest.TestCase):
+    def test_wait_follows_a_reviewer_s_edit_and_the_original_never_runs(self):
+        client = Client(server.url, CALLBACK_TOKEN, timeout=10)
+        run = run_id()
+        req = client.request(tool="sdk.credit", run_id=run, step=1, effect=CREDIT)
+        edited = dict(CREDIT, amount_cents=3000)
+        line = server.edit(req, edited)
+        self.assertIn("changed amount_cents", line)
+        done = client.wait(req.key, timeout=30)
+        # The edit's outcome, under the edit's own key, naming the original.
+        self.assertTrue(done.succeeded, done)
+        self.assertEqual(done.key, intent_key(run, 1, "sdk.credit", edited))
+        self.assertNotEqual(done.key, req.key)
+        self.assertEqual((done.status, done.effect, done.supersedes, done.edited_from, done.edited),
+                         ("approved", edited, req.key, (req.key,), False))
+        self.assertEqual([d.body for d in server.provider.dispatches if d.key == done.key], [canonical(edited).encode()])
+        self.assertEqual([d for d in server.provider.dispatches if d.key == req.key], [], "the original was written")
+        original = client.get(req.key)
+        self.assertEqual((original.status, original.edited, original.settled, original.superseded_by),
+                         ("edited", True, True, done.key))
+        self.assertEqual(original.edited_from, ())
+        # wait_for_decision and request_and_wait follow it too.
+        self.assertEqual(client.wait_for_decision(req.id, timeout=30).key, done.key)
+        again = client.request_and_wait(tool="sdk.credit", run_id=run, step=1, effect=CREDIT, timeout=30)
+        self.assertEqual((again.key, again.edited_from), (done.key, (req.key,)))
+        # The agent is told with request.edited, signed.
+        deadline = time.monotonic() + 15
+        while not (mine := [c for c in server.provider.callbacks
+                            if c.event == "request.edited" and json.loads(c.body)["id"] == req.id]):
+            self.assertLess(time.monotonic(), deadline, "no request.edited callback arrived")
+            time.sleep(0.05)  # polling the agent's endpoint, not waiting for an event
+        self.assertTrue(mine[0].verified)
+        self.assertEqual(Request.from_json(json.loads(mine[0].body)).superseded_by, done.key)
+
+    def test_a_refused_edit_names_its_code(self):
+        req = self.client_request()
+        with self.assertRaises(LocalReviewError) as caught:
+            server.edit(req, dict(CREDIT, amount_cents=0))  # under the schema's minimum
+        self.assertEqual(caught.exception.code, "invalid_effect")
+        self.assertEqual(Client(server.url, TOKEN).get(req.id).status, "pending")
+
+    def client_request(self):
+        return Client(server.url, TOKEN, timeout=10).request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
+
+
+class AsyncEditTest(unittest.IsolatedAsyncioTestCase):
+    async def test_wait_follows_the_edit(self):
+        client = AsyncClient(server.url, TOKEN, timeout=10)
+        req = await client.request(tool="sdk.credit", run_id=run_id(), step=1, effect=CREDIT)
+        await asyncio.to_thread(server.edit, req, dict(CREDIT, currency="EUR"))
+        done = await client.wait(req.id, timeout=30)
+        self.assertTrue(done.succeeded)
+        self.assertEqual((done.effect["currency"], done.supersedes, done.edited_from), ("EUR", req.key, (req.key,)))
 
 
 class KilledServerTest(unittest.TestCase):

@@ -9,6 +9,12 @@ import type { Page, Request, Tool } from "./request.js";
 import { ConnectionError, Transport, type Call } from "./transport.js";
 import { VERSION } from "./version.js";
 
+/**
+ * The most reviewer's edits a wait follows, from an edited request to its
+ * edit (supersededBy), before it returns the edited one as it is.
+ */
+export const MAX_EDIT_HOPS = 5;
+
 export interface ClientOptions {
   /** countersign's base URL, http or https. */
   url: string;
@@ -114,7 +120,10 @@ export class Client {
    * version it last saw so no change is missed. With a timeout it throws
    * WaitTimeoutError when that passes first; without, it waits as long as
    * it takes. A request whose write waits for a person (needs_review) is
-   * not settled.
+   * not settled. A request a reviewer edited (status edited) never runs:
+   * the wait follows its supersededBy to the edit and returns the edit once
+   * settled, with editedFrom naming the keys it followed (at most
+   * MAX_EDIT_HOPS edits; past them it returns the edited request as it is).
    */
   async wait<E extends Effect = Record<string, unknown>>(ref: string, options: WaitOptions = {}): Promise<Request<E>> {
     return this.waitUntil<E>(ref, (req) => req.settled, "settled", options);
@@ -123,8 +132,9 @@ export class Client {
   /**
    * Returns the request named by ref once it is decided: approved (an
    * agent-executed tool's with its receipt), rejected, expired or
-   * cancelled, whatever its execution. As wait, with a timeout it throws
-   * WaitTimeoutError when that passes first.
+   * cancelled, whatever its execution. As wait, it follows a reviewer's
+   * edit, and with a timeout it throws WaitTimeoutError when that passes
+   * first.
    */
   async waitForDecision<E extends Effect = Record<string, unknown>>(ref: string, options: WaitOptions = {}): Promise<Request<E>> {
     return this.waitUntil<E>(ref, (req) => req.status !== "pending", "decided", options);
@@ -132,7 +142,18 @@ export class Client {
 
   private async waitUntil<E extends Effect>(ref: string, done: (req: Request<E>) => boolean, what: string, options: WaitOptions): Promise<Request<E>> {
     const deadline = options.timeout === undefined ? Infinity : performance.now() + options.timeout;
-    const { signal } = options;
+    // A request a reviewer edited never runs: the wait goes on with the
+    // edit (supersededBy), a few edits at most, within the one timeout.
+    let req = await this.waitOne<E>(ref, done, what, deadline, options.signal);
+    const editedFrom: string[] = [];
+    while (req.status === "edited" && req.supersededBy !== null && editedFrom.length < MAX_EDIT_HOPS) {
+      editedFrom.push(req.key);
+      req = await this.waitOne<E>(req.supersededBy, done, what, deadline, options.signal);
+    }
+    return editedFrom.length > 0 ? { ...req, editedFrom } : req;
+  }
+
+  private async waitOne<E extends Effect>(ref: string, done: (req: Request<E>) => boolean, what: string, deadline: number, signal: AbortSignal | undefined): Promise<Request<E>> {
     let req: Request<E> | undefined;
     try {
       // A plain read first: a settled request needs no poll, and its
@@ -162,7 +183,7 @@ export class Client {
   requestAndWait<E extends Effect>(params: RequestParams<E>, options?: WaitOptions): Promise<Request<E>>;
   async requestAndWait<E extends Effect>(params: RequestParams<E>, options: WaitOptions = {}): Promise<Request<E>> {
     const req = await this.request<E>(params, options);
-    return req.settled ? req : this.wait<E>(req.id, options);
+    return req.settled && req.status !== "edited" ? req : this.wait<E>(req.id, options);
   }
 
   /**
@@ -194,7 +215,11 @@ export class Client {
    * returned, if it returned an object with them; or, when fn throws,
    * failed with the error's message, and the error is thrown again. A
    * rejection throws RejectedError (its reason, and what a retry does);
-   * an expiry or a cancellation NotApprovedError.
+   * an expiry or a cancellation NotApprovedError. A request a reviewer
+   * edited and approved is followed to the edit: fn is called with the
+   * edit's effect (the reviewer's, not the one asked for), its key and its
+   * receipt, the outcome is reported on the edit, and the result's
+   * request.editedFrom names the original, which is never written.
    *
    * fn runs at most once per key once its outcome is recorded: the outcome
    * is written durably to a journal (options.journalDir) before it is

@@ -103,10 +103,11 @@ export function gated<E extends Effect, T>(
   };
 
   async function perform(params: GatedParams<E>, callOptions: GatedCallOptions, key: string): Promise<GatedResult<T, E>> {
+    // key becomes the edit's when a reviewer edited the request.
     const { signal } = callOptions;
     let req = await client.request<E>({ ...params, tool }, { signal });
     if (req.key !== key) throw new CountersignError(`countersign: request ${req.id} has key ${req.key}, not ${key}`);
-    for (;;) {
+    for (let waited = false; ; waited = true) {
       // countersign holds the outcome already: an earlier call reported it.
       const recorded = outcomeOf(req);
       if (recorded !== undefined) {
@@ -117,8 +118,11 @@ export function gated<E extends Effect, T>(
       // process stopped before countersign recorded the outcome.
       const entry = await journal.read(key);
       if (entry !== undefined && entry.request === req.id) return report(entry, true);
-      if (req.status !== "pending") break;
+      // An edited request is followed to its edit, once: a wait that
+      // returns one edited still ran out of edits to follow.
+      if (req.status !== "pending" && (req.status !== "edited" || waited)) break;
       req = await client.waitForDecision<E>(req.id, callOptions);
+      key = req.key; // a reviewer's edit has a key of its own
     }
     switch (req.status) {
       case "approved":
@@ -165,7 +169,8 @@ export function gated<E extends Effect, T>(
       }
       await journal.remove(entry.key);
       if (entry.status === "failed") throw new WriteFailedError(done as unknown as Request, entry.detail);
-      return { request: done, value: undefined, providerRef: done.execution?.providerRef ?? null, replayed };
+      const request = req.editedFrom.length > 0 ? { ...done, editedFrom: req.editedFrom } : done;
+      return { request, value: undefined, providerRef: done.execution?.providerRef ?? null, replayed };
     }
   }
 

@@ -3,7 +3,7 @@
 // An agent asks for a write, a person countersigns it, and countersign makes
 // exactly the approved write, once, under a key fixed when the agent decided.
 
-export { Client, type CallOptions, type ClientOptions, type WaitOptions } from "./client.js";
+export { Client, MAX_EDIT_HOPS, type CallOptions, type ClientOptions, type WaitOptions } from "./client.js";
 export type { ListParams, OutcomeParams, RequestParams } from "./calls.js";
 export { canonical, checkNumber, NumberError } from "./canonical.js";
 export {

@@ -2,7 +2,7 @@
 // as Date. The effect is as the server returns it: its numbers all hold
 // their value as a JavaScript number, since the server accepts no other.
 
-export type Status = "pending" | "approved" | "rejected" | "expired" | "cancelled";
+export type Status = "pending" | "approved" | "rejected" | "expired" | "cancelled" | "edited";
 export type ExecutionState = "ready" | "claimed" | "succeeded" | "failed" | "unknown" | "needs_review" | "superseded";
 export type Verdict = "approve" | "reject";
 
@@ -112,6 +112,19 @@ export interface Request<E extends object = Record<string, unknown>> {
    * the write. null otherwise.
    */
   receipt: string | null;
+  /**
+   * When the status is edited: the key of the request a reviewer's edit
+   * replaced this one with (its effect changed, its own key). This request
+   * never runs; wait() and waitForDecision() follow it. null otherwise.
+   */
+  supersededBy: string | null;
+  /** On a reviewer's edit: the key of the request it replaced; null otherwise. */
+  supersedes: string | null;
+  /**
+   * The keys of the edited requests a wait followed (through supersededBy)
+   * to reach this one, the one waited for first; empty when none was edited.
+   */
+  editedFrom: string[];
   /** True when request() found the key already stored (200, Idempotent-Replayed) rather than creating it (201). */
   replayed: boolean;
 }
@@ -209,6 +222,9 @@ export function requestFromJSON<E extends object = Record<string, unknown>>(json
     }), "policy"),
     votes: ((d.votes as unknown[] | null | undefined) ?? []).map((v) => vote(object(v, "vote"))),
     receipt: typeof d.receipt === "string" && d.receipt !== "" ? d.receipt : null,
+    supersededBy: typeof d.superseded_by === "string" && d.superseded_by !== "" ? d.superseded_by : null,
+    supersedes: typeof d.supersedes === "string" && d.supersedes !== "" ? d.supersedes : null,
+    editedFrom: [],
     replayed,
   };
 }
@@ -217,7 +233,7 @@ export function requestFromJSON<E extends object = Record<string, unknown>>(json
 export const REQUEST_MEMBERS: readonly string[] = [
   "id", "key", "key_short", "status", "round", "run_id", "step", "tool", "effect", "summary", "reason",
   "requested_by", "requested_for", "payload_hash", "created_at", "expires_at", "decision", "execution",
-  "settled", "version", "callback", "policy", "votes", "receipt",
+  "settled", "version", "callback", "policy", "votes", "receipt", "superseded_by", "supersedes",
 ];
 
 export function pageFromJSON(json: unknown): Page {

@@ -1,5 +1,5 @@
 // @countersign/client/testing: deciding requests from an agent's tests, in
-// a local run. approve and reject run `countersign approve|reject`, which
+// a local run. approve, reject and edit run `countersign approve|reject|edit`, which
 // decide as a local: reviewer through the socket of the serve running on
 // the data directory (never the network), as a reviewer would.
 
@@ -60,7 +60,17 @@ export function reject(ref: string, options: RejectOptions = {}): Promise<string
   return run("reject", ref, options.reason === undefined ? [] : ["--reason", options.reason], options);
 }
 
-function run(verb: "approve" | "reject", ref: string, extra: string[], options: LocalReviewOptions): Promise<string> {
+/**
+ * Approves the request ref with its effect replaced by `effect` (the whole
+ * edited effect), as a reviewer editing it in the console would, with
+ * `countersign edit`: the edit becomes a new request with its own key, and
+ * the original settles as edited. Otherwise as approve.
+ */
+export function edit(ref: string, effect: Record<string, unknown>, options: LocalReviewOptions = {}): Promise<string> {
+  return run("edit", ref, ["--effect", JSON.stringify(effect)], options);
+}
+
+function run(verb: "approve" | "reject" | "edit", ref: string, extra: string[], options: LocalReviewOptions): Promise<string> {
   const env: Record<string, string | undefined> = { ...(options.env ?? process.env) };
   if (options.dataDir !== undefined) env.COUNTERSIGN_DATA_DIR = options.dataDir;
   if (options.config !== undefined) env.COUNTERSIGN_CONFIG = options.config;

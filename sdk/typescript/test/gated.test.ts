@@ -131,6 +131,40 @@ async function requested(key: string, timeout = 20_000): Promise<Request> {
 }
 
 describe("gated functions", () => {
+  test("a reviewer's edit runs the function with the edited effect, key and receipt, and the original never", async () => {
+    const run = runId();
+    const key = intentKey(run, 1, "sdk.payout", PAYOUT);
+    const edited = { ...PAYOUT, amount_cents: 1900 };
+    const editKey = intentKey(run, 1, "sdk.payout", edited);
+    const got: { effect: typeof PAYOUT; key: string; receipt: string }[] = [];
+    const payout = client.gated("sdk.payout", async (effect: typeof PAYOUT, { key, receipt }) => {
+      got.push({ effect, key, receipt });
+      return pay(provider.url, effect, key, receipt);
+    }, { journalDir });
+
+    const call = payout({ runId: run, step: 1, effect: PAYOUT });
+    await server.edit(await requested(key), edited);
+    const done = await call;
+
+    assert.equal(got.length, 1);
+    assert.deepEqual([got[0]!.effect, got[0]!.key], [edited, editKey]);
+    const [write, ...more] = provider.sent(editKey);
+    assert.equal(more.length, 0);
+    assert.equal(write!.refusal, "", "the provider refused the edit's receipt");
+    assert.equal(write!.claims?.key, editKey);
+    assert.equal(provider.sent(key).length, 0, "the original was written");
+    // The outcome is the edit's; the original stays edited, unwritten.
+    assert.deepEqual([done.replayed, done.request.key, done.request.supersedes, done.request.editedFrom, done.request.execution?.state],
+      [false, editKey, key, [key], "succeeded"]);
+    const original = await client.get(key);
+    assert.deepEqual([original.status, original.supersededBy, original.receipt], ["edited", editKey, null]);
+    assert.deepEqual(readdirSync(journalDir), [], "the journal still holds the reported outcome");
+    // Called again with the agent's effect: the edit's recorded outcome.
+    const again = await payout({ runId: run, step: 1, effect: PAYOUT });
+    assert.deepEqual([again.replayed, again.request.key, again.providerRef, got.length], [true, editKey, done.providerRef, 1]);
+    assert.equal(provider.sent(editKey).length, 1);
+  });
+
   test("run once after approval, with a receipt the provider's verifier takes and refuses for one changed byte; a call again replays", async () => {
     const run = runId();
     const key = intentKey(run, 1, "sdk.payout", PAYOUT);

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { SignatureError, verifySignature, type Request } from "@countersign/client";
-import { approve, reject } from "@countersign/client/testing";
+import { approve, edit, reject } from "@countersign/client/testing";
 import { REPO } from "./shared.js";
 
 export const TOKEN = "sdk-typescript-agent-token";
@@ -264,6 +264,11 @@ export class Server {
   /** Approves request (or the request ref names) as the local reviewer, with countersign approve. */
   async approve(request: Request | string): Promise<void> {
     await approve(typeof request === "string" ? request : request.id, this.reviewer);
+  }
+
+  /** Approves request with its effect changed, as the local reviewer, with countersign edit; resolves with the line it printed. */
+  async edit(request: Request | string, effect: Record<string, unknown>): Promise<string> {
+    return edit(typeof request === "string" ? request : request.id, effect, this.reviewer);
   }
 
   /** Rejects request as the local reviewer, with countersign reject. */

@@ -4,7 +4,7 @@ import { after, describe, test } from "node:test";
 import { createServer } from "node:net";
 
 import {
-  APIError, Client, ConnectionError, ConnectionTimeoutError, CountersignError, InternalError, InvalidKeyError, KeyReusedError,
+  APIError, Client, ConnectionError, MAX_EDIT_HOPS, ConnectionTimeoutError, CountersignError, InternalError, InvalidKeyError, KeyReusedError,
   NumberError, UnavailableError, UnknownToolError, VERSION, WaitTimeoutError,
 } from "@countersign/client";
 import * as calls from "../src/calls.js";
@@ -155,6 +155,16 @@ describe("retries", () => {
 });
 
 describe("wait and list", () => {
+  test("wait follows edits a bounded number of times, then returns the last edited request as it is", async () => {
+    const chain = Array.from({ length: MAX_EDIT_HOPS + 2 }, (_, i) => "wa_" + i.toString(16).padStart(64, "0"));
+    const f = await fake(...chain.slice(0, MAX_EDIT_HOPS + 1).map((key, i) =>
+      reply(200, representation(1, "edited", true, { key, superseded_by: chain[i + 1] }))));
+    const req = await new Client({ url: f.url, token: "t" }).wait(chain[0]!, { timeout: 10_000 });
+    assert.deepEqual([req.status, req.key, req.supersededBy], ["edited", chain[MAX_EDIT_HOPS], chain[MAX_EDIT_HOPS + 1]]);
+    assert.deepEqual(req.editedFrom, chain.slice(0, MAX_EDIT_HOPS));
+    assert.deepEqual(f.calls.map((c) => c.path), chain.slice(0, MAX_EDIT_HOPS + 1).map((k) => "/v1/requests/" + k));
+  });
+
   test("wait long-polls from the version it last saw", async () => {
     const f = await fake(reply(200, representation(1)), reply(200, representation(2)), reply(200, representation(3, "cancelled", true)));
     const req = await new Client({ url: f.url, token: "t" }).wait("wa_x", { timeout: 10_000 });

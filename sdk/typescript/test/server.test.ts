@@ -14,6 +14,7 @@ import { canonical, dumps } from "../src/canonical.js";
 import * as calls from "../src/calls.js";
 import { REQUEST_MEMBERS } from "../src/request.js";
 import { Transport } from "../src/transport.js";
+import { LocalReviewError } from "@countersign/client/testing";
 import { CALLBACK_SECRET, CALLBACK_TOKEN, DISPATCH_SECRET, Server, TOKEN } from "./local-server.js";
 import { load } from "./shared.js";
 
@@ -281,5 +282,41 @@ describe("against countersign serve", () => {
     const again = await server.callbacks.until((r) => server.callbacks.received.indexOf(r) >= seen && new TextDecoder().decode(r.body).includes(req.id));
     assert.ok(again.verified);
     assert.equal(again.headers["countersign-delivery"], deliveryId);
+  });
+});
+
+describe("a reviewer's edit", () => {
+  test("wait follows the edit to its outcome; the original never runs, and its callback names the edit", async () => {
+    const agent = new Client({ url: server.url, token: CALLBACK_TOKEN, timeout: 10_000 });
+    const run = runId();
+    const req = await agent.request({ tool: "sdk.credit", runId: run, step: 1, effect: CREDIT });
+    const edited = { ...CREDIT, amount_cents: 3000 };
+    assert.match(await server.edit(req, edited), /changed amount_cents/);
+    const done = await agent.wait(req.key, { timeout: 30_000 });
+    // The edit's outcome, under the edit's own key, naming the original.
+    assert.equal(done.succeeded, true, JSON.stringify(done));
+    assert.equal(done.key, intentKey(run, 1, "sdk.credit", edited));
+    assert.notEqual(done.key, req.key);
+    assert.deepEqual([done.status, done.effect, done.supersedes, done.editedFrom], ["approved", edited, req.key, [req.key]]);
+    const sent = (key: string) => server.provider.received.filter((d) => d.headers["idempotency-key"] === key);
+    assert.deepEqual(sent(done.key).map((d) => new TextDecoder().decode(d.body)), [canonical(edited)]);
+    assert.equal(sent(req.key).length, 0, "the original was written");
+    const original = await agent.get(req.key);
+    assert.deepEqual([original.status, original.settled, original.supersededBy, original.editedFrom], ["edited", true, done.key, []]);
+    // waitForDecision and requestAndWait follow it too.
+    assert.equal((await agent.waitForDecision(req.id, { timeout: 30_000 })).key, done.key);
+    const again = await agent.requestAndWait({ tool: "sdk.credit", runId: run, step: 1, effect: CREDIT }, { timeout: 30_000 });
+    assert.deepEqual([again.key, again.editedFrom], [done.key, [req.key]]);
+    // The agent is told with request.edited, signed.
+    const delivery = await server.callbacks.until((r) => r.headers["countersign-event"] === "request.edited" &&
+      new TextDecoder().decode(r.body).includes(req.id));
+    assert.ok(delivery.verified);
+    assert.equal(requestFromJSON(JSON.parse(new TextDecoder().decode(delivery.body))).supersededBy, done.key);
+  });
+
+  test("a refused edit names its code and changes nothing", async () => {
+    const req = await client.request({ tool: "sdk.credit", runId: runId(), step: 1, effect: CREDIT });
+    await assert.rejects(server.edit(req, { ...CREDIT, amount_cents: 0 }), (e: unknown) => e instanceof LocalReviewError && e.code === "invalid_effect");
+    assert.equal((await client.get(req.id)).status, "pending");
   });
 });
