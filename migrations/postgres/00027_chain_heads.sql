@@ -33,6 +33,24 @@ CREATE TABLE chain_heads (
     prev_hash text NOT NULL
 ) WITH (fillfactor = 50);
 
+-- The roles that insert events (the runtime role GrantAppRole prepared)
+-- write heads from now on, through the trigger: they are granted the table
+-- here, so a serve running as one keeps taking events after the upgrade
+-- before GrantAppRole runs again (which grants the same, and no more).
+-- +goose StatementBegin
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT DISTINCT a.grantee FROM pg_class c, aclexplode(c.relacl) a
+        WHERE c.oid = 'events'::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner
+    LOOP
+        EXECUTE 'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE chain_heads TO '
+            || CASE g.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(g.grantee)) END;
+    END LOOP;
+END $$;
+-- +goose StatementEnd
+
 -- Every stored request's head, from its last event or, when its events
 -- were all dropped with their months, the head a checkpoint kept (whose
 -- prev_hash is not kept: '' here, and never read before the head's next

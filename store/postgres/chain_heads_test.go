@@ -50,13 +50,23 @@ func storeRow(t *testing.T, exec func(string) error, id, key string) {
 // (00027) keeps them: the migration fills each stored request's head from
 // its last event, and its next event continues the chain; the events of a
 // request whose row is gone chain on as before and leave no head; a
-// request stored without events starts at 1; everything verifies.
+// request stored without events starts at 1; everything verifies. A role
+// that inserts events (serve's) may write the heads at once.
 func TestUpgradeToChainHeadsContinuesTheChains(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url, old := databaseMigratedUpTo(t, 26)
 	const kept, gone, quiet = "33333333-3333-3333-3333-333333333333", "44444444-4444-4444-4444-444444444444", "55555555-5555-5555-5555-555555555555"
 	exec := func(stmt string) error { _, err := old.ExecContext(ctx, stmt); return err }
+	writer, reader := storetest.NewRoleName(t, url), storetest.NewRoleName(t, url)
+	for _, stmt := range []string{
+		`CREATE ROLE ` + writer, `CREATE ROLE ` + reader,
+		`GRANT SELECT, INSERT ON events TO ` + writer, `GRANT SELECT ON events TO ` + reader,
+	} {
+		if err := exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
 	storeRow(t, exec, kept, "wa_head")
 	storeRow(t, exec, quiet, "wa_quiet")
 	for _, stmt := range []string{
@@ -75,6 +85,12 @@ func TestUpgradeToChainHeadsContinuesTheChains(t *testing.T) {
 	}
 	if found, _, _, _, _ := headOf(t, d, gone); found {
 		t.Fatal("the migration gave a head to a request without a row")
+	}
+	for role, want := range map[string]int{writer: 4, reader: 0} {
+		if n := countRows(t, d, `SELECT count(*) FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) p
+			WHERE has_table_privilege('`+role+`', 'chain_heads', p)`); n != want {
+			t.Errorf("role %s holds %d of SELECT, INSERT, UPDATE, DELETE on chain_heads after the upgrade, want %d", role, n, want)
+		}
 	}
 	for _, id := range []string{kept, gone, kept, quiet} {
 		if err := s.AppendEvent(ctx, store.Event{RequestID: id, Actor: "executor", Kind: "claimed"}); err != nil {
