@@ -735,7 +735,8 @@ outbox_gone AS (DELETE FROM outbox WHERE request_id IN (SELECT id FROM ids)),
 cards_gone AS (DELETE FROM cards WHERE request_id IN (SELECT id FROM ids)),
 votes_gone AS (DELETE FROM votes WHERE request_id IN (SELECT id FROM ids)),
 executions_gone AS (DELETE FROM executions WHERE request_id IN (SELECT id FROM ids)),
-decisions_gone AS (DELETE FROM decisions WHERE request_id IN (SELECT id FROM ids))
+decisions_gone AS (DELETE FROM decisions WHERE request_id IN (SELECT id FROM ids)),
+heads_gone AS (DELETE FROM chain_heads WHERE request_id IN (SELECT id FROM ids))
 DELETE FROM requests WHERE id IN (SELECT id FROM ids);
 
 -- name: audit_chain

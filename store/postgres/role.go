@@ -65,6 +65,10 @@ var appTables = []struct{ table, privileges string }{
 	{"surface_attempts", "SELECT, INSERT, UPDATE, DELETE"},
 	// A preview leaves with its request.
 	{"previews", "SELECT, INSERT, UPDATE, DELETE"},
+	// Each request's audit chain head: the chain's trigger, running as
+	// serve, updates it (or inserts a request's first); it leaves with its
+	// request.
+	{"chain_heads", "SELECT, INSERT, UPDATE, DELETE"},
 	{"goose_db_version", "SELECT"},
 }
 

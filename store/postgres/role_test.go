@@ -47,6 +47,9 @@ var appRolePrivileges = map[string][]string{
 	"table surface_attempts": {"SELECT", "INSERT", "UPDATE", "DELETE"},
 	// A request's preview: claimed, recorded, and deleted with its request.
 	"table previews": {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	// Each request's audit chain head, written by the chain's trigger as
+	// serve and deleted with its request.
+	"table chain_heads": {"SELECT", "INSERT", "UPDATE", "DELETE"},
 
 	"sequence decisions_id_seq":         {"USAGE"},
 	"sequence executions_id_seq":        {"USAGE"},
