@@ -43,25 +43,7 @@ func TestApproveAndRejectFromTheCommandLineWhileServeRuns(t *testing.T) {
 	if err != nil || info.Mode()&os.ModeSocket == 0 || info.Mode().Perm() != 0o600 {
 		t.Fatalf("the socket in the data directory: %v, %v", info, err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, localTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := map[string]string{"Authorization": "Bearer " + strings.TrimSpace(string(raw))}
-	call := caller(t, &http.Client{Timeout: 30 * time.Second}, p.base)
-	post := func(step int) postedRequest {
-		t.Helper()
-		code, body := call(http.MethodPost, "/v1/requests", fmt.Sprintf(
-			`{"run_id": "run-cli", "step": %d, "tool": "demo.refund", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}}`, step), agent)
-		if code != http.StatusCreated {
-			t.Fatalf("POST = %d %s", code, body)
-		}
-		var created postedRequest
-		if err := json.Unmarshal(body, &created); err != nil {
-			t.Fatal(err)
-		}
-		return created
-	}
+	post, get := localRunAgent(t, p, dir, "run-cli")
 	env := map[string]string{"COUNTERSIGN_DATA_DIR": dir}
 
 	// Approved by a short prefix of its key, then executed once.
@@ -84,7 +66,7 @@ func TestApproveAndRejectFromTheCommandLineWhileServeRuns(t *testing.T) {
 		} `json:"execution"`
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		code, body := call(http.MethodGet, "/v1/requests/"+approved.Key+"?wait=5s", "", agent)
+		code, body := get("/v1/requests/" + approved.Key + "?wait=5s")
 		var v view
 		if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
 			t.Fatalf("GET = %d %s", code, body)
@@ -113,7 +95,7 @@ func TestApproveAndRejectFromTheCommandLineWhileServeRuns(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "rejected "+rejected.ID) || !strings.Contains(out, "need a ticket") {
 		t.Fatalf("reject = %d, %q, %q", code, out, errs)
 	}
-	code, body := call(http.MethodGet, "/v1/requests/"+rejected.Key, "", agent)
+	code, body := get("/v1/requests/" + rejected.Key)
 	var v view
 	if code != http.StatusOK || json.Unmarshal(body, &v) != nil || v.Status != "rejected" || v.Decision == nil ||
 		v.Decision.Reason != "refunds over 10 EUR need a ticket" || v.Decision.Via != localReviewVia {
@@ -259,4 +241,32 @@ tools:
 	if code != http.StatusOK || !strings.Contains(string(body), `"status":"approved"`) || !strings.Contains(string(body), `"by":"local:ben"`) {
 		t.Fatalf("the request = %d %s", code, body)
 	}
+}
+
+// localRunAgent is the local agent of a local run (serve on the embedded
+// store in dir), with its token: post sends a demo.refund intent in run
+// (step numbers it), get reads a path.
+func localRunAgent(t *testing.T, p *serveProcess, dir, run string) (post func(step int) postedRequest, get func(path string) (int, []byte)) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, localTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := map[string]string{"Authorization": "Bearer " + strings.TrimSpace(string(raw))}
+	call := caller(t, &http.Client{Timeout: 30 * time.Second}, p.base)
+	get = func(path string) (int, []byte) { return call(http.MethodGet, path, "", agent) }
+	post = func(step int) postedRequest {
+		t.Helper()
+		code, body := call(http.MethodPost, "/v1/requests", fmt.Sprintf(
+			`{"run_id": %q, "step": %d, "tool": "demo.refund", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}}`, run, step), agent)
+		if code != http.StatusCreated {
+			t.Fatalf("POST = %d %s", code, body)
+		}
+		var created postedRequest
+		if err := json.Unmarshal(body, &created); err != nil {
+			t.Fatal(err)
+		}
+		return created
+	}
+	return post, get
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,25 +21,7 @@ func TestEditFromTheCommandLineWhileServeRuns(t *testing.T) {
 		"COUNTERSIGN_CONFIG":       "",
 	})
 	waitFor(t, p.logs, "local reviews listening")
-	raw, err := os.ReadFile(filepath.Join(dir, localTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := map[string]string{"Authorization": "Bearer " + strings.TrimSpace(string(raw))}
-	call := caller(t, &http.Client{Timeout: 30 * time.Second}, p.base)
-	post := func(step int) postedRequest {
-		t.Helper()
-		code, body := call(http.MethodPost, "/v1/requests", fmt.Sprintf(
-			`{"run_id": "run-edit", "step": %d, "tool": "demo.refund", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}}`, step), agent)
-		if code != http.StatusCreated {
-			t.Fatalf("POST = %d %s", code, body)
-		}
-		var created postedRequest
-		if err := json.Unmarshal(body, &created); err != nil {
-			t.Fatal(err)
-		}
-		return created
-	}
+	post, read := localRunAgent(t, p, dir, "run-edit")
 	env := map[string]string{"COUNTERSIGN_DATA_DIR": dir}
 	type view struct {
 		Key          string         `json:"key"`
@@ -58,7 +37,7 @@ func TestEditFromTheCommandLineWhileServeRuns(t *testing.T) {
 	}
 	get := func(ref, query string) view {
 		t.Helper()
-		code, body := call(http.MethodGet, "/v1/requests/"+ref+query, "", agent)
+		code, body := read("/v1/requests/" + ref + query)
 		var v view
 		if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
 			t.Fatalf("GET %s = %d %s", ref, code, body)
