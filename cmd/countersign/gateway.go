@@ -105,10 +105,16 @@ func (u *upstreams) tools() []gateway.Tool {
 }
 
 // knownTool is the known tool exposed as name, its upstream up or down.
+// Every read passes here: it looks under the lock without copying or
+// sorting the list tools makes.
 func (u *upstreams) knownTool(name string) (gateway.Tool, bool) {
-	for _, t := range u.tools() {
-		if t.Exposed == name {
-			return t, true
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, ts := range u.known {
+		for _, t := range ts {
+			if t.Exposed == name {
+				return t, true
+			}
 		}
 	}
 	return gateway.Tool{}, false
