@@ -137,19 +137,7 @@ tools:
 	keys := make([]string, n)
 	for i := range keys {
 		body := fmt.Sprintf(`{"run_id":"r-nudge","step":%d,"tool":"billing.credit","summary":"Credit inv_%d","effect":{"invoice":"inv_%d"}}`, i, i, i)
-		req, _ := http.NewRequest(http.MethodPost, procs[i%2].base+"/v1/requests", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+smokeToken)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var created struct{ Key string }
-		_ = json.NewDecoder(resp.Body).Decode(&created)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("POST /v1/requests = %d", resp.StatusCode)
-		}
+		created := postSmokeIntent(t, procs[i%2].base, body)
 		keys[i] = created.Key
 	}
 
@@ -238,4 +226,23 @@ tools:
 	if c.emailTotal != 2*2*n {
 		t.Errorf("email: %d nudge messages, want %d", c.emailTotal, 2*2*n)
 	}
+}
+
+// postSmokeIntent posts body as an intent with the smoke test's agent token
+// to the serve at base, and returns what was created.
+func postSmokeIntent(t *testing.T, base, body string) (created struct{ Key string }) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/requests", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+smokeToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(&created)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /v1/requests = %d", resp.StatusCode)
+	}
+	return created
 }

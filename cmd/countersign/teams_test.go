@@ -91,20 +91,8 @@ tools:
 		"COUNTERSIGN_LISTEN":          "127.0.0.1:0",
 		"TEAMS_APP_PASSWORD":          "app-password",
 	}))
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/requests", strings.NewReader(
-		`{"run_id":"r-teams","step":1,"tool":"billing.credit","effect":{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}}`))
-	req.Header.Set("Authorization", "Bearer "+smokeToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct{ Key string }
-	_ = json.NewDecoder(resp.Body).Decode(&created)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST /v1/requests = %d", resp.StatusCode)
-	}
+	created := postSmokeIntent(t, base,
+		`{"run_id":"r-teams","step":1,"tool":"billing.credit","effect":{"invoice":"inv_8841","amount_cents":4200,"currency":"USD"}}`)
 
 	var data map[string]any
 	for deadline := time.Now().Add(20 * time.Second); data == nil; {
