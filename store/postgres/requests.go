@@ -295,12 +295,16 @@ func (e executor) insertRequests(ctx context.Context, ps []store.NewRequest, owe
 	if err != nil {
 		return wrap("inserting requests", err)
 	}
-	rows, err := e.db.Query(ctx, q.Get("insert_requests"),
+	var found []store.InsertResult
+	err = e.queryGeneric(ctx, q.Get("insert_requests"), []any{
 		keys, basis, runs, steps, tools, snapshots, hashes, summaries, reasons, by, forWhom, ttls, strs, now, policies,
-		o.evKey, o.evActor, o.evKind, o.evData, o.obKey, o.obKind, o.obData)
-	found, err := collect[store.InsertResult]("inserting requests", rows, err)
-	if err != nil {
+		o.evKey, o.evActor, o.evKind, o.evData, o.obKey, o.obKind, o.obData,
+	}, func(rows pgx.Rows) (err error) {
+		found, err = pgx.CollectRows(rows, pgx.RowToStructByName[store.InsertResult])
 		return err
+	})
+	if err != nil {
+		return wrap("inserting requests", err)
 	}
 	for _, f := range found {
 		into[f.Key] = f
