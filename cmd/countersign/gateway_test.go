@@ -204,6 +204,17 @@ func TestGatewayOverHTTPGatesRealMCPServers(t *testing.T) {
 	waitForUpstreams(t, g.base, "fs", "memory")
 	r := runGatewayClient(t, g, map[string]string{"MCP_TRANSPORT": "http", "MCP_URL": g.base + "/mcp", "MCP_TOKEN": smokeToken})
 	checkGatewayReport(t, g, r, "http")
+	// Each call is logged once, as countersign's; the SDK's lines for the
+	// session a stateless server opens per POST are not.
+	logs := g.logs.String()
+	if !strings.Contains(logs, "read passed through") {
+		t.Error("serve logged no read passed through")
+	}
+	for _, line := range []string{"server session connected", "server session disconnected", "server connecting"} {
+		if strings.Contains(logs, line) {
+			t.Errorf("serve logged the MCP SDK's %q for a session of one call", line)
+		}
+	}
 }
 
 // The same through countersign mcp over stdio, which reaches the upstreams

@@ -45,7 +45,7 @@ func (a *app) mcpHandler(agents *hook.AgentSet, api http.Handler) http.Handler {
 		server, _ := r.Context().Value(mcpServerKey{}).(*mcp.Server)
 		return server
 	}, &mcp.StreamableHTTPOptions{
-		Stateless: true, Logger: logger, MaxRequestBodyBytes: mcpMaxBody,
+		Stateless: true, Logger: quietSDK(logger), MaxRequestBodyBytes: mcpMaxBody,
 		// The SDK refuses a loopback peer that names another host, against
 		// DNS rebinding; every call here needs the agent's token, which a
 		// rebinding page does not have, and a reverse proxy on this machine
@@ -63,7 +63,7 @@ func (a *app) mcpHandler(agents *hook.AgentSet, api http.Handler) http.Handler {
 		server, err := servers.get(r, a.toolsGeneration.Load(), func() (*mcp.Server, error) {
 			c := client.New("http://countersign.invalid", bearerToken(r),
 				client.WithHTTPClient(&http.Client{Transport: inProcess{api}, Timeout: hook.MaxWait + 30*time.Second}))
-			return mcpserver.New(r.Context(), mcpserver.Config{Client: c, Version: versionString(), Logger: logger,
+			return mcpserver.New(r.Context(), mcpserver.Config{Client: c, Version: versionString(), Logger: quietSDK(logger),
 				Session: r.Header.Get(mcpSessionHeader)})
 		})
 		if err != nil {
