@@ -84,8 +84,9 @@ bench-intake: peers
 	go run ./cmd/intakebench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))" \
 		-clients 8,32 -rounds 5 -duration 2s -peer $(CURDIR)/bin/riverhook
 
-# Executor burn-down and approval-to-dispatch latency beside River's burn-down
-# and enqueue-to-work latency, bare and keeping countersign's records
+# Executor burn-down, approval-to-dispatch latency and an auto-approved
+# write's intake-to-dispatch latency beside River's burn-down and
+# enqueue-to-work latency, bare and keeping countersign's records
 # (riverexec -ledger), 4 rounds (scratch databases, dropped at the end).
 bench-executor: peers
 	go run ./cmd/execbench -database-url "$(subst /countersign?,/postgres?,$(DATABASE_URL))" \

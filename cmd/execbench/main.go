@@ -1,7 +1,9 @@
 // Command execbench measures countersign's executor the way the River
 // baseline measures a River queue: approved executions burned down to
 // succeeded against a no-op provider on loopback (throughput), then single
-// approvals one at a time (approval-to-dispatch latency).
+// approvals one at a time (approval-to-dispatch latency), then as many
+// intents one at a time that a policy approves at intake (intake-to-dispatch
+// latency).
 //
 //	go run ./cmd/execbench -database-url postgres://postgres@127.0.0.1:5432/postgres -executions 20000
 //
