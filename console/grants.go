@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
 )
 
@@ -18,25 +19,9 @@ type grantsPage struct {
 	Notice *notice
 }
 
-// Codes of a revocation's redirect.
-const (
-	noticeRevoked    = "revoked"
-	noticeNotRevoked = "not_revoked"
-	noticeNoGrant    = "no_grant"
-)
-
-// grantsNotice words a revocation's redirect code; nil for anything else,
-// so a link cannot put words on the page.
+// grantsNotice words a revocation's redirect code.
 func grantsNotice(code string) *notice {
-	switch code {
-	case noticeRevoked:
-		return &notice{"ok", code, "The grant is revoked: the writes it covered ask for a decision again."}
-	case noticeNotRevoked:
-		return &notice{"warn", code, "That grant had already ended; nothing changed."}
-	case noticeNoGrant:
-		return &notice{"error", code, "There is no such live grant among those you review."}
-	}
-	return nil
+	return reviewpage.GrantsNotice(code, "There is no such live grant among those you review.")
 }
 
 // mayReviewGrant reports whether the reviewer may see and revoke g: they
@@ -105,7 +90,7 @@ func (h *Handler) revokeGrant(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) revoke(r *http.Request, id, user string) (string, error) {
 	g, err := h.db.GrantByID(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return noticeNoGrant, nil
+		return reviewpage.NoticeNoGrant, nil
 	}
 	if err != nil {
 		return "", err
@@ -116,16 +101,16 @@ func (h *Handler) revoke(r *http.Request, id, user string) (string, error) {
 	}
 	if !mine {
 		// The same answer as a grant that does not exist.
-		return noticeNoGrant, nil
+		return reviewpage.NoticeNoGrant, nil
 	}
 	_, revoked, err := h.svc.RevokeGrant(r.Context(), id, user, true)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return noticeNoGrant, nil
+		return reviewpage.NoticeNoGrant, nil
 	case err != nil:
 		return "", err
 	case !revoked:
-		return noticeNotRevoked, nil
+		return reviewpage.NoticeNotRevoked, nil
 	}
-	return noticeRevoked, nil
+	return reviewpage.NoticeRevoked, nil
 }

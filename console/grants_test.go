@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
 )
 
@@ -69,7 +70,7 @@ func TestGrantsListAndRevoke(t *testing.T) {
 	}
 	outsider.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, _ = outsider.post(Prefix+"/grants/revoke", url.Values{"csrf": {csrf(t, page)}, "grant": {billing.ID}}, nil)
-	if resp.StatusCode != http.StatusSeeOther || !strings.HasSuffix(resp.Header.Get("Location"), "notice="+noticeNoGrant) {
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasSuffix(resp.Header.Get("Location"), "notice="+reviewpage.NoticeNoGrant) {
 		t.Fatalf("an outsider's revoke answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 
@@ -94,7 +95,7 @@ func TestGrantsListAndRevoke(t *testing.T) {
 	}
 
 	resp, _ = member.post(Prefix+"/grants/revoke", url.Values{"grant": {billing.ID}, "csrf": {token}}, nil)
-	if resp.StatusCode != http.StatusSeeOther || !strings.HasSuffix(resp.Header.Get("Location"), "notice="+noticeRevoked) {
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasSuffix(resp.Header.Get("Location"), "notice="+reviewpage.NoticeRevoked) {
 		t.Fatalf("bob's revoke answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	g, err := b.store.GrantByID(t.Context(), billing.ID)
@@ -113,11 +114,11 @@ func TestGrantsListAndRevoke(t *testing.T) {
 		t.Fatalf("the audit has no grant_revoked by %s: %+v", bob, h.Events)
 	}
 	resp, _ = member.post(Prefix+"/grants/revoke", url.Values{"grant": {billing.ID}, "csrf": {token}}, nil)
-	if !strings.HasSuffix(resp.Header.Get("Location"), "notice="+noticeNotRevoked) {
+	if !strings.HasSuffix(resp.Header.Get("Location"), "notice="+reviewpage.NoticeNotRevoked) {
 		t.Errorf("a second revoke redirected to %q", resp.Header.Get("Location"))
 	}
 	member.client.CheckRedirect = nil
-	if _, page = member.get(Prefix + "/grants?notice=" + noticeRevoked); strings.Contains(page, `id="grant-`+billing.ID+`"`) || !strings.Contains(page, `data-code="revoked"`) {
+	if _, page = member.get(Prefix + "/grants?notice=" + reviewpage.NoticeRevoked); strings.Contains(page, `id="grant-`+billing.ID+`"`) || !strings.Contains(page, `data-code="revoked"`) {
 		t.Fatalf("after the revoke the grants page reads:\n%s", page)
 	}
 	if after := b.submit(t, toolName, "Credit after the revoke"); after.Status != store.RequestPending {

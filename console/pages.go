@@ -283,10 +283,8 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) {
 		Notice: noticeFor(r.URL.Query().Get("notice"), d), Change: change})
 }
 
-// notice says on a request page what a decision did.
-type notice struct {
-	Level, Code, Message string
-}
+// notice says on a page what a decision or a revocation did.
+type notice = reviewpage.Notice
 
 const (
 	noticeDecided = "decided"
@@ -299,19 +297,19 @@ const (
 func noticeFor(code string, d lookup.Detail) *notice {
 	switch code {
 	case noticeDecided:
-		return &notice{"ok", code, "Your decision is recorded."}
+		return &notice{Level: "ok", Code: code, Message: "Your decision is recorded."}
 	case noticeCounted:
-		return &notice{"ok", code, "Your approval is recorded; the request needs more approvals before it runs."}
+		return &notice{Level: "ok", Code: code, Message: "Your approval is recorded; the request needs more approvals before it runs."}
 	case noticeRepeat:
-		return &notice{"warn", code, "You already voted in this round; nothing changed."}
+		return &notice{Level: "warn", Code: code, Message: "You already voted in this round; nothing changed."}
 	case approvals.CodeInvalidRequest:
-		return &notice{"error", code, "A reject of this request needs a reason (at most 2000 characters). Nothing was recorded."}
+		return &notice{Level: "error", Code: code, Message: "A reject of this request needs a reason (at most 2000 characters). Nothing was recorded."}
 	case approvals.CodeAlreadyDecided:
 		ref := approvals.RefusalFor(&approvals.NotPendingError{Status: d.Request.Status, Decision: d.Decision})
-		return &notice{"warn", ref.Code, ref.Message}
+		return &notice{Level: "warn", Code: ref.Code, Message: ref.Message}
 	case approvals.CodeStaleCard, approvals.CodeNotApprover, approvals.CodeNoLongerApprover, approvals.CodeSelfApproval:
 		ref, _ := approvals.RefusalByCode(code)
-		return &notice{"error", ref.Code, ref.Message}
+		return &notice{Level: "error", Code: ref.Code, Message: ref.Message}
 	}
 	return nil
 }
@@ -472,7 +470,7 @@ func (h *Handler) batchApprove(w http.ResponseWriter, r *http.Request) {
 		}
 		if !mine {
 			p.Results = append(p.Results, batchResult{Request: store.Request{ID: it.id},
-				Notice: &notice{"error", approvals.CodeNotFound, notHere}})
+				Notice: &notice{Level: "error", Code: approvals.CodeNotFound, Message: notHere}})
 			continue
 		}
 		code, err := h.decided(r.Context(), approvals.Decision{RequestID: req.ID, Round: it.round, PayloadHash: it.hash,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/approvals"
 	"github.com/countersign/countersign/lookup"
+	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
 )
 
@@ -30,12 +31,8 @@ const (
 // rule, checked by the service.
 const maxGrant = 366 * 24 * time.Hour
 
-// notice is the message a request page shows after a decision attempt.
-type notice struct {
-	Level   string // "ok", "warn" or "error"
-	Code    string // the refusal's code; "decided" for success
-	Message string
-}
+// notice is the message a page shows after a decision or a revocation.
+type notice = reviewpage.Notice
 
 // Codes of a decision's redirect that recorded a vote: it decided the
 // round, it was counted towards the policy, or the reviewer had voted.

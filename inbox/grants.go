@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
 )
 
@@ -15,24 +16,9 @@ type grantsPage struct {
 	Notice *notice
 }
 
-// Codes of a revocation's redirect.
-const (
-	noticeRevoked    = "revoked"
-	noticeNotRevoked = "not_revoked"
-	noticeNoGrant    = "no_grant"
-)
-
-// grantsNotice words a revocation's redirect code; nil for anything else.
+// grantsNotice words a revocation's redirect code.
 func grantsNotice(code string) *notice {
-	switch code {
-	case noticeRevoked:
-		return &notice{Level: "ok", Code: code, Message: "The grant is revoked: writes it covered ask for a decision again."}
-	case noticeNotRevoked:
-		return &notice{Level: "warn", Code: code, Message: "That grant had already ended; nothing changed."}
-	case noticeNoGrant:
-		return &notice{Level: "error", Code: code, Message: "None of your grants has that id."}
-	}
-	return nil
+	return reviewpage.GrantsNotice(code, "None of your grants has that id.")
 }
 
 // grants lists the reviewer's live standing grants, each with Revoke.
@@ -54,15 +40,15 @@ func (h *Handler) revokeGrant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, revoked, err := h.svc.RevokeGrant(r.Context(), r.PostForm.Get("id"), h.reviewer, false)
-	code := noticeRevoked
+	code := reviewpage.NoticeRevoked
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		code = noticeNoGrant
+		code = reviewpage.NoticeNoGrant
 	case err != nil:
 		h.refuse(w, "revoking a grant", err)
 		return
 	case !revoked:
-		code = noticeNotRevoked
+		code = reviewpage.NoticeNotRevoked
 	}
 	http.Redirect(w, r, h.prefix+"/grants?notice="+url.QueryEscape(code), http.StatusSeeOther)
 }

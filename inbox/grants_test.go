@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approvals"
+	"github.com/countersign/countersign/reviewpage"
 	"github.com/countersign/countersign/store"
 	"github.com/countersign/countersign/store/drivertest"
 )
@@ -58,11 +59,11 @@ func TestInboxGrantsApproveAndRevoke(t *testing.T) {
 			t.Fatalf("the grants page does not list the grant:\n%s", page)
 		}
 		resp := post(t, b.server, DefaultPrefix+"/grants/revoke", url.Values{"id": {g.ID}}, nil)
-		if status, body := readAll(t, resp); status != http.StatusSeeOther || !strings.HasSuffix(resp.Header.Get("Location"), "notice="+noticeRevoked) {
+		if status, body := readAll(t, resp); status != http.StatusSeeOther || !strings.HasSuffix(resp.Header.Get("Location"), "notice="+reviewpage.NoticeRevoked) {
 			t.Fatalf("revoke answered %d %s:\n%s", status, resp.Header.Get("Location"), body)
 		}
 		resp = post(t, b.server, DefaultPrefix+"/grants/revoke", url.Values{"id": {g.ID}}, nil)
-		if _, _ = readAll(t, resp); !strings.HasSuffix(resp.Header.Get("Location"), "notice="+noticeNotRevoked) {
+		if _, _ = readAll(t, resp); !strings.HasSuffix(resp.Header.Get("Location"), "notice="+reviewpage.NoticeNotRevoked) {
 			t.Errorf("a second revoke redirected to %s", resp.Header.Get("Location"))
 		}
 		if after := b.submit(t, nil); after.Status != store.RequestPending {
