@@ -63,6 +63,19 @@ type RecordPreviewParams struct {
 	Fetching PreviewState
 }
 
+// ChangesJSON is Changes as both stores keep them: JSON text, or nil when
+// the preview has none.
+func (p RecordPreviewParams) ChangesJSON() (any, error) {
+	if p.Changes == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(p.Changes)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
 // maxPreviewCandidates bounds the requests of a tool sharing a business
 // id value that PreviousByBusinessID reads to find one with the value in
 // the business id's field.

@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/countersign/countersign/store"
@@ -30,16 +29,12 @@ func (e executor) ClaimPreview(ctx context.Context, p store.ClaimPreviewParams) 
 }
 
 func (e executor) RecordPreview(ctx context.Context, p store.RecordPreviewParams) (bool, error) {
-	var changes any
-	if p.Changes != nil {
-		b, err := json.Marshal(p.Changes)
-		if err != nil {
-			return false, err
-		}
-		changes = string(b)
+	changes, err := p.ChangesJSON()
+	if err != nil {
+		return false, err
 	}
 	var one int
-	err := e.tx.QueryRowContext(ctx, q.Get("record_preview"), canonicalID(p.RequestID), string(p.State), changes,
+	err = e.tx.QueryRowContext(ctx, q.Get("record_preview"), canonicalID(p.RequestID), string(p.State), changes,
 		p.Summary, p.Reason, micros(e.tx.clock(p.FinishedAt)), string(p.Fetching)).Scan(&one)
 	return found("recording preview", err)
 }

@@ -46,13 +46,9 @@ func (e executor) ClaimPreview(ctx context.Context, p store.ClaimPreviewParams) 
 }
 
 func (e executor) RecordPreview(ctx context.Context, p store.RecordPreviewParams) (bool, error) {
-	var changes any
-	if p.Changes != nil {
-		b, err := json.Marshal(p.Changes)
-		if err != nil {
-			return false, err
-		}
-		changes = string(b)
+	changes, err := p.ChangesJSON()
+	if err != nil {
+		return false, err
 	}
 	return e.exists(ctx, "recording preview", q.Get("record_preview"), p.RequestID, string(p.State), changes,
 		p.Summary, p.Reason, p.FinishedAt, string(p.Fetching))
