@@ -31,14 +31,7 @@ func decideLocally(t *testing.T, env map[string]string, args ...string) (int, st
 // sees the decision, the write and the reason.
 func TestApproveAndRejectFromTheCommandLineWhileServeRuns(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	p := startServeProcess(t, map[string]string{
-		"COUNTERSIGN_DATA_DIR":     dir,
-		"COUNTERSIGN_LISTEN":       "127.0.0.1:0",
-		"COUNTERSIGN_DATABASE_URL": "",
-		"COUNTERSIGN_CONFIG":       "",
-	})
-	waitFor(t, p.logs, "local reviews listening")
+	p, dir := startLocalRun(t)
 	info, err := os.Stat(filepath.Join(dir, localReviewSocket))
 	if err != nil || info.Mode()&os.ModeSocket == 0 || info.Mode().Perm() != 0o600 {
 		t.Fatalf("the socket in the data directory: %v, %v", info, err)
@@ -220,13 +213,9 @@ tools:
 	}))
 	waitFor(t, logs, "local reviews listening")
 	call := caller(t, &http.Client{Timeout: 30 * time.Second}, base)
-	code, body := call(http.MethodPost, "/v1/requests",
+	created := createdRequest(t)(call(http.MethodPost, "/v1/requests",
 		`{"run_id": "run-q", "step": 1, "tool": "billing.credit", "effect": {"invoice": "inv_1", "amount_cents": 100}}`,
-		map[string]string{"Authorization": "Bearer " + smokeToken})
-	var created postedRequest
-	if code != http.StatusCreated || json.Unmarshal(body, &created) != nil {
-		t.Fatalf("POST = %d %s", code, body)
-	}
+		map[string]string{"Authorization": "Bearer " + smokeToken}))
 	for _, step := range []struct{ as, want string }{
 		{"local:ana", "local:ana approved " + created.ID},
 		{"local:ana", "local:ana had already voted on " + created.ID},
@@ -237,10 +226,26 @@ tools:
 			t.Fatalf("approve as %s = %d, %q, %q; want %q", step.as, code, out, errs, step.want)
 		}
 	}
-	code, body = call(http.MethodGet, "/v1/requests/"+created.Key, "", map[string]string{"Authorization": "Bearer " + smokeToken})
+	code, body := call(http.MethodGet, "/v1/requests/"+created.Key, "", map[string]string{"Authorization": "Bearer " + smokeToken})
 	if code != http.StatusOK || !strings.Contains(string(body), `"status":"approved"`) || !strings.Contains(string(body), `"by":"local:ben"`) {
 		t.Fatalf("the request = %d %s", code, body)
 	}
+}
+
+// startLocalRun starts serve as a local run does (the embedded store in a
+// data directory of its own, no configuration) and waits for its local
+// reviews' socket.
+func startLocalRun(t *testing.T) (*serveProcess, string) {
+	t.Helper()
+	dir := t.TempDir()
+	p := startServeProcess(t, map[string]string{
+		"COUNTERSIGN_DATA_DIR":     dir,
+		"COUNTERSIGN_LISTEN":       "127.0.0.1:0",
+		"COUNTERSIGN_DATABASE_URL": "",
+		"COUNTERSIGN_CONFIG":       "",
+	})
+	waitFor(t, p.logs, "local reviews listening")
+	return p, dir
 }
 
 // localRunAgent is the local agent of a local run (serve on the embedded
@@ -257,16 +262,8 @@ func localRunAgent(t *testing.T, p *serveProcess, dir, run string) (post func(st
 	get = func(path string) (int, []byte) { return call(http.MethodGet, path, "", agent) }
 	post = func(step int) postedRequest {
 		t.Helper()
-		code, body := call(http.MethodPost, "/v1/requests", fmt.Sprintf(
-			`{"run_id": %q, "step": %d, "tool": "demo.refund", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}}`, run, step), agent)
-		if code != http.StatusCreated {
-			t.Fatalf("POST = %d %s", code, body)
-		}
-		var created postedRequest
-		if err := json.Unmarshal(body, &created); err != nil {
-			t.Fatal(err)
-		}
-		return created
+		return createdRequest(t)(call(http.MethodPost, "/v1/requests", fmt.Sprintf(
+			`{"run_id": %q, "step": %d, "tool": "demo.refund", "effect": {"order": "ord_1001", "amount_cents": 1250, "currency": "EUR"}}`, run, step), agent))
 	}
 	return post, get
 }

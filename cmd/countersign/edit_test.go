@@ -13,14 +13,7 @@ import (
 // settles edited, names the edit, and never executes.
 func TestEditFromTheCommandLineWhileServeRuns(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	p := startServeProcess(t, map[string]string{
-		"COUNTERSIGN_DATA_DIR":     dir,
-		"COUNTERSIGN_LISTEN":       "127.0.0.1:0",
-		"COUNTERSIGN_DATABASE_URL": "",
-		"COUNTERSIGN_CONFIG":       "",
-	})
-	waitFor(t, p.logs, "local reviews listening")
+	p, dir := startLocalRun(t)
 	post, read := localRunAgent(t, p, dir, "run-edit")
 	env := map[string]string{"COUNTERSIGN_DATA_DIR": dir}
 	type view struct {

@@ -74,16 +74,24 @@ func clickAt(t *testing.T, base, user, action string, req postedRequest) int {
 
 func postIntent(t *testing.T, base, intent string) postedRequest {
 	t.Helper()
-	code, body := caller(t, http.DefaultClient, base)(http.MethodPost, "/v1/requests", intent,
-		map[string]string{"Authorization": "Bearer " + smokeToken})
-	if code != http.StatusCreated {
-		t.Fatalf("POST = %d %s", code, body)
+	return createdRequest(t)(caller(t, http.DefaultClient, base)(http.MethodPost, "/v1/requests", intent,
+		map[string]string{"Authorization": "Bearer " + smokeToken}))
+}
+
+// createdRequest reads the request a POST /v1/requests answered 201 with, and
+// fails the test on any other answer.
+func createdRequest(t *testing.T) func(code int, body []byte) postedRequest {
+	return func(code int, body []byte) postedRequest {
+		t.Helper()
+		if code != http.StatusCreated {
+			t.Fatalf("POST = %d %s", code, body)
+		}
+		var r postedRequest
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
-	var created postedRequest
-	if err := json.Unmarshal(body, &created); err != nil {
-		t.Fatal(err)
-	}
-	return created
 }
 
 // quorumView is the part of the representation the quorum tests read.
