@@ -352,6 +352,14 @@ func (s *Service) refuse(ctx context.Context, req store.Request, actor string, k
 	}
 }
 
+// requestTTL is how long a new request of t waits for its decision.
+func requestTTL(t Tool) time.Duration {
+	if t.RequestTTL > 0 {
+		return t.RequestTTL
+	}
+	return DefaultRequestTTL
+}
+
 func maxAttempts(t Tool) int {
 	if t.MaxAttempts > 0 {
 		return t.MaxAttempts

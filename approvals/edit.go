@@ -117,16 +117,12 @@ func (s *Service) ApproveWithEdit(ctx context.Context, e Edit) (EditOutcome, err
 		return EditOutcome{}, err
 	}
 
-	ttl := tool.RequestTTL
-	if ttl <= 0 {
-		ttl = DefaultRequestTTL
-	}
 	changed := changedFields(req.Snapshot, in.Snapshot)
 	res, err := s.DB.Edit(ctx, store.EditParams{
 		OriginalID: req.ID, Round: e.Round, PayloadHash: e.PayloadHash, Editor: e.EditedBy, Via: e.Via,
 		Edit: store.NewRequest{Key: key, BasisHash: basisHash, RunID: req.RunID, Step: req.Step, Tool: req.Tool,
 			Snapshot: in.Snapshot, PayloadHash: payloadHash, Summary: req.Summary, Reason: req.Reason,
-			RequestedBy: req.RequestedBy, RequestedFor: req.RequestedFor, TTL: ttl, Policy: policy, Now: s.now()},
+			RequestedBy: req.RequestedBy, RequestedFor: req.RequestedFor, TTL: requestTTL(tool), Policy: policy, Now: s.now()},
 		Changed: changed, MaxAttempts: maxAttempts(tool), Now: s.now(),
 	})
 	switch {

@@ -160,10 +160,6 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 				return store.NewRequest{}, invalid("effect", "the effect cannot be put in canonical form (RFC 8785): %v", err)
 			}
 		}
-		ttl := tool.RequestTTL
-		if ttl <= 0 {
-			ttl = DefaultRequestTTL
-		}
 		ev, auto, err := s.verdict(ctx, tool, agent, in.RequestedFor, snapshot)
 		if err != nil {
 			return store.NewRequest{}, err
@@ -181,7 +177,7 @@ func (s *Service) Submit(ctx context.Context, agent string, in Intent) (req stor
 			Reason:       in.Reason,
 			RequestedBy:  agent,
 			RequestedFor: in.RequestedFor,
-			TTL:          ttl,
+			TTL:          requestTTL(tool),
 			Policy:       ev.Policy,
 			Decided:      decided,
 			Now:          s.now(),
